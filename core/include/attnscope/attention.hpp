@@ -1,0 +1,47 @@
+// attention.hpp: the engine. One pure entry point, run_attention(), computes
+// the book's module under torch.manual_seed(seed) and keeps every stage.
+#pragma once
+
+#include <vector>
+
+#include "attnscope/config.hpp"
+#include "attnscope/rng.hpp"
+#include "attnscope/trace.hpp"
+
+namespace attnscope::core {
+
+// One nn.Linear (or nn.Parameter matrix) oriented as used: y = x . weight + bias.
+struct Projection {
+  RowMatrix weight;  // (in, out): for nn.Linear this is its .weight transposed
+  RowMatrix bias;    // (1, out), or empty when the layer has no bias
+};
+
+// The three projections of one attention head.
+struct QkvProjections {
+  Projection query, key, value;
+};
+
+// Every trainable parameter of a module, in the book's orientation.
+struct Parameters {
+  std::vector<QkvProjections> qkv;  // empty for simple; one per head for the wrapper; else one
+  Projection out;                   // out_proj, multihead only
+};
+
+// Builds the module's parameters exactly as its constructor does in PyTorch,
+// drawing from `gen` in constructor order.
+Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen);
+
+// Runs the module's forward pass with the given parameters; dropout draws
+// come from `gen`. Precondition: validate(config, inputs) is empty.
+Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
+                          TorchGenerator& gen);
+
+// torch.manual_seed(config.seed); module = Class(...); module(inputs).
+// Precondition: validate(config, inputs) is empty.
+Trace run_attention(const Config& config, const Inputs& inputs);
+
+// Row-wise softmax with the row max subtracted first; -inf entries get 0.
+// A row of only -inf becomes NaN, as in PyTorch.
+RowMatrix softmax_rows(const RowMatrix& scores);
+
+}  // namespace attnscope::core

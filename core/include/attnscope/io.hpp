@@ -1,0 +1,58 @@
+// io.hpp: the boundary. Parses config JSON (files, stdin, presets) into a
+// Config + Inputs, and writes a Trace as JSON. Errors are ParseError with a
+// message a person can act on.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnscope/config.hpp"
+#include "attnscope/trace.hpp"
+
+namespace attnscope::core {
+
+// Bad input at the boundary; what() is one line naming the problem.
+class ParseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A run description: what a config file says, before defaults are applied.
+// Fields left unset keep the defaults of Config / the preset.
+struct RunSpec {
+  std::optional<std::string> preset;
+  std::optional<std::vector<std::string>> tokens;
+  std::optional<RowMatrix> embeddings;
+  std::optional<Variant> variant;
+  std::optional<int> d_out;
+  std::optional<int> num_heads;
+  std::optional<double> dropout;
+  std::optional<std::uint64_t> seed;
+  std::optional<bool> qkv_bias;
+  std::optional<bool> training;
+};
+
+// Parses a config document (a JSON object). `source` names it in errors.
+RunSpec parse_run_spec(std::string_view json_text, std::string_view source);
+// Reads a whole file ("-" reads stdin); throws ParseError when unreadable.
+std::string read_text_file(const std::string& path);
+// Overlays every field set in `top` onto `base`.
+RunSpec merge(RunSpec base, const RunSpec& top);
+// Applies defaults and the preset, checks limits; throws ParseError.
+void resolve(const RunSpec& spec, Config& config, Inputs& inputs);
+
+// The names of the built-in presets ("book", "shiny").
+std::vector<std::string> preset_names();
+// The preset's tokens and embeddings; nullopt when there is no such preset.
+std::optional<Inputs> find_preset(std::string_view name);
+
+// Writes the trace as JSON (docs/trace-format.md) to `out`.
+void write_trace_json(const Trace& trace, std::ostream& out);
+// Writes a person-readable listing of every stage, torch-style (4 decimals).
+void write_trace_text(const Trace& trace, std::ostream& out);
+
+}  // namespace attnscope::core

@@ -1,0 +1,319 @@
+// attention.cpp: the six book modules, written as readable reference math.
+//
+// Sections
+//   1. parameter initialisation (nn.Linear / torch.rand, in constructor order)
+//   2. building blocks: projection, softmax, one attention head
+//   3. the forward pass of each variant
+//   4. run_attention: seed, build, forward
+//
+// Arithmetic is float32, like the book's tensors. Where PyTorch's rounding
+// is observable (scale factor, softmax normalisation, dropout scale) we round
+// the way it does; see the comments at each place.
+#include "attnscope/attention.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attnscope::core {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// 1. Parameter initialisation
+
+// nn.Linear(in, out, bias): weight (out, in) ~ kaiming_uniform_(a=sqrt(5)),
+// then bias (out) ~ U(-1/sqrt(in), 1/sqrt(in)). Returned transposed, as used.
+Projection init_linear(int in, int out, bool bias, TorchGenerator& gen) {
+  // torch.nn.init.kaiming_uniform_, evaluated in double exactly as Python does.
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1.0 + std::pow(a, 2)));
+  const double stddev = gain / std::sqrt(static_cast<double>(in));
+  const auto bound = static_cast<float>(std::sqrt(3.0) * stddev);
+
+  RowMatrix torch_weight(out, in);  // (out, in): nn.Linear's storage order
+  gen.fill_uniform(torch_weight, -bound, bound);
+
+  Projection p;
+  p.weight = torch_weight.transpose();  // (in, out)
+  if (bias) {
+    const auto bias_bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(in)));
+    p.bias.resize(1, out);
+    gen.fill_uniform(p.bias, -bias_bound, bias_bound);
+  }
+  return p;
+}
+
+// nn.Parameter(torch.rand(in, out)): SelfAttention_v1's weights.
+Projection init_rand(int in, int out, TorchGenerator& gen) {
+  Projection p;
+  p.weight.resize(in, out);
+  gen.fill_uniform(p.weight, 0.0f, 1.0f);
+  return p;
+}
+
+QkvProjections init_qkv_linear(int d_in, int d_out, bool bias, TorchGenerator& gen) {
+  QkvProjections qkv;  // constructor order: W_query, W_key, W_value
+  qkv.query = init_linear(d_in, d_out, bias, gen);
+  qkv.key = init_linear(d_in, d_out, bias, gen);
+  qkv.value = init_linear(d_in, d_out, bias, gen);
+  return qkv;
+}
+
+// ---------------------------------------------------------------------------
+// 2. Building blocks
+
+// x . weight + bias, for x (T, in) -> (T, out).
+RowMatrix project(const RowMatrix& x, const Projection& p) {
+  RowMatrix y(x.rows(), p.weight.cols());
+  y.noalias() = x * p.weight;
+  if (p.bias.size() > 0) y.rowwise() += p.bias.row(0);
+  return y;
+}
+
+void add_stage(Trace& trace, const char* id, int head, RowMatrix data) {
+  trace.stages.push_back(Stage{id, head, std::move(data)});
+}
+
+void add_projection_stages(Trace& trace, const QkvProjections& qkv, int head) {
+  add_stage(trace, "W_query", head, qkv.query.weight);
+  add_stage(trace, "W_key", head, qkv.key.weight);
+  add_stage(trace, "W_value", head, qkv.value.weight);
+  if (qkv.query.bias.size() > 0) {
+    add_stage(trace, "b_query", head, qkv.query.bias);
+    add_stage(trace, "b_key", head, qkv.key.bias);
+    add_stage(trace, "b_value", head, qkv.value.bias);
+  }
+}
+
+// How one attention head treats its scores.
+struct HeadOptions {
+  bool causal = false;     // hide key j from query i when j > i
+  bool dropout_on = false; // nn.Dropout applies (training mode)
+  double dropout = 0.0;    // its probability
+};
+
+// Scaled dot-product attention of one head, from queries/keys/values on.
+// Appends scores ... context for `head` and returns the context (T, d_v).
+RowMatrix attention_head(Trace& trace, int head, const RowMatrix& queries, const RowMatrix& keys,
+                         const RowMatrix& values, const HeadOptions& opt, TorchGenerator& gen) {
+  const Eigen::Index T = queries.rows();
+
+  RowMatrix scores(T, T);  // (T, T) omega: row i = query i . every key
+  scores.noalias() = queries * keys.transpose();
+  add_stage(trace, "scores", head, scores);
+
+  // PyTorch divides by the Python float d_k**0.5, which the float kernel
+  // rounds to float first: scores / float(sqrt(d_k)).
+  const auto sqrt_dk = static_cast<float>(std::pow(static_cast<double>(keys.cols()), 0.5));
+  RowMatrix scaled = scores / sqrt_dk;  // (T, T)
+  add_stage(trace, "scaled_scores", head, scaled);
+
+  RowMatrix weights;  // (T, T) row softmax; rows sum to 1
+  if (opt.causal) {
+    RowMatrix mask(T, T);  // (T, T) 1 where key j is in query i's future (j > i)
+    RowMatrix masked = scaled;
+    for (Eigen::Index i = 0; i < T; ++i)
+      for (Eigen::Index j = 0; j < T; ++j) {
+        mask(i, j) = j > i ? 1.0f : 0.0f;
+        if (j > i) masked(i, j) = -std::numeric_limits<float>::infinity();
+      }
+    add_stage(trace, "mask", head, std::move(mask));
+    weights = softmax_rows(masked);
+    add_stage(trace, "masked_scores", head, std::move(masked));
+  } else {
+    weights = softmax_rows(scaled);
+  }
+  add_stage(trace, "weights", head, weights);
+
+  if (!opt.causal) {  // SelfAttention_v1/v2 have no dropout
+    RowMatrix context(T, values.cols());
+    context.noalias() = weights * values;
+    add_stage(trace, "context", head, context);
+    return context;
+  }
+
+  // nn.Dropout: noise = bernoulli(1 - p) / (1 - p), in float; out = w * noise.
+  RowMatrix dropout_mask = RowMatrix::Ones(T, T);
+  if (opt.dropout_on && opt.dropout > 0.0) {
+    std::vector<std::uint8_t> keep(static_cast<std::size_t>(T * T));
+    gen.dropout_keep(opt.dropout, keep.size(), keep.data());
+    const float scale = opt.dropout >= 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - opt.dropout);
+    for (Eigen::Index k = 0; k < T * T; ++k)
+      dropout_mask.data()[k] = keep[static_cast<std::size_t>(k)] ? scale : 0.0f;
+  }
+  RowMatrix dropped = weights.cwiseProduct(dropout_mask);  // (T, T)
+  add_stage(trace, "dropout_mask", head, std::move(dropout_mask));
+  add_stage(trace, "dropped_weights", head, dropped);
+
+  RowMatrix context(T, values.cols());  // (T, d_v) row i = sum_j w_ij v_j
+  context.noalias() = dropped * values;
+  add_stage(trace, "context", head, context);
+  return context;
+}
+
+// ---------------------------------------------------------------------------
+// 3. Forward passes
+
+void forward_simple(Trace& trace, const RowMatrix& x) {
+  RowMatrix scores(x.rows(), x.rows());  // (T, T) x_i . x_j
+  scores.noalias() = x * x.transpose();
+  RowMatrix weights = softmax_rows(scores);  // (T, T) rows sum to 1
+  RowMatrix context(x.rows(), x.cols());     // (T, d_in)
+  context.noalias() = weights * x;
+  add_stage(trace, "scores", -1, std::move(scores));
+  add_stage(trace, "weights", -1, std::move(weights));
+  add_stage(trace, "context", -1, std::move(context));
+}
+
+// SelfAttention_v1/v2 and CausalAttention (also one head of the wrapper).
+RowMatrix forward_single_head(Trace& trace, int head, const RowMatrix& x,
+                              const QkvProjections& qkv, const HeadOptions& opt,
+                              TorchGenerator& gen) {
+  add_projection_stages(trace, qkv, head);
+  RowMatrix queries = project(x, qkv.query);  // (T, d_out)
+  RowMatrix keys = project(x, qkv.key);       // (T, d_out)
+  RowMatrix values = project(x, qkv.value);   // (T, d_out)
+  add_stage(trace, "queries", head, queries);
+  add_stage(trace, "keys", head, keys);
+  add_stage(trace, "values", head, values);
+  return attention_head(trace, head, queries, keys, values, opt, gen);
+}
+
+void forward_multihead(Trace& trace, const Config& config, const RowMatrix& x,
+                       const Parameters& params, const HeadOptions& opt, TorchGenerator& gen) {
+  const auto& qkv = params.qkv.front();
+  add_projection_stages(trace, qkv, -1);
+  const RowMatrix queries = project(x, qkv.query);  // (T, d_out), heads side by side
+  const RowMatrix keys = project(x, qkv.key);
+  const RowMatrix values = project(x, qkv.value);
+  add_stage(trace, "queries", -1, queries);
+  add_stage(trace, "keys", -1, keys);
+  add_stage(trace, "values", -1, values);
+
+  // view(T, h, head_dim).transpose: head h owns columns [h*hd, (h+1)*hd).
+  // Dropout over the (h, T, T) tensor draws head by head, so running the
+  // heads in order draws the same numbers in the same order.
+  const int hd = config.d_out / config.num_heads;
+  RowMatrix concat(x.rows(), config.d_out);  // (T, d_out) head contexts side by side
+  for (int h = 0; h < config.num_heads; ++h) {
+    RowMatrix q = queries.middleCols(h * hd, hd);  // (T, hd)
+    RowMatrix k = keys.middleCols(h * hd, hd);
+    RowMatrix v = values.middleCols(h * hd, hd);
+    add_stage(trace, "queries", h, q);
+    add_stage(trace, "keys", h, k);
+    add_stage(trace, "values", h, v);
+    concat.middleCols(h * hd, hd) = attention_head(trace, h, q, k, v, opt, gen);
+  }
+  add_stage(trace, "concat", -1, concat);
+  add_stage(trace, "W_out", -1, params.out.weight);
+  add_stage(trace, "b_out", -1, params.out.bias);
+  add_stage(trace, "output", -1, project(concat, params.out));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public API
+
+RowMatrix softmax_rows(const RowMatrix& scores) {
+  RowMatrix out(scores.rows(), scores.cols());
+  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+    const float row_max = scores.row(i).maxCoeff();
+    float sum = 0.0f;
+    for (Eigen::Index j = 0; j < scores.cols(); ++j) {
+      const float e = std::exp(scores(i, j) - row_max);  // exp(-inf) = 0
+      out(i, j) = e;
+      sum += e;
+    }
+    // PyTorch multiplies by the reciprocal of the sum rather than dividing.
+    const float inv = 1.0f / sum;
+    out.row(i) *= inv;
+  }
+  return out;
+}
+
+Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen) {
+  Parameters params;
+  switch (config.variant) {
+    case Variant::Simple:
+      break;
+    case Variant::SelfAttentionV1: {
+      QkvProjections qkv;
+      qkv.query = init_rand(d_in, config.d_out, gen);
+      qkv.key = init_rand(d_in, config.d_out, gen);
+      qkv.value = init_rand(d_in, config.d_out, gen);
+      params.qkv.push_back(std::move(qkv));
+      break;
+    }
+    case Variant::SelfAttentionV2:
+    case Variant::Causal:
+      params.qkv.push_back(init_qkv_linear(d_in, config.d_out, config.qkv_bias, gen));
+      break;
+    case Variant::MultiheadWrapper:
+      for (int h = 0; h < config.num_heads; ++h)
+        params.qkv.push_back(init_qkv_linear(d_in, config.d_out, config.qkv_bias, gen));
+      break;
+    case Variant::Multihead:
+      params.qkv.push_back(init_qkv_linear(d_in, config.d_out, config.qkv_bias, gen));
+      params.out = init_linear(config.d_out, config.d_out, /*bias=*/true, gen);
+      break;
+  }
+  return params;
+}
+
+Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
+                          TorchGenerator& gen) {
+  Trace trace;
+  trace.config = config;
+  trace.tokens = inputs.tokens;
+  trace.d_in = static_cast<int>(inputs.embeddings.cols());
+  const RowMatrix& x = inputs.embeddings;  // (T, d_in)
+  add_stage(trace, "inputs", -1, x);
+
+  HeadOptions opt;
+  opt.causal = is_causal(config.variant);
+  opt.dropout_on = config.training;
+  opt.dropout = config.dropout;
+
+  switch (config.variant) {
+    case Variant::Simple:
+      forward_simple(trace, x);
+      break;
+    case Variant::SelfAttentionV1:
+    case Variant::SelfAttentionV2:
+    case Variant::Causal:
+      forward_single_head(trace, -1, x, params.qkv.front(), opt, gen);
+      break;
+    case Variant::MultiheadWrapper: {
+      const Eigen::Index d_out = config.d_out;
+      RowMatrix output(x.rows(), d_out * config.num_heads);  // (T, h*d_out) heads side by side
+      for (int h = 0; h < config.num_heads; ++h)
+        output.middleCols(h * d_out, d_out) =
+            forward_single_head(trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
+      add_stage(trace, "output", -1, std::move(output));
+      break;
+    }
+    case Variant::Multihead:
+      forward_multihead(trace, config, x, params, opt, gen);
+      break;
+  }
+  return trace;
+}
+
+Trace run_attention(const Config& config, const Inputs& inputs) {
+  TorchGenerator gen(config.seed);  // torch.manual_seed(seed)
+  const Parameters params =
+      init_parameters(config, static_cast<int>(inputs.embeddings.cols()), gen);
+  return run_with_parameters(config, inputs, params, gen);
+}
+
+int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }
+
+const Stage* Trace::find(std::string_view id, int head) const {
+  for (const auto& s : stages)
+    if (s.id == id && s.head == head) return &s;
+  return nullptr;
+}
+
+}  // namespace attnscope::core

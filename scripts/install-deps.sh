@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attnscope needs to build, run and test.
+# Usage: scripts/install-deps.sh [--no-gui] [--no-oracle]
+#   --no-gui     skip GLFW/ImGui/Xvfb (enough for the engine and CLI)
+#   --no-oracle  skip python3-torch (the PyTorch oracle tests then skip)
+# Installs only what is missing. As root it runs apt-get; otherwise it prints
+# the exact sudo command to run and exits 1.
+set -euo pipefail
+
+want_gui=1
+want_oracle=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-gui) want_gui=0 ;;
+    --no-oracle) want_oracle=0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "error: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake pkg-config
+  libeigen3-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+if [ "$want_gui" = 1 ]; then
+  packages+=(libglfw3-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri
+             xvfb xauth xdotool)
+fi
+if [ "$want_oracle" = 1 ]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "attnscope needs these Debian packages, which are not installed:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

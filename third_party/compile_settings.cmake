@@ -1,0 +1,28 @@
+# Compile settings as interface targets, linked PRIVATE by our own targets so
+# that third-party code never sees our warnings or -Werror.
+
+add_library(attnscope_warnings INTERFACE)
+target_compile_options(attnscope_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+                       -Wconversion -Wno-sign-conversion)
+# GCC 12 reports false "maybe uninitialized" warnings inside its own AVX-512
+# intrinsics when Eigen is built with -march=native.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(attnscope_warnings INTERFACE -Wno-maybe-uninitialized)
+endif()
+if(ATTNSCOPE_WERROR)
+  target_compile_options(attnscope_warnings INTERFACE -Werror)
+endif()
+
+# Numerics every target shares: no FMA contraction, so float expressions round
+# the way PyTorch's do (the RNG's x * (to - from) + from depends on it).
+add_library(attnscope_numerics INTERFACE)
+target_compile_options(attnscope_numerics INTERFACE -ffp-contract=off)
+if(ATTNSCOPE_NATIVE)
+  target_compile_options(attnscope_numerics INTERFACE -march=native)
+endif()
+
+find_package(OpenMP COMPONENTS CXX)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(attnscope_numerics INTERFACE OpenMP::OpenMP_CXX)
+  target_compile_definitions(attnscope_numerics INTERFACE ATTNSCOPE_HAVE_OPENMP=1)
+endif()
