@@ -5,6 +5,7 @@
 // Every bad input ends with exit code 2, nothing on stdout and one line on
 // stderr that starts with "error: " and names the problem.
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -27,7 +28,7 @@ struct RunOptions {
   std::optional<int> d_out;
   std::optional<int> num_heads;
   std::optional<double> dropout;
-  std::optional<std::uint64_t> seed;
+  std::optional<std::string> seed;  // parsed by parse_seed: CLI11 would wrap "-1"
   bool qkv_bias = false;
   bool eval = false;
 };
@@ -45,6 +46,17 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--seed", o.seed, "torch.manual_seed value (default 123)");
   cmd.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
   cmd.add_flag("--eval", o.eval, "eval mode: dropout off");
+}
+
+// A seed in 0..2^64-1, written in decimal; throws core::ParseError.
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seed);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw core::ParseError("--seed (" + text +
+                           ") must be a whole number from 0 to 18446744073709551615");
+  return seed;
 }
 
 // Config file first, then the flags on top; throws core::ParseError.
@@ -66,7 +78,7 @@ void resolve_run(const RunOptions& o, core::Config& config, core::Inputs& inputs
   flags.d_out = o.d_out;
   flags.num_heads = o.num_heads;
   flags.dropout = o.dropout;
-  flags.seed = o.seed;
+  if (o.seed) flags.seed = parse_seed(*o.seed);
   if (o.qkv_bias) flags.qkv_bias = true;
   if (o.eval) flags.training = false;
   spec = core::merge(std::move(spec), flags);
@@ -119,5 +131,7 @@ int main(int argc, char** argv) {
     return bad_input(e.what());
   } catch (const std::bad_alloc&) {
     return bad_input("out of memory: try fewer tokens or smaller dimensions");
+  } catch (const std::exception& e) {  // a bug, but still one clear line and no crash
+    return bad_input(std::string("unexpected failure: ") + e.what());
   }
 }

@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -172,7 +173,13 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
   json doc;
   try {
     doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::out_of_range& e) {
+    // nlohmann: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    std::string what = e.what();
+    const auto quote = what.find('\'');
+    const std::string literal = quote == std::string::npos ? "" : " " + what.substr(quote);
+    fail(source, "a number is out of range" + literal + ": every value must fit in a 32-bit float");
+  } catch (const json::exception& e) {
     std::string what = e.what();
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, ...".
     const auto pos = what.find("] ");
@@ -234,11 +241,18 @@ std::string read_text_file(const std::string& path) {
     if (std::cin.bad()) throw ParseError("could not read standard input");
     return ss.str();
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ParseError("'" + path + "' is a directory: give the path of a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ParseError("cannot open '" + path + "': no such file, or not readable");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ParseError("cannot read '" + path + "' (is it a directory?)");
-  return text;
+  try {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw ParseError("cannot read '" + path + "'");
+    return text;
+  } catch (const std::ios_base::failure&) {
+    throw ParseError("cannot read '" + path + "'");
+  }
 }
 
 RunSpec merge(RunSpec base, const RunSpec& top) {

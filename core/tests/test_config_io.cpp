@@ -70,6 +70,7 @@ TEST(ParseRunSpec, BadInputsNameTheProblem) {
       {R"({"embeddings": [[]]})", "empty"},
       {R"({"embeddings": [[1, "a"]]})", "embeddings[0][1] must be a number"},
       {R"({"embeddings": [[1e39]]})", "too large for a 32-bit float"},
+      {R"({"embeddings": [[1e999]]})", "a number is out of range '1e999'"},
       {R"({"embeddings": [[1]], "tokens": ["a", "b"]})", "2 tokens but 1 rows"},
       {R"({"preset": "book", "d_out": 2.5})", "d_out must be a whole number"},
       {R"({"preset": "book", "d_out": "2"})", "d_out must be a whole number, got a string"},
@@ -96,6 +97,16 @@ TEST(ParseRunSpec, TooManyTokensIsRejectedBeforeAllocating) {
   for (int t = 0; t <= kMaxTokens; ++t) json += t ? ",[0]" : "[0]";
   json += "]}";
   EXPECT_NE(error_for(json).find("too many tokens (4097"), std::string::npos);
+}
+
+TEST(ReadTextFile, DirectoriesAndMissingFilesAreClearErrors) {
+  EXPECT_THROW(read_text_file("/"), ParseError);
+  try {
+    read_text_file("/no/such/attnscope.json");
+    FAIL() << "expected ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open '/no/such/attnscope.json'"), std::string::npos);
+  }
 }
 
 TEST(Merge, LaterFieldsWin) {
