@@ -6,8 +6,10 @@ target_compile_options(attnscope_warnings INTERFACE -Wall -Wextra -Wpedantic -Ws
                        -Wconversion -Wno-sign-conversion)
 # GCC 12 reports false "maybe uninitialized" warnings inside its own AVX-512
 # intrinsics when Eigen is built with -march=native.
+# GCC 12 also flags std::string's own memcpy in `"t" + std::to_string(n)` at -O3
+# (GCC bug 105329, -Wrestrict false positive).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  target_compile_options(attnscope_warnings INTERFACE -Wno-maybe-uninitialized)
+  target_compile_options(attnscope_warnings INTERFACE -Wno-maybe-uninitialized -Wno-restrict)
 endif()
 if(ATTNSCOPE_WERROR)
   target_compile_options(attnscope_warnings INTERFACE -Werror)

@@ -2,9 +2,9 @@
 //
 // Sections
 //   1. parameter initialisation (nn.Linear / torch.rand, in constructor order)
-//   2. building blocks: projection, softmax, one attention head
-//   3. the forward pass of each variant
-//   4. run_attention: seed, build, forward
+//   2. reference path: projection, softmax, one attention head, each variant
+//   3. fast path: the same stages, fused per row, heads in parallel
+//   4. public API: run_attention = seed, build, forward
 //
 // Arithmetic is float32, like the book's tensors. Where PyTorch's rounding
 // is observable (scale factor, softmax normalisation, dropout scale) we round
@@ -61,7 +61,7 @@ QkvProjections init_qkv_linear(int d_in, int d_out, bool bias, TorchGenerator& g
 }
 
 // ---------------------------------------------------------------------------
-// 2. Building blocks
+// 2. Reference path: the math as the book writes it, one stage at a time
 
 // x . weight + bias, for x (T, in) -> (T, out).
 RowMatrix project(const RowMatrix& x, const Projection& p) {
@@ -95,7 +95,7 @@ struct HeadOptions {
 
 // Scaled dot-product attention of one head, from queries/keys/values on.
 // Appends scores ... context for `head` and returns the context (T, d_v).
-RowMatrix attention_head(Trace& trace, int head, const RowMatrix& queries, const RowMatrix& keys,
+RowMatrix attention_head_reference(Trace& trace, int head, const RowMatrix& queries, const RowMatrix& keys,
                          const RowMatrix& values, const HeadOptions& opt, TorchGenerator& gen) {
   const Eigen::Index T = queries.rows();
 
@@ -152,10 +152,8 @@ RowMatrix attention_head(Trace& trace, int head, const RowMatrix& queries, const
   return context;
 }
 
-// ---------------------------------------------------------------------------
-// 3. Forward passes
 
-void forward_simple(Trace& trace, const RowMatrix& x) {
+void forward_simple_reference(Trace& trace, const RowMatrix& x) {
   RowMatrix scores(x.rows(), x.rows());  // (T, T) x_i . x_j
   scores.noalias() = x * x.transpose();
   RowMatrix weights = softmax_rows(scores);  // (T, T) rows sum to 1
@@ -167,7 +165,7 @@ void forward_simple(Trace& trace, const RowMatrix& x) {
 }
 
 // SelfAttention_v1/v2 and CausalAttention (also one head of the wrapper).
-RowMatrix forward_single_head(Trace& trace, int head, const RowMatrix& x,
+RowMatrix forward_single_head_reference(Trace& trace, int head, const RowMatrix& x,
                               const QkvProjections& qkv, const HeadOptions& opt,
                               TorchGenerator& gen) {
   add_projection_stages(trace, qkv, head);
@@ -177,10 +175,10 @@ RowMatrix forward_single_head(Trace& trace, int head, const RowMatrix& x,
   add_stage(trace, "queries", head, queries);
   add_stage(trace, "keys", head, keys);
   add_stage(trace, "values", head, values);
-  return attention_head(trace, head, queries, keys, values, opt, gen);
+  return attention_head_reference(trace, head, queries, keys, values, opt, gen);
 }
 
-void forward_multihead(Trace& trace, const Config& config, const RowMatrix& x,
+void forward_multihead_reference(Trace& trace, const Config& config, const RowMatrix& x,
                        const Parameters& params, const HeadOptions& opt, TorchGenerator& gen) {
   const auto& qkv = params.qkv.front();
   add_projection_stages(trace, qkv, -1);
@@ -203,7 +201,7 @@ void forward_multihead(Trace& trace, const Config& config, const RowMatrix& x,
     add_stage(trace, "queries", h, q);
     add_stage(trace, "keys", h, k);
     add_stage(trace, "values", h, v);
-    concat.middleCols(h * hd, hd) = attention_head(trace, h, q, k, v, opt, gen);
+    concat.middleCols(h * hd, hd) = attention_head_reference(trace, h, q, k, v, opt, gen);
   }
   add_stage(trace, "concat", -1, concat);
   add_stage(trace, "W_out", -1, params.out.weight);
@@ -211,10 +209,201 @@ void forward_multihead(Trace& trace, const Config& config, const RowMatrix& x,
   add_stage(trace, "output", -1, project(concat, params.out));
 }
 
+
+// ---------------------------------------------------------------------------
+// 3. Fast path
+//
+// Same stages, same order, same RNG draws. Differences from the reference:
+// - every matrix is built in place and moved into the trace (no copies);
+// - the row-wise work (scale, mask, softmax, dropout) is one fused pass per
+//   row, with Eigen's vectorized exp;
+// - dropout keep-flags for all heads are drawn up front, in the order PyTorch
+//   draws them, so that the heads can then run in parallel (OpenMP);
+// - causal context products skip the zero upper triangle.
+
+float root_dk(Eigen::Index d_k) {
+  return static_cast<float>(std::pow(static_cast<double>(d_k), 0.5));
+}
+
+// The stages one head appends, computed from its queries/keys/values.
+// `keep` holds T*T flags when dropout draws, else nullptr.
+void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& queries,
+                         const RowMatrix& keys, const RowMatrix& values, const HeadOptions& opt,
+                         const std::uint8_t* keep, float dropout_scale, RowMatrix* context_out) {
+  const Eigen::Index T = queries.rows();
+  const float sqrt_dk = root_dk(keys.cols());
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+  RowMatrix scores(T, T);  // (T, T) Q K^T
+  scores.noalias() = queries * keys.transpose();
+  RowMatrix scaled(T, T), weights(T, T);
+  RowMatrix mask, masked, dropout_mask, dropped;
+  if (opt.causal) {
+    mask.resize(T, T);
+    masked.resize(T, T);
+    dropout_mask.resize(T, T);
+    dropped.resize(T, T);
+  }
+  const bool drawing = keep != nullptr;
+  const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
+
+  for (Eigen::Index i = 0; i < T; ++i) {
+    const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
+    const float* s = &scores(i, 0);
+    float* sc = &scaled(i, 0);
+    for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
+
+    Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
+    const float row_max = logits.maxCoeff();
+    float* w = &weights(i, 0);
+    Eigen::Map<Eigen::ArrayXf> e(w, visible);
+    e = (logits - row_max).exp();
+    const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
+    e *= inv;
+    std::fill(w + visible, w + T, 0.0f);
+
+    if (!opt.causal) continue;
+    float* m = &mask(i, 0);
+    std::fill(m, m + visible, 0.0f);
+    std::fill(m + visible, m + T, 1.0f);
+    float* ms = &masked(i, 0);
+    std::copy(sc, sc + visible, ms);
+    std::fill(ms + visible, ms + T, kNegInf);
+    float* dm = &dropout_mask(i, 0);
+    float* d = &dropped(i, 0);
+    if (drawing) {
+      const std::uint8_t* k = keep + i * T;
+      for (Eigen::Index j = 0; j < T; ++j) dm[j] = k[j] ? dropout_scale : 0.0f;
+    } else {
+      std::fill(dm, dm + T, inactive_scale);
+    }
+    for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
+  }
+
+  RowMatrix context(T, values.cols());  // (T, d_v)
+  if (opt.causal)
+    context.noalias() = dropped.triangularView<Eigen::Lower>() * values;
+  else
+    context.noalias() = weights * values;
+  if (context_out) *context_out = context;
+
+  auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
+  push("scores", std::move(scores));
+  push("scaled_scores", std::move(scaled));
+  if (opt.causal) {
+    push("mask", std::move(mask));
+    push("masked_scores", std::move(masked));
+  }
+  push("weights", std::move(weights));
+  if (opt.causal) {
+    push("dropout_mask", std::move(dropout_mask));
+    push("dropped_weights", std::move(dropped));
+  }
+  push("context", std::move(context));
+}
+
+void push_projection_stages(std::vector<Stage>& out, const QkvProjections& qkv, int head) {
+  out.push_back(Stage{"W_query", head, qkv.query.weight});
+  out.push_back(Stage{"W_key", head, qkv.key.weight});
+  out.push_back(Stage{"W_value", head, qkv.value.weight});
+  if (qkv.query.bias.size() > 0) {
+    out.push_back(Stage{"b_query", head, qkv.query.bias});
+    out.push_back(Stage{"b_key", head, qkv.key.bias});
+    out.push_back(Stage{"b_value", head, qkv.value.bias});
+  }
+}
+
+// Draws every head's dropout flags in PyTorch's order: head 0's T*T first.
+std::vector<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen::Index T,
+                                       TorchGenerator& gen) {
+  std::vector<std::uint8_t> keep;
+  if (opt.causal && opt.dropout_on && opt.dropout > 0.0 && opt.dropout < 1.0) {
+    keep.resize(static_cast<std::size_t>(heads) * static_cast<std::size_t>(T * T));
+    gen.dropout_keep(opt.dropout, keep.size(), keep.data());
+  }
+  return keep;
+}
+
+void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
+                  const Parameters& params, const HeadOptions& opt, TorchGenerator& gen) {
+  const Eigen::Index T = x.rows();
+  const bool split = config.variant == Variant::Multihead;
+  const bool wrapper = config.variant == Variant::MultiheadWrapper;
+  const int heads = split || wrapper ? config.num_heads : 1;
+  const int stage_head_base = split || wrapper ? 0 : -1;
+
+  // Whole-layer projections (all variants but the wrapper, whose heads own theirs).
+  RowMatrix queries, keys, values;
+  if (!wrapper) {
+    const auto& qkv = params.qkv.front();
+    push_projection_stages(trace.stages, qkv, -1);
+    queries = project(x, qkv.query);
+    keys = project(x, qkv.key);
+    values = project(x, qkv.value);
+  }
+
+  const std::vector<std::uint8_t> keep = draw_dropout(opt, heads, T, gen);
+  const float dropout_scale = 1.0f / static_cast<float>(1.0 - opt.dropout);
+  const Eigen::Index width = split ? config.d_out / heads : config.d_out;  // per-head d_v
+
+  std::vector<std::vector<Stage>> per_head(static_cast<std::size_t>(heads));
+  std::vector<RowMatrix> contexts(static_cast<std::size_t>(heads));
+  // One head at a time lets Eigen parallelise the products inside it.
+#pragma omp parallel for schedule(dynamic, 1) if (heads > 1)
+  for (int h = 0; h < heads; ++h) {
+    const auto hs = static_cast<std::size_t>(h);
+    std::vector<Stage>& out = per_head[hs];
+    const int head = stage_head_base < 0 ? -1 : h;
+    RowMatrix q, k, v;
+    if (wrapper) {
+      push_projection_stages(out, params.qkv[hs], head);
+      q = project(x, params.qkv[hs].query);
+      k = project(x, params.qkv[hs].key);
+      v = project(x, params.qkv[hs].value);
+    } else if (split) {
+      q = queries.middleCols(h * width, width);
+      k = keys.middleCols(h * width, width);
+      v = values.middleCols(h * width, width);
+    }
+    const RowMatrix& qr = split || wrapper ? q : queries;
+    const RowMatrix& kr = split || wrapper ? k : keys;
+    const RowMatrix& vr = split || wrapper ? v : values;
+    if (split || wrapper) {
+      out.push_back(Stage{"queries", head, qr});
+      out.push_back(Stage{"keys", head, kr});
+      out.push_back(Stage{"values", head, vr});
+    }
+    const std::uint8_t* head_keep = keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
+    attention_head_fast(out, head, qr, kr, vr, opt, head_keep, dropout_scale, &contexts[hs]);
+  }
+
+  if (!wrapper) {
+    trace.stages.push_back(Stage{"queries", -1, std::move(queries)});
+    trace.stages.push_back(Stage{"keys", -1, std::move(keys)});
+    trace.stages.push_back(Stage{"values", -1, std::move(values)});
+  }
+  for (auto& stages : per_head)
+    for (auto& st : stages) trace.stages.push_back(std::move(st));
+
+  if (wrapper || split) {
+    RowMatrix concat(T, width * heads);  // (T, heads * d_v) contexts side by side
+    for (int h = 0; h < heads; ++h) concat.middleCols(h * width, width) = contexts[static_cast<std::size_t>(h)];
+    if (wrapper) {
+      trace.stages.push_back(Stage{"output", -1, std::move(concat)});
+    } else {
+      RowMatrix output = project(concat, params.out);
+      trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
+      trace.stages.push_back(Stage{"W_out", -1, params.out.weight});
+      trace.stages.push_back(Stage{"b_out", -1, params.out.bias});
+      trace.stages.push_back(Stage{"output", -1, std::move(output)});
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Public API
+// 4. Public API
 
 RowMatrix softmax_rows(const RowMatrix& scores) {
   RowMatrix out(scores.rows(), scores.cols());
@@ -263,7 +452,7 @@ Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen) 
 }
 
 Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
-                          TorchGenerator& gen) {
+                          TorchGenerator& gen, EnginePath path) {
   Trace trace;
   trace.config = config;
   trace.tokens = inputs.tokens;
@@ -276,36 +465,40 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
   opt.dropout_on = config.training;
   opt.dropout = config.dropout;
 
+  if (path == EnginePath::Fast && config.variant != Variant::Simple) {
+    forward_fast(trace, config, x, params, opt, gen);
+    return trace;
+  }
   switch (config.variant) {
-    case Variant::Simple:
-      forward_simple(trace, x);
+    case Variant::Simple:  // three small products: the reference path is the fast one
+      forward_simple_reference(trace, x);
       break;
     case Variant::SelfAttentionV1:
     case Variant::SelfAttentionV2:
     case Variant::Causal:
-      forward_single_head(trace, -1, x, params.qkv.front(), opt, gen);
+      forward_single_head_reference(trace, -1, x, params.qkv.front(), opt, gen);
       break;
     case Variant::MultiheadWrapper: {
       const Eigen::Index d_out = config.d_out;
       RowMatrix output(x.rows(), d_out * config.num_heads);  // (T, h*d_out) heads side by side
       for (int h = 0; h < config.num_heads; ++h)
         output.middleCols(h * d_out, d_out) =
-            forward_single_head(trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
+            forward_single_head_reference(trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
       add_stage(trace, "output", -1, std::move(output));
       break;
     }
     case Variant::Multihead:
-      forward_multihead(trace, config, x, params, opt, gen);
+      forward_multihead_reference(trace, config, x, params, opt, gen);
       break;
   }
   return trace;
 }
 
-Trace run_attention(const Config& config, const Inputs& inputs) {
+Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path) {
   TorchGenerator gen(config.seed);  // torch.manual_seed(seed)
   const Parameters params =
       init_parameters(config, static_cast<int>(inputs.embeddings.cols()), gen);
-  return run_with_parameters(config, inputs, params, gen);
+  return run_with_parameters(config, inputs, params, gen, path);
 }
 
 int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }

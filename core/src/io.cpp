@@ -129,9 +129,9 @@ RowMatrix read_embeddings(const json& v, std::string_view source) {
         fail(source, "d_in (" + std::to_string(cols) + ") is too large: at most " +
                          std::to_string(kMaxDim) + " is supported");
     } else if (row.size() != cols) {
-      fail(source, "embeddings are ragged: row " + std::to_string(r) + " has " +
-                       std::to_string(row.size()) + " numbers but row 0 has " +
-                       std::to_string(cols) + "; every row needs the same d_in");
+      auto count = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " number" : " numbers"); };
+      fail(source, "embeddings are ragged: row " + std::to_string(r) + " has " + count(row.size()) +
+                       " but row 0 has " + count(cols) + "; every row needs the same d_in");
     }
   }
   RowMatrix m(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
@@ -413,9 +413,11 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     out << "\n== " << st.id;
     if (st.head >= 0) out << " [head " << st.head << "]";
     out << "  (" << shape_text(m) << ") ==\n";
-    // Rows are labelled with token names when there is one row per token.
-    const bool token_rows = m.rows() == trace.num_tokens();
-    const bool token_cols = m.cols() == trace.num_tokens() && m.rows() == trace.num_tokens();
+    // Rows are labelled with token names when they are tokens: not for the
+    // weight matrices and biases, whose rows are input dimensions.
+    const bool parameter = st.id.starts_with("W_") || st.id.starts_with("b_");
+    const bool token_rows = !parameter && m.rows() == trace.num_tokens();
+    const bool token_cols = token_rows && m.cols() == trace.num_tokens();
     const Eigen::Index rows = std::min(m.rows(), kMaxShown);
     const Eigen::Index cols = std::min(m.cols(), kMaxShown);
     std::size_t label_w = 0;

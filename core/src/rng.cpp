@@ -1,9 +1,69 @@
-// rng.cpp: PyTorch 1.13's CPU generator conversions (shared/docs/torch-rng.md).
+// rng.cpp: PyTorch 1.13's CPU generator (shared/docs/torch-rng.md).
+//
+// Sections
+//   1. Mt19937: the reference recurrence, written so the compiler vectorizes it
+//   2. TorchGenerator: words -> floats, doubles and dropout keep-flags
 #include "attnscope/rng.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace attnscope::core {
+
+// ---------------------------------------------------------------------------
+// 1. Mt19937 (Matsumoto & Nishimura; identical words to std::mt19937)
+
+namespace {
+constexpr std::size_t kN = 624;
+constexpr std::size_t kM = 397;
+constexpr std::uint32_t kMatrixA = 0x9908b0dfu;
+
+inline std::uint32_t twist(std::uint32_t current, std::uint32_t next, std::uint32_t far) {
+  const std::uint32_t y = (current & 0x80000000u) | (next & 0x7fffffffu);
+  return far ^ (y >> 1) ^ ((y & 1u) ? kMatrixA : 0u);
+}
+
+inline std::uint32_t temper(std::uint32_t y) {
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9d2c5680u;
+  y ^= (y << 15) & 0xefc60000u;
+  y ^= y >> 18;
+  return y;
+}
+}  // namespace
+
+Mt19937::Mt19937(std::uint32_t seed) {
+  state_[0] = seed;  // init_genrand
+  for (std::size_t i = 1; i < kN; ++i)
+    state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + static_cast<std::uint32_t>(i);
+}
+
+void Mt19937::regenerate() {
+  std::uint32_t* mt = state_.data();
+  // Three loops with fixed dependence distances (1 ahead, 397 ahead, 227
+  // behind), each of which the compiler can vectorize.
+  for (std::size_t i = 0; i < kN - kM; ++i) mt[i] = twist(mt[i], mt[i + 1], mt[i + kM]);
+  for (std::size_t i = kN - kM; i < kN - 1; ++i)
+    mt[i] = twist(mt[i], mt[i + 1], mt[i + kM - kN]);
+  mt[kN - 1] = twist(mt[kN - 1], mt[0], mt[kM - 1]);
+  for (std::size_t i = 0; i < kN; ++i) tempered_[i] = temper(mt[i]);
+  index_ = 0;
+}
+
+void Mt19937::fill(std::uint32_t* out, std::size_t n) {
+  while (n > 0) {
+    if (index_ == kN) regenerate();
+    const std::size_t take = std::min(n, kN - index_);
+    std::copy_n(tempered_.data() + index_, take, out);
+    index_ += take;
+    out += take;
+    n -= take;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2. TorchGenerator
 
 TorchGenerator::TorchGenerator(std::uint64_t seed)
     : engine_(static_cast<std::uint32_t>(seed & 0xffffffffULL)) {}
@@ -28,20 +88,47 @@ double TorchGenerator::uniform_double() {
 }
 
 void TorchGenerator::fill_uniform(RowMatrix& m, float from, float to) {
+  // uniform_float in bulk: words first, then a conversion loop that vectorizes.
   float* p = m.data();
-  const auto n = m.size();
-  for (Eigen::Index i = 0; i < n; ++i) p[i] = uniform_float(from, to);
+  const auto n = static_cast<std::size_t>(m.size());
+  const float span = to - from;
+  constexpr std::size_t kChunk = 4096;
+  std::uint32_t words[kChunk];
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t take = std::min(n - done, kChunk);
+    engine_.fill(words, take);
+    for (std::size_t k = 0; k < take; ++k) {
+      const float x = static_cast<float>(words[k] & 0xFFFFFFu) * (1.0f / 16777216.0f);
+      p[done + k] = std::fma(x, span, from);  // as uniform_float
+    }
+    done += take;
+  }
 }
 
 void TorchGenerator::dropout_keep(double p, std::size_t count, std::uint8_t* keep) {
   if (p <= 0.0 || p >= 1.0) {
-    const std::uint8_t all = p >= 1.0 ? 0 : 1;
-    for (std::size_t i = 0; i < count; ++i) keep[i] = all;
+    std::fill_n(keep, count, static_cast<std::uint8_t>(p >= 1.0 ? 0 : 1));
     return;
   }
-  // bernoulli_(1 - p): an element survives when its uniform draw is below 1 - p.
+  // bernoulli_(1 - p) keeps an element when u < 1 - p, u = m * 2^-53 with m
+  // the draw's low 53 bits. Scaling by 2^53 is exact, so that is the integer
+  // test m < ceil((1 - p) * 2^53): no double conversion per draw.
   const double keep_prob = 1.0 - p;
-  for (std::size_t i = 0; i < count; ++i) keep[i] = uniform_double() < keep_prob ? 1 : 0;
+  const auto threshold = static_cast<std::uint64_t>(std::ceil(keep_prob * 9007199254740992.0));
+  constexpr std::uint64_t kLow53 = (1ULL << 53) - 1;
+  constexpr std::size_t kChunk = 4096;  // draws per bulk fill: 32 KiB of words
+  std::vector<std::uint32_t> words(2 * std::min(count, kChunk));
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(count - done, kChunk);
+    engine_.fill(words.data(), 2 * n);
+    const std::uint32_t* w = words.data();
+    std::uint8_t* out = keep + done;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint64_t v = (static_cast<std::uint64_t>(w[2 * k]) << 32) | w[2 * k + 1];
+      out[k] = (v & kLow53) < threshold ? 1 : 0;
+    }
+    done += n;
+  }
 }
 
 }  // namespace attnscope::core

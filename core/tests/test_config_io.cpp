@@ -71,7 +71,7 @@ TEST(ParseRunSpec, BadInputsNameTheProblem) {
       {R"({"embeddings": [[1, "a"]]})", "embeddings[0][1] must be a number"},
       {R"({"embeddings": [[1e39]]})", "too large for a 32-bit float"},
       {R"({"embeddings": [[1e999]]})", "a number is out of range '1e999'"},
-      {R"({"embeddings": [[1]], "tokens": ["a", "b"]})", "2 tokens but 1 rows"},
+      {R"({"embeddings": [[1]], "tokens": ["a", "b"]})", "2 token names were given for 1 row"},
       {R"({"preset": "book", "d_out": 2.5})", "d_out must be a whole number"},
       {R"({"preset": "book", "d_out": "2"})", "d_out must be a whole number, got a string"},
       {R"({"preset": "book", "d_out": 0})", "d_out (0) must be between 1 and 4096"},

@@ -1,5 +1,8 @@
 // test_rng.cpp: TorchGenerator against values PyTorch 1.13 printed (exact:
 // the same words and the same float arithmetic give the same bits).
+#include <random>
+#include <vector>
+
 #include "test_support.hpp"
 
 namespace attnscope::core {
@@ -67,6 +70,50 @@ TEST(TorchGenerator, DropoutPointOneOfOnesMatchesTorch) {
   std::uint8_t keep[16];
   gen.dropout_keep(0.1, 16, keep);
   for (int k = 0; k < 16; ++k) EXPECT_EQ(keep[k], k == 8 ? 0 : 1) << k;
+}
+
+}  // namespace
+}  // namespace attnscope::core
+
+namespace attnscope::core {
+namespace {
+
+TEST(Mt19937, SameWordsAsStdMt19937AcrossManyBlocks) {
+  for (std::uint32_t seed : {0u, 1u, 123u, 5489u, 0xffffffffu}) {
+    Mt19937 fast(seed);
+    std::mt19937 reference(seed);
+    std::vector<std::uint32_t> bulk(3000);
+    for (int k = 0; k < 1000; ++k) ASSERT_EQ(fast(), reference()) << "seed " << seed << " word " << k;
+    fast.fill(bulk.data(), bulk.size());  // crosses block boundaries mid-fill
+    for (std::size_t k = 0; k < bulk.size(); ++k)
+      ASSERT_EQ(bulk[k], reference()) << "seed " << seed << " bulk word " << k;
+  }
+}
+
+TEST(TorchGenerator, BulkDropoutEqualsOneDoubleDrawPerElement) {
+  // The integer-threshold fast path against the definition: keep when u < 1 - p.
+  for (double p : {0.1, 0.25, 0.5, 0.9, 1e-9, 1 - 1e-9}) {
+    TorchGenerator fast(99), slow(99);
+    std::vector<std::uint8_t> keep(10000);
+    fast.dropout_keep(p, keep.size(), keep.data());
+    for (std::size_t k = 0; k < keep.size(); ++k)
+      ASSERT_EQ(keep[k], slow.uniform_double() < 1.0 - p ? 1 : 0) << "p " << p << " at " << k;
+    EXPECT_EQ(fast.next_u32(), slow.next_u32()) << "same number of words consumed";
+  }
+}
+
+}  // namespace
+}  // namespace attnscope::core
+
+namespace attnscope::core {
+namespace {
+
+TEST(TorchGenerator, BulkFillEqualsOneUniformPerElement) {
+  TorchGenerator bulk(31), single(31);
+  RowMatrix m(97, 131);  // crosses several 624-word blocks and fill chunks
+  bulk.fill_uniform(m, -0.3f, 0.3f);
+  for (Eigen::Index k = 0; k < m.size(); ++k)
+    ASSERT_EQ(m.data()[k], single.uniform_float(-0.3f, 0.3f)) << k;
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ struct Parameters {
   Projection out;                   // out_proj, multihead only
 };
 
+// Which implementation of the forward pass to run. Both compute the same
+// stages; Fast fuses the per-row work, runs heads in parallel and skips
+// copies, Reference is the readable one it is tested against.
+enum class EnginePath { Fast, Reference };
+
 // Builds the module's parameters exactly as its constructor does in PyTorch,
 // drawing from `gen` in constructor order.
 Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen);
@@ -34,11 +39,12 @@ Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen);
 // Runs the module's forward pass with the given parameters; dropout draws
 // come from `gen`. Precondition: validate(config, inputs) is empty.
 Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
-                          TorchGenerator& gen);
+                          TorchGenerator& gen, EnginePath path = EnginePath::Fast);
 
 // torch.manual_seed(config.seed); module = Class(...); module(inputs).
 // Precondition: validate(config, inputs) is empty.
-Trace run_attention(const Config& config, const Inputs& inputs);
+Trace run_attention(const Config& config, const Inputs& inputs,
+                    EnginePath path = EnginePath::Fast);
 
 // Row-wise softmax with the row max subtracted first; -inf entries get 0.
 // A row of only -inf becomes NaN, as in PyTorch.

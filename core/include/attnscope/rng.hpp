@@ -3,12 +3,34 @@
 // PyTorch's conversions from 32-bit words to floats and doubles.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <random>
 
 #include "attnscope/matrix.hpp"
 
 namespace attnscope::core {
+
+// The 32-bit Mersenne Twister (same words as std::mt19937), generating its
+// 624-word blocks in bulk so that long runs of draws vectorize.
+class Mt19937 {
+ public:
+  explicit Mt19937(std::uint32_t seed);
+  // The next tempered word.
+  std::uint32_t operator()() {
+    if (index_ == kN) regenerate();
+    return tempered_[index_++];
+  }
+  // Writes the next n tempered words to out.
+  void fill(std::uint32_t* out, std::size_t n);
+
+ private:
+  static constexpr std::size_t kN = 624;
+  void regenerate();  // next block of state, tempered into tempered_
+  std::array<std::uint32_t, kN> state_{};
+  std::array<std::uint32_t, kN> tempered_{};
+  std::size_t index_ = kN;
+};
 
 class TorchGenerator {
  public:
@@ -16,7 +38,7 @@ class TorchGenerator {
   explicit TorchGenerator(std::uint64_t seed);
 
   // The next tempered 32-bit word.
-  std::uint32_t next_u32() { return static_cast<std::uint32_t>(engine_()); }
+  std::uint32_t next_u32() { return engine_(); }
   // One float uniform in [from, to) from one word, as Tensor.uniform_ does.
   float uniform_float(float from, float to);
   // One double uniform in [0, 1) from two words (hi, then lo), as bernoulli_ does.
@@ -31,7 +53,7 @@ class TorchGenerator {
   void dropout_keep(double p, std::size_t count, std::uint8_t* keep);
 
  private:
-  std::mt19937 engine_;
+  Mt19937 engine_;
 };
 
 }  // namespace attnscope::core
