@@ -29,7 +29,8 @@ if [ "$want_gui" = 1 ]; then
              xvfb xauth xdotool)
 fi
 if [ "$want_oracle" = 1 ]; then
-  packages+=(python3-torch python3-numpy)
+  # OpenBLAS: without it Debian's torch falls back to the reference BLAS (~25x slower).
+  packages+=(python3-torch python3-numpy libopenblas0-pthread)
 fi
 
 missing=()
