@@ -501,6 +501,27 @@ Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path)
   return run_with_parameters(config, inputs, params, gen, path);
 }
 
+const Parameters& ParameterCache::get(const Config& config, int d_in, TorchGenerator& gen) {
+  // Fields the module's constructor reads; dropout and training are forward-only.
+  const Key key{config.variant,   d_in, config.d_out, has_heads(config.variant) ? config.num_heads : 1,
+                config.qkv_bias, config.seed};
+  if (!key_ || !(*key_ == key)) {
+    TorchGenerator fresh(config.seed);
+    params_ = init_parameters(config, d_in, fresh);
+    after_init_ = fresh;
+    key_ = key;
+  }
+  gen = *after_init_;
+  return params_;
+}
+
+Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& cache,
+                    EnginePath path) {
+  TorchGenerator gen(config.seed);
+  const Parameters& params = cache.get(config, static_cast<int>(inputs.embeddings.cols()), gen);
+  return run_with_parameters(config, inputs, params, gen, path);
+}
+
 int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }
 
 const Stage* Trace::find(std::string_view id, int head) const {

@@ -1,6 +1,8 @@
 // memory.cpp: see memory.hpp.
 #include "attnscope/memory.hpp"
 
+#include <cstdlib>  // defines __GLIBC__ on glibc systems, so include it before testing
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

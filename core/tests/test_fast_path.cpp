@@ -78,5 +78,30 @@ TEST(FastPath, MatchesReferenceForEveryVariantAndMode) {
   }
 }
 
+TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
+  ParameterCache cache;
+  Config c;
+  c.variant = Variant::Multihead;
+  c.d_out = 4;
+  c.num_heads = 2;
+  c.dropout = 0.5;
+  Inputs in = testing::book_inputs();
+  auto same = [](const Trace& a, const Trace& b) {
+    if (a.stages.size() != b.stages.size()) return false;
+    for (std::size_t k = 0; k < a.stages.size(); ++k)
+      if (!a.stages[k].data.cwiseEqual(b.stages[k].data).all()) return false;
+    return true;
+  };
+  EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));  // miss
+  in.embeddings(2, 1) = 0.1f;                                              // edit inputs: hit
+  EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
+  c.dropout = 0.2;                                                         // dropout: hit
+  EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
+  c.seed = 9;                                                              // seed: miss
+  EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
+  c.num_heads = 4;                                                         // heads: miss
+  EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
+}
+
 }  // namespace
 }  // namespace attnscope::core

@@ -2,6 +2,7 @@
 // the book's module under torch.manual_seed(seed) and keeps every stage.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "attnscope/config.hpp"
@@ -44,6 +45,34 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
 // torch.manual_seed(config.seed); module = Class(...); module(inputs).
 // Precondition: validate(config, inputs) is empty.
 Trace run_attention(const Config& config, const Inputs& inputs,
+                    EnginePath path = EnginePath::Fast);
+
+// Remembers the module built for the last (variant, d_in, d_out, heads,
+// qkv_bias, seed) and the generator right after its construction, so that a
+// recompute after an edit of the inputs, dropout rate or mode skips drawing
+// the parameters again (at d = 768 that is 2.4 M draws). Not thread-safe:
+// one cache per thread that computes traces.
+class ParameterCache {
+ public:
+  // The parameters for config and d_in, building them on a miss; `gen` is set
+  // to the generator state right after construction.
+  const Parameters& get(const Config& config, int d_in, TorchGenerator& gen);
+
+ private:
+  struct Key {
+    Variant variant;
+    int d_in, d_out, num_heads;
+    bool qkv_bias;
+    std::uint64_t seed;
+    bool operator==(const Key&) const = default;
+  };
+  std::optional<Key> key_;
+  Parameters params_;
+  std::optional<TorchGenerator> after_init_;
+};
+
+// run_attention, reusing the cache's parameters when they match.
+Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& cache,
                     EnginePath path = EnginePath::Fast);
 
 // Row-wise softmax with the row max subtracted first; -inf entries get 0.
