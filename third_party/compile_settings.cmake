@@ -23,6 +23,10 @@ if(ATTNSCOPE_NATIVE)
   target_compile_options(attnscope_numerics INTERFACE -march=native)
 endif()
 
+# Eigen's per-product OpenMP threading stalls at every product's barrier when
+# the machine is busy; the engine parallelises coarsely itself (attention.cpp).
+target_compile_definitions(attnscope_numerics INTERFACE EIGEN_DONT_PARALLELIZE)
+
 find_package(OpenMP COMPONENTS CXX)
 if(OpenMP_CXX_FOUND)
   target_link_libraries(attnscope_numerics INTERFACE OpenMP::OpenMP_CXX)

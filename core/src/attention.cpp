@@ -11,9 +11,14 @@
 // the way it does; see the comments at each place.
 #include "attnscope/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+#include <omp.h>
+#endif
 
 namespace attnscope::core {
 
@@ -219,7 +224,43 @@ void forward_multihead_reference(Trace& trace, const Config& config, const RowMa
 //   row, with Eigen's vectorized exp;
 // - dropout keep-flags for all heads are drawn up front, in the order PyTorch
 //   draws them, so that the heads can then run in parallel (OpenMP);
-// - causal context products skip the zero upper triangle.
+// - causal context products skip the zero upper triangle;
+// - a few coarse parallel regions (row blocks, or whole heads) instead of
+//   Eigen's per-product threading.
+
+// Runs fn(begin, end) over row blocks of [0, rows), in parallel when the
+// work (rows x cost_per_row flops) is worth a parallel region and we are not
+// inside one already. Eigen's own threading is off (EIGEN_DONT_PARALLELIZE):
+// a few coarse regions stall far less on a busy machine than one per product.
+template <typename Fn>
+void for_row_blocks(Eigen::Index rows, double cost_per_row, Fn&& fn) {
+  constexpr double kMinParallelFlops = 4e6;  // ~40 us of work
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1 && rows >= 2 * threads &&
+      static_cast<double>(rows) * cost_per_row >= kMinParallelFlops) {
+    const Eigen::Index blocks = std::min<Eigen::Index>(rows, 4 * threads);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      const Eigen::Index begin = rows * b / blocks, end = rows * (b + 1) / blocks;
+      if (end > begin) fn(begin, end);
+    }
+    return;
+  }
+#endif
+  fn(Eigen::Index{0}, rows);
+}
+
+// x . weight + bias with the rows split across threads.
+RowMatrix project_fast(const RowMatrix& x, const Projection& p) {
+  RowMatrix y(x.rows(), p.weight.cols());
+  const double cost = 2.0 * static_cast<double>(x.cols() * p.weight.cols());
+  for_row_blocks(x.rows(), cost, [&](Eigen::Index begin, Eigen::Index end) {
+    y.middleRows(begin, end - begin).noalias() = x.middleRows(begin, end - begin) * p.weight;
+    if (p.bias.size() > 0) y.middleRows(begin, end - begin).rowwise() += p.bias.row(0);
+  });
+  return y;
+}
 
 float root_dk(Eigen::Index d_k) {
   return static_cast<float>(std::pow(static_cast<double>(d_k), 0.5));
@@ -234,9 +275,7 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   const float sqrt_dk = root_dk(keys.cols());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-  RowMatrix scores(T, T);  // (T, T) Q K^T
-  scores.noalias() = queries * keys.transpose();
-  RowMatrix scaled(T, T), weights(T, T);
+  RowMatrix scores(T, T), scaled(T, T), weights(T, T);  // (T, T) each
   RowMatrix mask, masked, dropout_mask, dropped;
   if (opt.causal) {
     mask.resize(T, T);
@@ -244,47 +283,56 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
     dropout_mask.resize(T, T);
     dropped.resize(T, T);
   }
+  RowMatrix context(T, values.cols());  // (T, d_v)
   const bool drawing = keep != nullptr;
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
 
-  for (Eigen::Index i = 0; i < T; ++i) {
-    const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
-    const float* s = &scores(i, 0);
-    float* sc = &scaled(i, 0);
-    for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
+  // Rows [begin, end) of every stage: query rows are independent.
+  auto rows = [&](Eigen::Index begin, Eigen::Index end) {
+    const Eigen::Index n = end - begin;
+    scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();
+    for (Eigen::Index i = begin; i < end; ++i) {
+      const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
+      const float* s = &scores(i, 0);
+      float* sc = &scaled(i, 0);
+      for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
 
-    Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
-    const float row_max = logits.maxCoeff();
-    float* w = &weights(i, 0);
-    Eigen::Map<Eigen::ArrayXf> e(w, visible);
-    e = (logits - row_max).exp();
-    const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
-    e *= inv;
-    std::fill(w + visible, w + T, 0.0f);
+      Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
+      const float row_max = logits.maxCoeff();
+      float* w = &weights(i, 0);
+      Eigen::Map<Eigen::ArrayXf> e(w, visible);
+      e = (logits - row_max).exp();
+      const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
+      e *= inv;
+      std::fill(w + visible, w + T, 0.0f);
 
-    if (!opt.causal) continue;
-    float* m = &mask(i, 0);
-    std::fill(m, m + visible, 0.0f);
-    std::fill(m + visible, m + T, 1.0f);
-    float* ms = &masked(i, 0);
-    std::copy(sc, sc + visible, ms);
-    std::fill(ms + visible, ms + T, kNegInf);
-    float* dm = &dropout_mask(i, 0);
-    float* d = &dropped(i, 0);
-    if (drawing) {
-      const std::uint8_t* k = keep + i * T;
-      for (Eigen::Index j = 0; j < T; ++j) dm[j] = k[j] ? dropout_scale : 0.0f;
-    } else {
-      std::fill(dm, dm + T, inactive_scale);
+      if (!opt.causal) continue;
+      float* m = &mask(i, 0);
+      std::fill(m, m + visible, 0.0f);
+      std::fill(m + visible, m + T, 1.0f);
+      float* ms = &masked(i, 0);
+      std::copy(sc, sc + visible, ms);
+      std::fill(ms + visible, ms + T, kNegInf);
+      float* dm = &dropout_mask(i, 0);
+      float* d = &dropped(i, 0);
+      if (drawing) {
+        const std::uint8_t* k = keep + i * T;
+        for (Eigen::Index j = 0; j < T; ++j) dm[j] = k[j] ? dropout_scale : 0.0f;
+      } else {
+        std::fill(dm, dm + T, inactive_scale);
+      }
+      for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
     }
-    for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
-  }
+    if (opt.causal)  // rows < end see keys < end only: skip the zero columns
+      context.middleRows(begin, n).noalias() =
+          dropped.block(begin, 0, n, end) * values.topRows(end);
+    else
+      context.middleRows(begin, n).noalias() = weights.middleRows(begin, n) * values;
+  };
+  const double cost_per_row =
+      4.0 * static_cast<double>(T) * static_cast<double>(keys.cols() + values.cols());
+  for_row_blocks(T, cost_per_row, rows);
 
-  RowMatrix context(T, values.cols());  // (T, d_v)
-  if (opt.causal)
-    context.noalias() = dropped.triangularView<Eigen::Lower>() * values;
-  else
-    context.noalias() = weights * values;
   if (context_out) *context_out = context;
 
   auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
@@ -337,9 +385,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   if (!wrapper) {
     const auto& qkv = params.qkv.front();
     push_projection_stages(trace.stages, qkv, -1);
-    queries = project(x, qkv.query);
-    keys = project(x, qkv.key);
-    values = project(x, qkv.value);
+    queries = project_fast(x, qkv.query);
+    keys = project_fast(x, qkv.key);
+    values = project_fast(x, qkv.value);
   }
 
   const std::vector<std::uint8_t> keep = draw_dropout(opt, heads, T, gen);
@@ -348,8 +396,12 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
 
   std::vector<std::vector<Stage>> per_head(static_cast<std::size_t>(heads));
   std::vector<RowMatrix> contexts(static_cast<std::size_t>(heads));
-  // One head at a time lets Eigen parallelise the products inside it.
-#pragma omp parallel for schedule(dynamic, 1) if (heads > 1)
+  // Heads run in parallel only when each has real work: a parallel region
+  // costs a barrier, and on a busy machine a descheduled thread turns that
+  // into milliseconds (T = 64 went from 0.25 ms to 80 ms under load). One
+  // head at a time also lets Eigen parallelise the products inside it.
+  const bool parallel_heads = heads > 1 && T >= 128;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel_heads)
   for (int h = 0; h < heads; ++h) {
     const auto hs = static_cast<std::size_t>(h);
     std::vector<Stage>& out = per_head[hs];
@@ -357,9 +409,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     RowMatrix q, k, v;
     if (wrapper) {
       push_projection_stages(out, params.qkv[hs], head);
-      q = project(x, params.qkv[hs].query);
-      k = project(x, params.qkv[hs].key);
-      v = project(x, params.qkv[hs].value);
+      q = project_fast(x, params.qkv[hs].query);
+      k = project_fast(x, params.qkv[hs].key);
+      v = project_fast(x, params.qkv[hs].value);
     } else if (split) {
       q = queries.middleCols(h * width, width);
       k = keys.middleCols(h * width, width);
@@ -391,7 +443,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     if (wrapper) {
       trace.stages.push_back(Stage{"output", -1, std::move(concat)});
     } else {
-      RowMatrix output = project(concat, params.out);
+      RowMatrix output = project_fast(concat, params.out);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
       trace.stages.push_back(Stage{"W_out", -1, params.out.weight});
       trace.stages.push_back(Stage{"b_out", -1, params.out.bias});
