@@ -32,3 +32,17 @@ if(OpenMP_CXX_FOUND)
   target_link_libraries(attnscope_numerics INTERFACE OpenMP::OpenMP_CXX)
   target_compile_definitions(attnscope_numerics INTERFACE ATTNSCOPE_HAVE_OPENMP=1)
 endif()
+
+# ATTNSCOPE_SANITIZE=address,undefined: instrument everything we compile (our
+# code, the ImGui backends, the tests) so a report fails the test that hit it.
+if(ATTNSCOPE_SANITIZE)
+  set(sanitize_flags -fsanitize=${ATTNSCOPE_SANITIZE} -fno-omit-frame-pointer
+      -fno-sanitize-recover=all)
+  add_compile_options(${sanitize_flags})
+  add_link_options(${sanitize_flags})
+  # With sanitizers GCC 12 warns inside its own AVX-512 headers
+  # (_mm512_undefined_ps "used uninitialized"): not our code.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(attnscope_warnings INTERFACE -Wno-uninitialized)
+  endif()
+endif()
