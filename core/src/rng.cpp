@@ -15,7 +15,6 @@ namespace attnscope::core {
 // 1. Mt19937 (Matsumoto & Nishimura; identical words to std::mt19937)
 
 namespace {
-constexpr std::size_t kN = 624;
 constexpr std::size_t kM = 397;
 constexpr std::uint32_t kMatrixA = 0x9908b0dfu;
 
