@@ -22,15 +22,15 @@ packages=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  python3 python3-numpy libxml2-utils
 )
 if [ "$want_gui" = 1 ]; then
   packages+=(libglfw3-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri
-             xvfb xauth xdotool)
+             xvfb xauth xdotool fonts-dejavu-core libx11-dev)
 fi
 if [ "$want_oracle" = 1 ]; then
   # OpenBLAS: without it Debian's torch falls back to the reference BLAS (~25x slower).
-  packages+=(python3-torch python3-numpy libopenblas0-pthread)
+  packages+=(python3-torch libopenblas0-pthread)
 fi
 
 missing=()

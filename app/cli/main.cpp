@@ -1,31 +1,56 @@
 // attnscope-cli: the engine on the command line, no window, no GL.
 //
-//   attnscope-cli trace [--config FILE|-] [--preset NAME] [run flags] [--format json|text]
-//   attnscope-cli bench --variant V --tokens T --d-in N --d-out N --heads H --dropout P
-//                       [--seed S] [--repeat K]
+//   attnscope-cli trace  [--config FILE|-] [--preset NAME] [run flags] [--format json|text]
+//   attnscope-cli export [--config FILE|-] [--preset NAME] [run flags]
+//                        --format svg|csv|npy|json --out DIR [--stage ID] [--head H]
+//   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
+//                        [--seed S] [--repeat K]
+//
+// Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
+// plus --embeddings FILE (CSV/NPY/JSON) and --weights FILE|DIR (repeatable).
 //
 // Every bad input ends with exit code 2, nothing on stdout and one line on
 // stderr that starts with "error: " and names the problem.
+//
+// Sections
+//   1. run options and resolving them (config file, flags, imports)
+//   2. trace
+//   3. export
+//   4. bench
+//   5. main
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <sys/resource.h>
-#include <vector>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
+#include <streambuf>
 #include <string>
+#include <vector>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/files.hpp"
+#include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
+#include "attnscope/weights.hpp"
+#include "figure/stage_figure.hpp"
+#include "figure/svg.hpp"
 
 namespace core = attnscope::core;
+namespace figure = attnscope::figure;
+namespace fs = std::filesystem;
 
 namespace {
 
 constexpr int kExitBadInput = 2;
+
+// ---------------------------------------------------------------------------
+// 1. Run options
 
 // The flags that describe one run; each overrides the config file's field.
 struct RunOptions {
@@ -39,6 +64,8 @@ struct RunOptions {
   bool qkv_bias = false;
   bool eval = false;
   bool config_given = false;
+  std::optional<std::string> embeddings;  // --embeddings FILE
+  std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
 };
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
@@ -55,6 +82,13 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--seed", o.seed, "torch.manual_seed value (default 123)");
   cmd.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
   cmd.add_flag("--eval", o.eval, "eval mode: dropout off");
+  cmd.add_option("--embeddings", o.embeddings,
+                 "token embeddings from a CSV, NPY or JSON file (docs/file-formats.md)");
+  cmd.add_option("--weights", o.weights,
+                 "explicit weights instead of seeded ones: a JSON file, a .npy named after its "
+                 "tensor, or a folder of them; repeatable (docs/file-formats.md)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 // A seed in 0..2^64-1, written in decimal; throws core::ParseError.
@@ -68,8 +102,15 @@ std::uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
-// Config file first, then the flags on top; throws core::ParseError.
-void resolve_run(const RunOptions& o, core::Config& config, core::Inputs& inputs) {
+// What a resolved run needs: config, inputs and maybe explicit weights.
+struct Run {
+  core::Config config;
+  core::Inputs inputs;
+  std::optional<core::Parameters> weights;  // set when --weights was given
+};
+
+// Config file first, then the flags on top, then the imports; throws core::ParseError.
+Run resolve_run(const RunOptions& o) {
   core::RunSpec spec;
   if (o.config_given && o.config_path.empty())
     throw core::ParseError("--config needs a file path (or - for standard input)");
@@ -93,11 +134,128 @@ void resolve_run(const RunOptions& o, core::Config& config, core::Inputs& inputs
   if (o.qkv_bias) flags.qkv_bias = true;
   if (o.eval) flags.training = false;
   spec = core::merge(std::move(spec), flags);
+
+  if (o.embeddings) {
+    if (o.embeddings->empty()) throw core::ParseError("--embeddings needs a file path");
+    const core::ImportedEmbeddings imported = core::read_embeddings_file(*o.embeddings);
+    // The tokens the file meets: those the config names, or its preset's.
+    std::vector<std::string> current;
+    if (spec.tokens) {
+      current = *spec.tokens;
+    } else if (spec.preset) {
+      if (const auto preset = core::find_preset(*spec.preset)) current = preset->tokens;
+    }
+    const core::Inputs inputs = core::apply_embeddings(imported, current, *o.embeddings);
+    spec.embeddings = inputs.embeddings;
+    spec.tokens = inputs.tokens;
+  }
   // Only a run described by flags alone defaults to the book's example; a
   // config file must say what it runs on.
   if (o.config_path.empty() && !spec.preset && !spec.embeddings) spec.preset = "book";
-  core::resolve(spec, config, inputs);
+  Run run;
+  core::resolve(spec, run.config, run.inputs);
+
+  if (!o.weights.empty()) {
+    core::WeightSet set;
+    for (const auto& path : o.weights) {
+      if (path.empty()) throw core::ParseError("--weights needs a file or folder path");
+      core::merge_weights(set, core::read_weights(path));
+    }
+    run.weights = core::parameters_from_weights(set, run.config,
+                                                static_cast<int>(run.inputs.embeddings.cols()));
+  }
+  return run;
 }
+
+core::Trace run_trace(const Run& run) {
+  if (run.weights) return core::run_with_explicit_parameters(run.config, run.inputs, *run.weights);
+  return core::run_attention(run.config, run.inputs);
+}
+
+// ---------------------------------------------------------------------------
+// 2. trace
+
+int write_trace(const core::Trace& trace, bool text_format) {
+  if (text_format)
+    core::write_trace_text(trace, std::cout);
+  else
+    core::write_trace_json(trace, std::cout);
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// 3. export
+
+struct ExportOptions {
+  std::string format;
+  std::string out_dir;
+  std::optional<std::string> stage;
+  std::optional<int> head;
+};
+
+// The stages --stage/--head select, in trace order; throws ParseError when none.
+std::vector<const core::Stage*> select_stages(const core::Trace& trace, const ExportOptions& o) {
+  std::vector<const core::Stage*> chosen;
+  for (const auto& st : trace.stages)
+    if ((!o.stage || st.id == *o.stage) && (!o.head || st.head == *o.head)) chosen.push_back(&st);
+  if (!chosen.empty()) return chosen;
+  std::vector<std::string> ids;
+  for (const auto& st : trace.stages)
+    if (std::find(ids.begin(), ids.end(), st.id) == ids.end()) ids.push_back(st.id);
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  const std::string variant(core::variant_id(trace.config.variant));
+  if (o.stage && std::find(ids.begin(), ids.end(), *o.stage) == ids.end())
+    throw core::ParseError("unknown stage '" + *o.stage + "' for " + variant +
+                           " (stages: " + list(ids) + ")");
+  std::vector<std::string> heads;
+  for (const auto& st : trace.stages)
+    if (!o.stage || st.id == *o.stage) {
+      const std::string h = std::to_string(st.head);
+      if (std::find(heads.begin(), heads.end(), h) == heads.end()) heads.push_back(h);
+    }
+  throw core::ParseError("no stage " + (o.stage ? "'" + *o.stage + "' " : std::string()) +
+                         "has head " + std::to_string(*o.head) + " in this " + variant +
+                         " run (heads: " + list(heads) + "; -1 is the whole layer)");
+}
+
+// Writes the selected stages, then prints their paths. All or nothing
+// (core::export_stages): when a write fails, this run's files are removed.
+int run_export(const core::Trace& trace, const ExportOptions& o) {
+  const bool svg = o.format == "svg";
+  const auto format = svg ? std::nullopt : core::parse_data_format(o.format);
+  const std::vector<const core::Stage*> stages = select_stages(trace, o);
+  if (svg)
+    for (const auto* st : stages)
+      if (!figure::svg_supported(static_cast<int>(st->data.rows()),
+                                 static_cast<int>(st->data.cols())))
+        throw core::ParseError("stage '" + st->id + "' is " + std::to_string(st->data.rows()) +
+                               "x" + std::to_string(st->data.cols()) +
+                               ": SVG export is limited to " +
+                               std::to_string(figure::kMaxSvgCells) +
+                               " cells; use --format npy or csv for large runs");
+  if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
+  const fs::path dir(o.out_dir);
+  core::require_folder(dir);
+
+  const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
+  const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
+  const core::StageRenderer render =
+      svg ? [](const core::Trace& t,
+               const core::Stage& st) { return figure::heatmap_svg(figure::stage_heatmap(t, st)); }
+          : core::data_renderer(*format);
+  for (const auto& p : core::export_stages(trace, stages, dir, ext, render, now))
+    std::cout << p.string() << "\n";
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// 4. bench
 
 // Options of `bench`: a random run of the given size.
 struct BenchOptions {
@@ -110,6 +268,7 @@ struct BenchOptions {
   std::string seed = "123";
   int repeat = 5;
   bool eval = false;
+  bool cold = false;
 };
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
@@ -124,6 +283,9 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd.add_flag("--eval", o.eval, "eval mode: dropout off");
+  cmd.add_flag("--cold", o.cold,
+               "rebuild the module's parameters in every run (default: reuse them, as the app "
+               "does when a recompute keeps the model's shape and seed)");
 }
 
 double peak_rss_mb() {
@@ -156,28 +318,38 @@ int run_bench(const BenchOptions& o) {
     throw core::ParseError(problem);
 
   using Clock = std::chrono::steady_clock;
+  core::ParameterCache cache;  // filled by the warm-up run
   std::vector<double> ms;
   std::size_t stages = 0;
   for (int k = 0; k <= o.repeat; ++k) {
     const auto start = Clock::now();
-    const core::Trace trace = core::run_attention(config, inputs);
+    const core::Trace trace =
+        o.cold ? core::run_attention(config, inputs) : core::run_attention(config, inputs, cache);
     const auto stop = Clock::now();
     stages = trace.stages.size();
     if (k > 0) ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
   std::sort(ms.begin(), ms.end());
-  const double median = ms.size() % 2 ? ms[ms.size() / 2]
-                                      : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  std::printf("bench: %s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, %zu stages kept\n",
+  const double median =
+      ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  std::printf("bench: %s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, %zu stages kept, %s\n",
               o.variant.c_str(), o.tokens, o.d_in, o.d_out, o.heads, o.dropout,
-              o.eval ? "eval" : "training", stages);
+              o.eval ? "eval" : "training", stages,
+              o.cold ? "parameters rebuilt every run" : "parameters reused after the warm-up");
   std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f peak_rss_mb=%.1f\n", o.repeat,
               ms.front(), median, ms.back(), peak_rss_mb());
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }
 
-int bad_input(const std::string& message) {
+// ---------------------------------------------------------------------------
+// 5. main
+
+int bad_input(std::string message) {
+  // One line, whatever the message quotes (a file name or a token may hold a
+  // line break or a terminal escape).
+  for (char& c : message)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   std::cout.clear();
   std::cerr << "error: " << message << "\n";
   return kExitBadInput;
@@ -186,7 +358,8 @@ int bad_input(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"attnscope-cli: every stage of the attention mechanism, as numbers", "attnscope-cli"};
+  CLI::App app{"attnscope-cli: every stage of the attention mechanism, as numbers",
+               "attnscope-cli"};
   app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
   app.require_subcommand(1);
 
@@ -196,6 +369,19 @@ int main(int argc, char** argv) {
   add_run_options(*trace_cmd, run);
   trace_cmd->add_option("--format", format, "json (docs/trace-format.md) or text (for people)")
       ->check(CLI::IsMember({"json", "text"}));
+
+  RunOptions export_run;
+  ExportOptions exp;
+  auto* export_cmd = app.add_subcommand(
+      "export", "write every stage (or the chosen ones) as files and print their paths");
+  add_run_options(*export_cmd, export_run);
+  export_cmd->add_option("--format", exp.format, "svg, csv, npy or json (docs/file-formats.md)")
+      ->required()
+      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
+  export_cmd->add_option("--out", exp.out_dir, "existing folder to write the files into")
+      ->required();
+  export_cmd->add_option("--stage", exp.stage, "only this stage id (e.g. weights)");
+  export_cmd->add_option("--head", exp.head, "only stages of this head (-1: whole-layer stages)");
 
   BenchOptions bench;
   auto* bench_cmd = app.add_subcommand("bench", "time full traces at a given size");
@@ -210,8 +396,10 @@ int main(int argc, char** argv) {
     if (argc > 1 && !app.get_subcommands().size()) {
       const std::string first = argv[1];
       if (!first.empty() && first[0] == '-')
-        return bad_input("unknown option '" + first + "' (commands: trace, bench; run attnscope-cli --help)");
-      return bad_input("unknown command '" + first + "' (commands: trace, bench; run attnscope-cli --help)");
+        return bad_input("unknown option '" + first +
+                         "' (commands: trace, export, bench; run attnscope-cli --help)");
+      return bad_input("unknown command '" + first +
+                       "' (commands: trace, export, bench; run attnscope-cli --help)");
     }
     std::string what = e.what();
     if (what.empty()) what = "bad arguments";
@@ -220,17 +408,15 @@ int main(int argc, char** argv) {
 
   try {
     if (bench_cmd->parsed()) return run_bench(bench);
-    core::Config config;
-    core::Inputs inputs;
-    resolve_run(run, config, inputs);
-    const core::Trace trace = core::run_attention(config, inputs);
-    if (format == "text")
-      core::write_trace_text(trace, std::cout);
-    else
-      core::write_trace_json(trace, std::cout);
-    std::cout.flush();
-    return std::cout ? 0 : 1;
+    if (export_cmd->parsed()) {
+      const Run r = resolve_run(export_run);
+      return run_export(run_trace(r), exp);
+    }
+    const Run r = resolve_run(run);
+    return write_trace(run_trace(r), format == "text");
   } catch (const core::ParseError& e) {
+    return bad_input(e.what());
+  } catch (const core::FileError& e) {
     return bad_input(e.what());
   } catch (const std::bad_alloc&) {
     return bad_input("out of memory: try fewer tokens or smaller dimensions");

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_matrix.hpp"
 #include "presets_data.hpp"
 
 namespace attnscope::core {
@@ -170,24 +171,9 @@ std::string known_presets() {
 // 2. Run specs
 
 RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::out_of_range& e) {
-    // nlohmann: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
-    std::string what = e.what();
-    const auto quote = what.find('\'');
-    const std::string literal = quote == std::string::npos ? "" : " " + what.substr(quote);
-    fail(source, "a number is out of range" + literal + ": every value must fit in a 32-bit float");
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, ...".
-    const auto pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    if (json_text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-      fail(source, "is empty: expected a JSON object such as {\"embeddings\": [[0.1, 0.2]]}");
-    fail(source, "is not valid JSON: " + what);
-  }
+  if (json_text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    fail(source, "is empty: expected a JSON object such as {\"embeddings\": [[0.1, 0.2]]}");
+  const json doc = detail::parse_json_document(json_text, source);
   if (!doc.is_object())
     fail(source, "must be a JSON object ({...}), got " + type_name(doc));
 
@@ -334,20 +320,10 @@ std::optional<Inputs> find_preset(std::string_view name) {
 
 namespace {
 
-// A JSON string literal with the escapes JSON needs.
-std::string json_quoted(std::string_view s) { return json(std::string(s)).dump(); }
+using detail::json_quoted;
 
-// Appends a float with 9 significant digits (enough to round-trip float32).
 void append_number(std::string& out, float v) {
-  if (std::isnan(v)) {
-    out += "\"nan\"";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "\"inf\"" : "\"-inf\"";
-  } else {
-    char buf[32];
-    const int n = std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
-    out.append(buf, static_cast<std::size_t>(n));
-  }
+  detail::append_float(out, v, "\"inf\"", "\"-inf\"", "\"nan\"");
 }
 
 std::string shape_text(const RowMatrix& m) {
@@ -370,7 +346,8 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
        ", \"num_heads\": " + std::to_string(c.num_heads) + ", \"dropout\": " + dropout +
        ", \"seed\": " + std::to_string(c.seed) +
        ", \"qkv_bias\": " + (c.qkv_bias ? "true" : "false") +
-       ", \"training\": " + (c.training ? "true" : "false") + "},\n";
+       ", \"training\": " + (c.training ? "true" : "false") +
+       (trace.explicit_weights ? ", \"weights\": \"explicit\"" : "") + "},\n";
   s += " \"stages\": [";
   out << s;
   for (std::size_t k = 0; k < trace.stages.size(); ++k) {
@@ -404,6 +381,7 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     out << ", dropout " << c.dropout << (c.training ? " (training)" : " (eval: off)");
   if (c.qkv_bias && c.variant != Variant::SelfAttentionV1 && c.variant != Variant::Simple)
     out << ", qkv_bias";
+  if (trace.explicit_weights) out << ", explicit weights (not seeded)";
   out << "\n";
 
   constexpr Eigen::Index kMaxShown = 12;  // rows/cols printed before eliding

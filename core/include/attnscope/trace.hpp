@@ -22,6 +22,7 @@ struct Trace {
   Config config;                    // the config that produced this trace
   std::vector<std::string> tokens;  // T token names (rows/cols of T x T stages)
   int d_in = 0;                     // embedding width
+  bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
   std::vector<Stage> stages;        // in pipeline order
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
