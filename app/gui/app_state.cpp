@@ -1,0 +1,148 @@
+// app_state.cpp: the stepper's steps, the recompute point, selection upkeep.
+#include "app_state.hpp"
+
+#include <algorithm>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/inspect.hpp"
+#include "attnscope/io.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+struct StepName {
+  Step step;
+  std::string_view id;
+  std::string_view label;
+};
+constexpr StepName kStepNames[] = {
+    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},
+    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},
+    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},
+    {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
+    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
+    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
+};
+
+// Trace stage ids (and a few spellings people type) that name a step.
+struct StepAlias {
+  std::string_view alias;
+  Step step;
+};
+constexpr StepAlias kAliases[] = {
+    {"embeddings", Step::Inputs},       {"projections", Step::Projections},
+    {"queries", Step::Projections},     {"keys", Step::Projections},
+    {"values", Step::Projections},      {"split_heads", Step::SplitHeads},
+    {"heads", Step::SplitHeads},        {"scaled_scores", Step::Scaled},
+    {"masked_scores", Step::Masked},    {"weights", Step::Softmax},
+    {"attn_weights", Step::Softmax},    {"dropout_mask", Step::Dropout},
+    {"dropped_weights", Step::Dropout}, {"context_vec", Step::Context},
+    {"out_proj", Step::OutProj},
+};
+
+}  // namespace
+
+std::vector<Step> steps_for(core::Variant v) {
+  using enum Step;
+  switch (v) {
+    case core::Variant::Simple:
+      return {Inputs, Scores, Softmax, Context};
+    case core::Variant::SelfAttentionV1:
+    case core::Variant::SelfAttentionV2:
+      return {Inputs, Projections, Scores, Scaled, Softmax, Context};
+    case core::Variant::Causal:
+      return {Inputs, Projections, Scores, Scaled, Mask, Masked, Softmax, Dropout, Context};
+    case core::Variant::MultiheadWrapper:
+      return {Inputs, Projections, Scores, Scaled, Mask, Masked, Softmax, Dropout, Context, Concat};
+    case core::Variant::Multihead:
+      return {Inputs, Projections, SplitHeads, Scores,  Scaled, Mask,
+              Masked, Softmax,     Dropout,    Context, Concat, OutProj};
+  }
+  return {Inputs};
+}
+
+std::string_view step_id(Step s) {
+  for (const auto& n : kStepNames)
+    if (n.step == s) return n.id;
+  return "?";
+}
+
+std::string_view step_label(Step s) {
+  for (const auto& n : kStepNames)
+    if (n.step == s) return n.label;
+  return "?";
+}
+
+std::optional<Step> parse_step(std::string_view id) {
+  for (const auto& n : kStepNames)
+    if (n.id == id) return n.step;
+  for (const auto& a : kAliases)
+    if (a.alias == id) return a.step;
+  return std::nullopt;
+}
+
+void AppState::recompute_if_dirty() {
+  if (!dirty) return;
+  dirty = false;
+  error = core::validate(config, inputs);
+  if (!error.empty()) return;  // keep the last good trace on screen
+  try {
+    trace = std::make_shared<const core::Trace>(core::run_attention(config, inputs));
+    ++trace_version;
+  } catch (const std::bad_alloc&) {
+    error = "out of memory: try fewer tokens or smaller dimensions";
+    return;
+  }
+  fix_selection();
+}
+
+std::vector<Step> AppState::steps() const {
+  return steps_for(trace ? trace->config.variant : config.variant);
+}
+
+void AppState::step_by(int delta) {
+  const auto all = steps();
+  auto it = std::find(all.begin(), all.end(), step);
+  const long at = it == all.end() ? 0 : it - all.begin();
+  const long to = std::clamp(at + delta, 0L, static_cast<long>(all.size()) - 1);
+  step = all[static_cast<std::size_t>(to)];
+}
+
+int AppState::stage_head() const {
+  if (!trace) return -1;
+  return core::stage_head(*trace, head);
+}
+
+void AppState::fix_selection() {
+  const auto all = steps();
+  if (std::find(all.begin(), all.end(), step) == all.end()) {
+    // The latest step of the new pipeline that comes before the old one.
+    Step best = all.front();
+    for (Step s : all)
+      if (static_cast<int>(s) <= static_cast<int>(step)) best = s;
+    step = best;
+  }
+  if (!trace) return;
+  head = std::clamp(head, 0, std::max(0, trace->heads_shown() - 1));
+
+  if (pinned.valid()) {
+    const core::Stage* s = trace->find(pinned.stage, pinned.head);
+    if (!s) {  // e.g. the variant gained or lost heads
+      pinned.head = pinned.head < 0 ? core::stage_head(*trace, head) : -1;
+      s = trace->find(pinned.stage, pinned.head);
+    }
+    if (!s || pinned.row >= s->data.rows() || pinned.col >= s->data.cols()) pinned = CellRef{};
+  }
+}
+
+bool AppState::load_preset(const std::string& name) {
+  auto p = core::find_preset(name);
+  if (!p) return false;
+  inputs = std::move(*p);
+  preset = name;
+  mark_dirty();
+  return true;
+}
+
+}  // namespace attnscope::gui

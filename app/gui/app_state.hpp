@@ -1,0 +1,141 @@
+// app_state.hpp: everything the app knows, owned by main and passed to every
+// panel. Widgets edit `inputs`/`config` and call mark_dirty(); the frame's one
+// recompute point, recompute_if_dirty(), validates and runs the engine. Panels
+// read `trace` and write only the selection and UI state.
+//
+// Sections: steps of the stepper / pinned cell / UI state / AppState.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnscope/config.hpp"
+#include "attnscope/trace.hpp"
+#include "imgui.h"
+#include "render/colormap.hpp"
+#include "render/texture.hpp"
+
+namespace attnscope::gui {
+
+// ---------------------------------------------------------------------------
+// Steps: the stages of the stepper, in pipeline order. A step shows one or
+// more trace stages (Projections shows queries, keys and values).
+
+enum class Step {
+  Inputs,       // X, the token embeddings
+  Projections,  // Q, K, V = X . W_query, W_key, W_value
+  SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
+  Scores,       // omega = Q . K^T  (simple: X . X^T)
+  Scaled,       // omega / sqrt(d_k)
+  Mask,         // which keys are in a query's future
+  Masked,       // future scores set to -inf
+  Softmax,      // attention weights, rows sum to 1
+  Dropout,      // nn.Dropout on the weights
+  Context,      // Z = weights . V
+  Concat,       // heads' contexts side by side
+  OutProj,      // multihead: output = concat . W_out + b_out
+};
+
+// The steps a variant has, in pipeline order.
+std::vector<Step> steps_for(core::Variant v);
+// The id used on the command line and in sessions, e.g. "scaled".
+std::string_view step_id(Step s);
+// The short name on the stage strip, e.g. "Q/K/V".
+std::string_view step_label(Step s);
+// Parses step_id() or a trace stage id ("scaled_scores", "weights", ...).
+std::optional<Step> parse_step(std::string_view id);
+
+// ---------------------------------------------------------------------------
+// A cell the user clicked: its inspector breakdown stays on screen.
+
+struct CellRef {
+  std::string stage;  // trace stage id, e.g. "weights"
+  int head = -1;      // the stage's head (-1: whole layer)
+  int row = -1, col = -1;
+  bool valid() const { return !stage.empty() && row >= 0 && col >= 0; }
+  friend bool operator==(const CellRef&, const CellRef&) = default;
+};
+
+// Zoom and pan of one heatmap on screen.
+struct ViewState {
+  float zoom = 1.0f;  // 1 = fit the area; up to 64
+  ImVec2 pan{0, 0};   // px the image is scrolled by (>= 0)
+};
+
+// ---------------------------------------------------------------------------
+// UI state: what is shown and how, never what is computed.
+
+struct UiState {
+  Palette palette = Palette::Standard;
+  bool show_values = true;         // numbers in cells when they fit
+  float ui_scale = 1.0f;           // the user's factor on top of the monitor's
+  float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)
+  bool fonts_dirty = false;        // main rebuilds the font atlas before the next frame
+  bool unicode = true;             // the font has −, ∞, √, ᵀ, → (false: built-in font)
+  ImFont* font_heading = nullptr;  // larger, for titles (nullptr: default font)
+  ImFont* font_mono = nullptr;     // fixed width, for tables of numbers
+
+  bool show_about = false;
+  bool show_shortcuts = false;
+  bool quit_requested = false;
+
+  std::string heads_refusal;               // why the last head count was refused ("" when none)
+  std::string session_warning;             // shown in a banner until dismissed
+  std::map<std::string, ViewState> views;  // per heatmap slot
+
+  // Embedding editor's generator settings.
+  std::uint64_t random_seed = 123;
+  int random_tokens = 6;
+  int random_dims = 3;
+
+  int window_width = 1600, window_height = 1000;  // remembered across sessions
+};
+
+// ---------------------------------------------------------------------------
+
+struct AppState {
+  // What to run: edited by the controls and the embedding editor.
+  core::Inputs inputs;
+  core::Config config;
+  std::string preset = "book";  // the preset "reset" returns to
+
+  // Selection.
+  Step step = Step::Inputs;
+  int head = 0;  // focused head for head variants
+  CellRef pinned;
+
+  UiState ui;
+
+  // Derived, from the one recompute point.
+  std::shared_ptr<const core::Trace> trace;  // the last good trace
+  std::uint64_t trace_version = 0;           // bumps on every new trace
+  std::string error;                         // why inputs/config cannot run ("" when fine)
+  bool dirty = true;
+
+  TextureCache textures;
+
+  // Call after editing inputs or config.
+  void mark_dirty() { dirty = true; }
+  // The frame's recompute point: validates, then runs the engine. On an
+  // invalid state keeps the last good trace and sets `error`.
+  void recompute_if_dirty();
+
+  // The steps of the trace's variant (of the config before the first trace).
+  std::vector<Step> steps() const;
+  // Moves the selection by `delta` steps, clamped to the pipeline.
+  void step_by(int delta);
+  // Keeps step/head/pinned meaningful after the trace changed shape.
+  void fix_selection();
+  // The head per-head stages use: -1 for variants without heads.
+  int stage_head() const;
+
+  // Replaces the inputs with a built-in preset; false when unknown.
+  bool load_preset(const std::string& name);
+};
+
+}  // namespace attnscope::gui

@@ -1,0 +1,108 @@
+// fonts.cpp: font files, glyph ranges, and the app's look.
+#include "fonts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+namespace attnscope::gui {
+
+namespace {
+
+constexpr const char* kSansPaths[] = {
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+};
+constexpr const char* kMonoPaths[] = {
+    "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
+    "/usr/share/fonts/TTF/DejaVuSansMono.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSansMono.ttf",
+};
+
+// Latin, Greek (ω, Σ), sub/superscripts, arrows, math operators (−, √, ∞, ⊙),
+// geometric shapes (◀ ▶) and ᵀ. Pairs of [first, last], zero-terminated.
+constexpr ImWchar kGlyphRanges[] = {
+    0x0020, 0x00FF,  // Basic Latin + Latin-1 (×, ÷, ·)
+    0x0370, 0x03FF,  // Greek
+    0x1D00, 0x1DBF,  // phonetic extensions: ᵀ (U+1D40)
+    0x2000, 0x206F,  // punctuation: – — …
+    0x2070, 0x209F,  // super- and subscripts
+    0x2190, 0x21FF,  // arrows
+    0x2200, 0x22FF,  // math operators
+    0x25A0, 0x25FF,  // geometric shapes
+    0,
+};
+
+const char* first_existing(const char* const* paths, std::size_t n) {
+  std::error_code ec;
+  for (std::size_t k = 0; k < n; ++k)
+    if (std::filesystem::exists(paths[k], ec)) return paths[k];
+  return nullptr;
+}
+
+void apply_style(float scale) {
+  ImGuiStyle& style = ImGui::GetStyle();
+  style = ImGuiStyle();
+  ImGui::StyleColorsDark(&style);
+  style.WindowRounding = 4.0f;
+  style.ChildRounding = 4.0f;
+  style.FrameRounding = 3.0f;
+  style.GrabRounding = 3.0f;
+  style.PopupRounding = 4.0f;
+  style.FramePadding = ImVec2(6, 4);
+  style.ItemSpacing = ImVec2(8, 6);
+  style.WindowPadding = ImVec2(10, 10);
+  style.WindowBorderSize = 0.0f;
+  ImVec4* c = style.Colors;
+  c[ImGuiCol_WindowBg] = ImVec4(0.11f, 0.12f, 0.14f, 1.0f);
+  c[ImGuiCol_ChildBg] = ImVec4(0.14f, 0.15f, 0.17f, 1.0f);
+  c[ImGuiCol_MenuBarBg] = ImVec4(0.16f, 0.17f, 0.20f, 1.0f);
+  c[ImGuiCol_Border] = ImVec4(0.28f, 0.30f, 0.34f, 1.0f);
+  c[ImGuiCol_Header] = ImVec4(0.22f, 0.32f, 0.46f, 1.0f);
+  c[ImGuiCol_HeaderHovered] = ImVec4(0.28f, 0.40f, 0.58f, 1.0f);
+  c[ImGuiCol_HeaderActive] = ImVec4(0.30f, 0.45f, 0.65f, 1.0f);
+  style.ScaleAllSizes(scale);
+}
+
+}  // namespace
+
+float effective_scale(const UiState& ui) {
+  return std::clamp(ui.content_scale * ui.ui_scale, 0.5f, 4.0f);
+}
+
+void setup_fonts_and_style(AppState& state) {
+  const float scale = effective_scale(state.ui);
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  state.ui.font_heading = nullptr;
+  state.ui.font_mono = nullptr;
+
+  const char* sans = first_existing(kSansPaths, std::size(kSansPaths));
+  const char* mono = first_existing(kMonoPaths, std::size(kMonoPaths));
+  ImFontConfig cfg;
+  cfg.OversampleH = 2;
+  cfg.OversampleV = 1;
+  ImFont* body = nullptr;
+  if (sans) {
+    body = io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * scale, &cfg, kGlyphRanges);
+    state.ui.font_heading =
+        io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * 1.3f * scale, &cfg, kGlyphRanges);
+    if (mono)
+      state.ui.font_mono =
+          io.Fonts->AddFontFromFileTTF(mono, (kBaseFontPx - 2.0f) * scale, &cfg, kGlyphRanges);
+  }
+  state.ui.unicode = body != nullptr;
+  if (!body) {
+    // ProggyClean is a 13 px bitmap font; scaling it by whole steps keeps it crisp.
+    ImFontConfig def;
+    def.SizePixels = 13.0f * std::max(1.0f, std::round(scale * 1.3f));
+    body = io.Fonts->AddFontDefault(&def);
+    state.ui.font_heading = nullptr;
+  }
+  io.FontDefault = body;
+  io.Fonts->Build();
+  apply_style(scale);
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,204 @@
+// launch_options.cpp: CLI11 flags -> LaunchOptions -> AppState.
+#include "launch_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <iostream>
+
+#include "attnscope/io.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+constexpr int kExitBadInput = 2;  // as attnscope-cli
+
+std::string known_variants() {
+  std::string s;
+  for (auto v : core::kAllVariants) s += (s.empty() ? "" : ", ") + std::string(core::variant_id(v));
+  return s;
+}
+
+std::string step_list(const std::vector<Step>& steps) {
+  std::string s;
+  for (Step st : steps) s += (s.empty() ? "" : ", ") + std::string(step_id(st));
+  return s;
+}
+
+bool parse_int(std::string_view s, int& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// "1600x1000" -> (1600, 1000)
+bool parse_pair(const std::string& text, char sep, int& a, int& b) {
+  const auto at = text.find(sep);
+  if (at == std::string::npos) return false;
+  return parse_int(std::string_view(text).substr(0, at), a) &&
+         parse_int(std::string_view(text).substr(at + 1), b);
+}
+
+}  // namespace
+
+ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
+  CLI::App app{"attnscope: watch transformer attention happen, stage by stage", "attnscope"};
+  app.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
+  auto* preset = app.add_option("--preset", o.preset, "built-in inputs: book, shiny");
+  auto* config =
+      app.add_option("--config", o.config_path, "JSON config file (see docs/trace-format.md)");
+  preset->excludes(config);
+  app.add_option("--variant", o.variant, known_variants());
+  app.add_option("--d-out", o.d_out, "output width of the query/key/value projections");
+  app.add_option("--heads", o.num_heads, "number of attention heads");
+  app.add_option("--dropout", o.dropout, "dropout probability on the attention weights, 0..1");
+  app.add_option("--seed", o.seed, "torch.manual_seed value (default 123)");
+  app.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
+  app.add_flag("--eval", o.eval, "eval mode: dropout off");
+  app.add_option("--stage", o.stage,
+                 "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
+                 "dropout, context, concat, output");
+  app.add_option("--head", o.head, "head to focus (0-based)");
+  app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
+  app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
+  app.add_option("--scale", o.scale, "UI scale factor on top of the monitor's (0.5..3)");
+  std::string size;
+  app.add_option("--size", size, "window size WxH (default 1600x1000)");
+  app.add_option("--screenshot", o.screenshot,
+                 "render, save the window as a PNG and exit (the session is left untouched)");
+  app.add_flag("--no-session", o.no_session, "neither restore nor save the last session");
+
+  try {
+    app.parse(argc, argv);
+    if (!size.empty()) {
+      int w = 0, h = 0;
+      if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
+        throw core::ParseError("--size '" + size +
+                               "' must be WIDTHxHEIGHT, at least 320x240, e.g. 1600x1000");
+      o.width = w;
+      o.height = h;
+      o.size_given = true;
+    }
+  } catch (const CLI::Success& e) {
+    return ParseOutcome{false, app.exit(e)};
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = "bad arguments";
+    std::cerr << "error: " << what << " (run attnscope --help)\n";
+    return ParseOutcome{false, kExitBadInput};
+  } catch (const core::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return ParseOutcome{false, kExitBadInput};
+  }
+  return ParseOutcome{true, 0};
+}
+
+void apply_launch_options(const LaunchOptions& o, AppState& state) {
+  const bool new_inputs = o.preset || o.config_path;
+  const bool run_flags = new_inputs || o.variant || o.d_out || o.num_heads || o.dropout || o.seed ||
+                         o.qkv_bias || o.eval;
+  if (run_flags) {
+    // What the app holds is the base; the config file, then the flags, go on top.
+    core::RunSpec base;
+    base.variant = state.config.variant;
+    base.d_out = state.config.d_out;
+    base.num_heads = state.config.num_heads;
+    base.dropout = state.config.dropout;
+    base.seed = state.config.seed;
+    base.qkv_bias = state.config.qkv_bias;
+    base.training = state.config.training;
+    if (!new_inputs) {
+      base.tokens = state.inputs.tokens;
+      base.embeddings = state.inputs.embeddings;
+    }
+    core::RunSpec file;
+    if (o.config_path)
+      file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
+    core::RunSpec flags;
+    flags.preset = o.preset;
+    if (o.variant) {
+      flags.variant = core::parse_variant(*o.variant);
+      if (!flags.variant)
+        throw core::ParseError("unknown variant '" + *o.variant + "' (known: " + known_variants() +
+                               ")");
+    }
+    flags.d_out = o.d_out;
+    flags.num_heads = o.num_heads;
+    flags.dropout = o.dropout;
+    flags.seed = o.seed;
+    if (o.qkv_bias) flags.qkv_bias = true;
+    if (o.eval) flags.training = false;
+    const core::RunSpec spec = core::merge(core::merge(base, file), flags);
+    core::Config config;
+    core::Inputs inputs;
+    core::resolve(spec, config, inputs);  // throws with the CLI's messages
+    state.config = config;
+    state.inputs = std::move(inputs);
+    if (spec.preset) state.preset = *spec.preset;
+    state.pinned = CellRef{};
+    state.mark_dirty();
+  }
+
+  if (o.palette) {
+    bool known = false;
+    for (Palette p : kAllPalettes)
+      if (palette_id(p) == *o.palette) {
+        state.ui.palette = p;
+        known = true;
+      }
+    if (!known)
+      throw core::ParseError("unknown colours '" + *o.palette +
+                             "' (known: standard, colorblind, warm, greys)");
+  }
+  if (o.scale) {
+    if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
+      throw core::ParseError("--scale (" + std::to_string(*o.scale) +
+                             ") must be between 0.5 and 3");
+    state.ui.ui_scale = *o.scale;
+  }
+  if (o.size_given) {
+    state.ui.window_width = o.width;
+    state.ui.window_height = o.height;
+  }
+
+  const auto steps = steps_for(state.config.variant);
+  if (o.stage) {
+    const auto step = parse_step(*o.stage);
+    if (!step)
+      throw core::ParseError("unknown stage '" + *o.stage + "' (known: " + step_list(steps) + ")");
+    if (std::find(steps.begin(), steps.end(), *step) == steps.end())
+      throw core::ParseError("stage '" + *o.stage + "' is not part of " +
+                             std::string(core::variant_book_name(state.config.variant)) +
+                             " (its stages: " + step_list(steps) + ")");
+    state.step = *step;
+  }
+  if (o.head) {
+    if (!core::has_heads(state.config.variant)) {
+      if (*o.head != 0)
+        throw core::ParseError(
+            "--head needs a variant with heads (multihead_wrapper or multihead)");
+    } else if (*o.head < 0 || *o.head >= state.config.num_heads) {
+      throw core::ParseError("--head " + std::to_string(*o.head) + " is out of range: there are " +
+                             std::to_string(state.config.num_heads) + " heads (0 to " +
+                             std::to_string(state.config.num_heads - 1) + ")");
+    }
+    state.head = *o.head;
+  }
+  if (o.cell) {
+    int i = 0, j = 0;
+    if (!parse_pair(*o.cell, ',', i, j))
+      throw core::ParseError("--cell '" + *o.cell + "' must be ROW,COL, e.g. 1,2");
+    state.recompute_if_dirty();
+    if (!state.error.empty()) throw core::ParseError(state.error);
+    const StepMatrices m = step_matrices(state.step, *state.trace, state.head);
+    if (m.outputs.empty()) throw core::ParseError("--cell: this stage has no matrix");
+    const core::Stage& s = *m.outputs.front();
+    if (i < 0 || j < 0 || i >= s.data.rows() || j >= s.data.cols())
+      throw core::ParseError("--cell " + *o.cell + " is outside " + s.id + " (" +
+                             std::to_string(s.data.rows()) + "x" + std::to_string(s.data.cols()) +
+                             ")");
+    state.pinned = CellRef{s.id, s.head, i, j};
+  }
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,50 @@
+// launch_options.hpp: attnscope's command line, parsed with CLI11 and applied
+// to the AppState with the same checks and messages as attnscope-cli.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "app_state.hpp"
+
+namespace attnscope::gui {
+
+struct LaunchOptions {
+  std::optional<std::string> preset;       // --preset NAME
+  std::optional<std::string> config_path;  // --config FILE
+  std::optional<std::string> variant;      // --variant V
+  std::optional<int> d_out;                // --d-out N
+  std::optional<int> num_heads;            // --heads N
+  std::optional<double> dropout;           // --dropout P
+  std::optional<std::uint64_t> seed;       // --seed S
+  bool qkv_bias = false;                   // --qkv-bias
+  bool eval = false;                       // --eval
+  std::optional<std::string> stage;        // --stage ID
+  std::optional<int> head;                 // --head H
+  std::optional<std::string> cell;         // --cell I,J (pins a cell of the stage's first matrix)
+  std::optional<std::string> palette;      // --colors standard|colorblind|warm|greys
+  std::optional<float> scale;              // --scale F (UI scale factor)
+  int width = 1600, height = 1000;         // --size WxH
+  bool size_given = false;
+  std::optional<std::string> screenshot;  // --screenshot FILE
+  bool no_session = false;                // --no-session
+  bool restore_session() const { return !no_session; }
+  bool save_session() const { return !no_session && !screenshot; }
+};
+
+// What main should do after parsing.
+struct ParseOutcome {
+  bool run = false;  // false: exit with exit_code (after --help, --version, or an error)
+  int exit_code = 0;
+};
+
+// Parses argv; prints --help/--version, or "error: ..." on stderr (exit 2).
+ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& out);
+
+// Applies the run flags (preset/config file, variant, sizes, stage, head,
+// cell) on top of what `state` holds (the restored session or the defaults).
+// Throws core::ParseError with the CLI's wording when a value is bad.
+void apply_launch_options(const LaunchOptions& opts, AppState& state);
+
+}  // namespace attnscope::gui

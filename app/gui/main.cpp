@@ -1,0 +1,280 @@
+// main.cpp: attnscope, the desktop app. Owns the AppState, the GLFW window
+// and the frame loop; everything drawn comes from draw_ui (ui.cpp).
+//
+// Sections
+//   1. wake-ups: GLFW callbacks that tell the idle loop something happened
+//   2. window and ImGui setup
+//   3. the loop: wait when idle, draw a few frames after every event
+//   4. --screenshot, session save, shutdown
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include "app_state.hpp"
+#include "attnscope/io.hpp"
+#include "fonts.hpp"
+#include "imgui.h"
+#include "imgui_impl_glfw.h"
+#include "imgui_impl_opengl3.h"
+#include "launch_options.hpp"
+#include "render/gl_texture.hpp"
+#include "render/png.hpp"
+#include "session.hpp"
+#include "ui.hpp"
+
+namespace gui = attnscope::gui;
+namespace core = attnscope::core;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// 1. Wake-ups
+
+// Set by SIGINT/SIGTERM so that Ctrl+C in the terminal still saves the
+// session; a signal handler can only touch a sig_atomic_t.
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_signal(int) { g_stop_signal = 1; }
+
+// Counted by every input callback; the loop draws frames while it grows.
+struct Wake {
+  int events = 0;
+  bool scale_changed = false;
+  // ImGui 1.86 reads key state once per frame, so a press and release that
+  // arrive in the same poll (xdotool, fast typists, remote desktops) would
+  // be lost. Such releases are held back until a frame has seen the press.
+  struct Release {
+    int key, scancode, mods;
+  };
+  std::vector<int> pressed_since_frame;
+  std::vector<Release> held_releases;
+};
+
+Wake& wake_of(GLFWwindow* w) { return *static_cast<Wake*>(glfwGetWindowUserPointer(w)); }
+
+// Installed before ImGui's backend, which chains to them.
+void install_wake_callbacks(GLFWwindow* w) {
+  glfwSetCharCallback(w, [](GLFWwindow* win, unsigned) { ++wake_of(win).events; });
+  glfwSetMouseButtonCallback(w, [](GLFWwindow* win, int, int, int) { ++wake_of(win).events; });
+  glfwSetScrollCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
+  glfwSetCursorPosCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
+  glfwSetCursorEnterCallback(w, [](GLFWwindow* win, int) { ++wake_of(win).events; });
+  glfwSetWindowFocusCallback(w, [](GLFWwindow* win, int) { ++wake_of(win).events; });
+  glfwSetWindowSizeCallback(w, [](GLFWwindow* win, int, int) { ++wake_of(win).events; });
+  glfwSetFramebufferSizeCallback(w, [](GLFWwindow* win, int, int) { ++wake_of(win).events; });
+  glfwSetWindowRefreshCallback(w, [](GLFWwindow* win) { ++wake_of(win).events; });
+  glfwSetWindowContentScaleCallback(w, [](GLFWwindow* win, float, float) {
+    ++wake_of(win).events;
+    wake_of(win).scale_changed = true;
+  });
+}
+
+// Replaces the backend's key callback (after ImGui_ImplGlfw_InitForOpenGL)
+// and forwards to it, holding back releases of keys pressed since the last frame.
+void install_key_callback(GLFWwindow* w) {
+  glfwSetKeyCallback(w, [](GLFWwindow* win, int key, int scancode, int action, int mods) {
+    Wake& wake = wake_of(win);
+    ++wake.events;
+    // Ctrl+Q quits even when ImGui has the keyboard (a text field is active).
+    if (key == GLFW_KEY_Q && action == GLFW_PRESS && (mods & GLFW_MOD_CONTROL))
+      glfwSetWindowShouldClose(win, GLFW_TRUE);
+    auto& pressed = wake.pressed_since_frame;
+    if (action == GLFW_PRESS) pressed.push_back(key);
+    // Once one release waits, later ones wait too, so Ctrl+Q keeps Ctrl down.
+    const bool seen = std::find(pressed.begin(), pressed.end(), key) != pressed.end();
+    if (action == GLFW_RELEASE && (seen || !wake.held_releases.empty())) {
+      wake.held_releases.push_back({key, scancode, mods});
+      return;
+    }
+    ImGui_ImplGlfw_KeyCallback(win, key, scancode, action, mods);
+  });
+}
+
+// After a frame: the held-back releases go to ImGui now.
+void release_held_keys(GLFWwindow* w, Wake& wake) {
+  wake.pressed_since_frame.clear();
+  for (const auto& r : wake.held_releases)
+    ImGui_ImplGlfw_KeyCallback(w, r.key, r.scancode, GLFW_RELEASE, r.mods);
+  if (!wake.held_releases.empty()) ++wake.events;  // draw the frame that sees the release
+  wake.held_releases.clear();
+}
+
+// ---------------------------------------------------------------------------
+// 2. Setup
+
+GLFWwindow* create_window(int width, int height, const char*& glsl) {
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glsl = "#version 330 core";
+  if (GLFWwindow* w = glfwCreateWindow(width, height, "attnscope", nullptr, nullptr)) return w;
+  // Older drivers: any context from 3.0 on does.
+  glfwDefaultWindowHints();
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  glsl = "#version 130";
+  return glfwCreateWindow(width, height, "attnscope", nullptr, nullptr);
+}
+
+std::string glfw_error() {
+  const char* what = nullptr;
+  glfwGetError(&what);
+  return what ? what : "unknown reason";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gui::LaunchOptions opts;
+  if (const auto parsed = gui::parse_launch_options(argc, argv, opts); !parsed.run)
+    return parsed.exit_code;
+
+  gui::AppState state;
+  state.load_preset("book");
+  const auto dir = gui::config_dir();
+  const auto session_file = dir.empty() ? dir : dir / "session.json";
+  if (opts.restore_session() && !dir.empty()) {
+    state.ui.session_warning = gui::load_session(session_file, state, opts.save_session());
+    if (!state.ui.session_warning.empty())
+      std::cerr << "warning: " << state.ui.session_warning << "\n";
+  }
+  try {
+    gui::apply_launch_options(opts, state);
+  } catch (const core::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+
+  if (!glfwInit()) {
+    std::cerr << "error: attnscope needs a graphical session, but no display could be opened ("
+              << glfw_error() << "); run it from a desktop session, or under xvfb-run\n";
+    return 1;
+  }
+  const char* glsl = nullptr;
+  GLFWwindow* window = create_window(state.ui.window_width, state.ui.window_height, glsl);
+  if (!window) {
+    std::cerr << "error: attnscope needs a graphical session with OpenGL 3, but no window could be "
+                 "created ("
+              << glfw_error() << ")\n";
+    glfwTerminate();
+    return 1;
+  }
+  Wake wake;
+  glfwSetWindowUserPointer(window, &wake);
+  install_wake_callbacks(window);
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  // imgui.ini lives next to the session, never in the working directory.
+  const std::string ini_path = dir.empty() ? std::string() : (dir / "imgui.ini").string();
+  io.IniFilename = opts.save_session() && !ini_path.empty() ? ini_path.c_str() : nullptr;
+  if (io.IniFilename) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  float xs = 1.0f, ys = 1.0f;
+  glfwGetWindowContentScale(window, &xs, &ys);
+  state.ui.content_scale = xs;
+  // A screenshot shows the app as laid out, not wherever the pointer happens to be.
+  if (opts.screenshot) io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
+  gui::setup_fonts_and_style(state);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  install_key_callback(window);
+  ImGui_ImplOpenGL3_Init(glsl);
+  state.textures.set_factory([] { return std::make_unique<gui::GlTexture>(); });
+
+  // -------------------------------------------------------------------------
+  // 3. The loop
+
+  int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
+  int frame = 0, same_frames = 0, last_vertices = -1;
+  bool screenshot_ok = true;
+  while (!glfwWindowShouldClose(window) && !g_stop_signal) {
+    if (opts.screenshot || busy_frames > 0 || state.dirty) {
+      glfwPollEvents();
+    } else {
+      // Idle: sleep until input arrives. The timeout only serves the text
+      // caret's blink and signals; a wake-up with no event draws nothing.
+      glfwWaitEventsTimeout(0.5);
+      if (wake.events == 0 && !io.WantTextInput && !state.dirty) continue;
+    }
+    if (wake.events > 0) {
+      busy_frames = 3;
+      wake.events = 0;
+    } else if (busy_frames > 0) {
+      --busy_frames;
+    }
+    if (wake.scale_changed) {
+      wake.scale_changed = false;
+      glfwGetWindowContentScale(window, &xs, &ys);
+      state.ui.content_scale = xs;
+      state.ui.fonts_dirty = true;
+    }
+    if (state.ui.fonts_dirty) {
+      state.ui.fonts_dirty = false;
+      ImGui_ImplOpenGL3_DestroyFontsTexture();
+      gui::setup_fonts_and_style(state);
+      ImGui_ImplOpenGL3_CreateFontsTexture();
+      busy_frames = 3;
+    }
+
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    gui::draw_ui(state);
+    ImGui::Render();
+    int fbw = 0, fbh = 0;
+    glfwGetFramebufferSize(window, &fbw, &fbh);
+    gui::clear_framebuffer(fbw, fbh, 0.11f, 0.12f, 0.14f);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    ++frame;
+    release_held_keys(window, wake);
+    if (state.dirty) busy_frames = std::max(busy_frames, 1);
+
+    // -----------------------------------------------------------------------
+    // 4. Screenshot: once the layout stopped changing for a few frames.
+    if (opts.screenshot) {
+      const int vertices = ImGui::GetDrawData()->TotalVtxCount;
+      same_frames = vertices == last_vertices ? same_frames + 1 : 0;
+      last_vertices = vertices;
+      if ((frame >= 4 && same_frames >= 3) || frame >= 60) {
+        const auto pixels = gui::read_framebuffer(fbw, fbh);
+        screenshot_ok = gui::write_png(*opts.screenshot, fbw, fbh, pixels);
+        if (!screenshot_ok)
+          std::cerr << "error: cannot write the screenshot to '" << *opts.screenshot << "'\n";
+        break;
+      }
+    }
+    glfwSwapBuffers(window);
+    if (state.ui.quit_requested) glfwSetWindowShouldClose(window, GLFW_TRUE);
+  }
+
+  if (opts.save_session() && !session_file.empty()) {
+    int w = 0, h = 0;
+    glfwGetWindowSize(window, &w, &h);
+    if (w > 0 && h > 0 && !glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
+      state.ui.window_width = w;
+      state.ui.window_height = h;
+    }
+    if (const std::string err = gui::save_session(session_file, state); !err.empty())
+      std::cerr << "warning: the session was not saved: " << err << "\n";
+  }
+
+  state.textures.clear();  // GL textures go before the context
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();  // writes imgui.ini when enabled
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return screenshot_ok ? 0 : 1;
+}

@@ -1,0 +1,185 @@
+// embedding_panel.cpp: the inputs as an editable table, tokens × dimensions.
+// Rows are clipped (ImGuiListClipper), so 4096 tokens edit as fast as 6.
+#include <string>
+
+#include "attnscope/io.hpp"
+#include "attnscope/rng.hpp"
+#include "imgui.h"
+#include "imgui_stdlib.h"  // needs imgui.h first
+#include "panels/panels.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+// torch.manual_seed(seed); torch.rand(rows, cols): reproducible in PyTorch.
+core::RowMatrix torch_rand(std::uint64_t seed, int rows, int cols) {
+  core::RowMatrix m(rows, cols);
+  core::TorchGenerator gen(seed);
+  gen.fill_uniform(m, 0.0f, 1.0f);
+  return m;
+}
+
+void add_token(AppState& s) {
+  const auto T = s.inputs.embeddings.rows();
+  const auto d = s.inputs.embeddings.cols();
+  s.inputs.embeddings.conservativeResize(T + 1, d);
+  s.inputs.embeddings.row(T).setZero();
+  s.inputs.tokens.push_back("t" + std::to_string(T));
+  s.mark_dirty();
+}
+
+void remove_token(AppState& s, int row) {
+  auto& m = s.inputs.embeddings;
+  const auto T = m.rows();
+  if (T <= 1 || row < 0 || row >= T) return;
+  core::RowMatrix next(T - 1, m.cols());
+  next.topRows(row) = m.topRows(row);
+  next.bottomRows(T - 1 - row) = m.bottomRows(T - 1 - row);
+  m = std::move(next);
+  s.inputs.tokens.erase(s.inputs.tokens.begin() + row);
+  s.mark_dirty();
+}
+
+void resize_dims(AppState& s, Eigen::Index d) {
+  auto& m = s.inputs.embeddings;
+  const auto old = m.cols();
+  if (d < 1 || d > core::kMaxDim) return;
+  m.conservativeResize(m.rows(), d);
+  if (d > old) m.rightCols(d - old).setZero();
+  s.mark_dirty();
+}
+
+}  // namespace
+
+void draw_embedding_panel(AppState& state) {
+  auto& emb = state.inputs.embeddings;
+  auto& tokens = state.inputs.tokens;
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::TextUnformatted("Embeddings");
+  if (state.ui.font_heading) ImGui::PopFont();
+  ImGui::SameLine();
+  ImGui::TextDisabled("%d tokens x %d dims", static_cast<int>(emb.rows()),
+                      static_cast<int>(emb.cols()));
+
+  // Presets. The combo says "custom" once the inputs differ from the preset.
+  const auto preset = core::find_preset(state.preset);
+  const bool pristine = preset && preset->tokens == tokens &&
+                        preset->embeddings.rows() == emb.rows() &&
+                        preset->embeddings.cols() == emb.cols() && preset->embeddings == emb;
+  const std::string shown = pristine ? state.preset : "custom";
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  if (ImGui::BeginCombo("##preset", shown.c_str())) {
+    for (const std::string& name : core::preset_names())
+      if (ImGui::Selectable(name.c_str(), name == state.preset)) state.load_preset(name);
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Reset to preset")) state.load_preset(state.preset);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Replace the tokens and values with the '%s' preset", state.preset.c_str());
+
+  if (ImGui::Button("+ token")) add_token(state);
+  ImGui::SameLine();
+  if (ImGui::Button("- token")) remove_token(state, static_cast<int>(emb.rows()) - 1);
+  ImGui::SameLine();
+  if (ImGui::Button("+ dim")) resize_dims(state, emb.cols() + 1);
+  ImGui::SameLine();
+  if (ImGui::Button("- dim")) resize_dims(state, emb.cols() - 1);
+
+  // Randomize: same shape, or a new T x d.
+  if (ImGui::TreeNode("Random inputs (torch.rand)")) {
+    const std::uint64_t one = 1;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    ImGui::InputScalar("seed##rand", ImGuiDataType_U64, &state.ui.random_seed, &one, nullptr,
+                       "%llu");
+    if (ImGui::Button("Randomize values")) {
+      emb = torch_rand(state.ui.random_seed, static_cast<int>(emb.rows()),
+                       static_cast<int>(emb.cols()));
+      state.mark_dirty();
+    }
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    ImGui::InputInt("tokens##rand", &state.ui.random_tokens, 0);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    ImGui::InputInt("dims##rand", &state.ui.random_dims, 0);
+    state.ui.random_tokens = std::clamp(state.ui.random_tokens, 1, core::kMaxTokens);
+    state.ui.random_dims = std::clamp(state.ui.random_dims, 1, core::kMaxDim);
+    if (ImGui::Button("New random inputs")) {
+      emb = torch_rand(state.ui.random_seed, state.ui.random_tokens, state.ui.random_dims);
+      tokens.clear();
+      for (int t = 0; t < state.ui.random_tokens; ++t) tokens.push_back("t" + std::to_string(t));
+      state.mark_dirty();
+    }
+    ImGui::TreePop();
+  }
+
+  if (state.error.starts_with("there are") || state.error.starts_with("embeddings") ||
+      state.error.starts_with("too many") || state.error.starts_with("d_in")) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, state.error);
+    ImGui::PopStyleColor();
+  }
+
+  // The table: token | d0 .. d(n-1) | remove. Row numbers are in the tooltip.
+  const int d = static_cast<int>(emb.cols());
+  const int columns = d + 2;
+  if (columns > 64) {  // ImGui tables hold at most 64 columns
+    ImGui::TextDisabled("d_in = %d is too wide for the table; values can be randomized.", d);
+    return;
+  }
+  constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY |
+                                     ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                     ImGuiTableFlags_BordersOuter | ImGuiTableFlags_SizingFixedFit;
+  const ImVec2 size(0, std::max(ImGui::GetContentRegionAvail().y, ImGui::GetFrameHeight() * 4));
+  // Narrow number fields: pushed around the table, not inside it (the table
+  // is a child window and checks its style stack on the way out).
+  if (state.ui.font_mono) ImGui::PushFont(state.ui.font_mono);
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(3, ImGui::GetStyle().FramePadding.y));
+  if (!ImGui::BeginTable("embeddings", columns, kFlags, size)) {
+    ImGui::PopStyleVar();
+    if (state.ui.font_mono) ImGui::PopFont();
+    return;
+  }
+  const float num_w = ImGui::CalcTextSize("-0.0000").x + 6;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 5.0f);
+  for (int c = 0; c < d; ++c)
+    ImGui::TableSetupColumn(("d" + std::to_string(c)).c_str(), ImGuiTableColumnFlags_WidthFixed,
+                            num_w);
+  ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFrameHeight());
+  ImGui::TableHeadersRow();
+
+  int remove = -1;
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(emb.rows()));
+  while (clipper.Step()) {
+    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+      ImGui::PushID(r);
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::SetNextItemWidth(-FLT_MIN);
+      if (ImGui::InputText("##tok", &tokens[static_cast<std::size_t>(r)])) state.mark_dirty();
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("token %d (row %d of every matrix)", r, r);
+      for (int c = 0; c < d; ++c) {
+        ImGui::TableNextColumn();
+        ImGui::PushID(c);
+        ImGui::SetNextItemWidth(-FLT_MIN);
+        if (ImGui::DragFloat("##v", &emb(r, c), 0.005f, 0.0f, 0.0f, "%.4f")) state.mark_dirty();
+        ImGui::PopID();
+      }
+      ImGui::TableNextColumn();
+      ImGui::BeginDisabled(emb.rows() <= 1);
+      if (ImGui::SmallButton("x")) remove = r;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Remove token %d", r);
+      ImGui::EndDisabled();
+      ImGui::PopID();
+    }
+  }
+  ImGui::EndTable();
+  ImGui::PopStyleVar();
+  if (state.ui.font_mono) ImGui::PopFont();
+  if (remove >= 0) remove_token(state, remove);
+}
+
+}  // namespace attnscope::gui

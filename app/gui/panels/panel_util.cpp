@@ -1,0 +1,88 @@
+// panel_util.cpp: small pieces several panels share (see panels.hpp).
+#include <string>
+
+#include "imgui_internal.h"  // the window's wrap position
+#include "panels/panels.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+
+std::string display(const AppState& state, const std::string& text) {
+  return state.ui.unicode ? text : ascii_fallback(text);
+}
+
+void text_wrapped(const AppState& state, const std::string& text) {
+  // ImGui's own wrapping also breaks after '.' and ',', which splits numbers
+  // ("0." / "2058"); here lines break at spaces only. The right edge is the
+  // wrap position a caller pushed, else the window's edge.
+  const std::string t = display(state, text);
+  const ImGuiWindow* w = ImGui::GetCurrentWindow();
+  const float right =
+      w->DC.TextWrapPos > 0.0f ? w->Pos.x - w->Scroll.x + w->DC.TextWrapPos : w->WorkRect.Max.x;
+  const float space = ImGui::CalcTextSize(" ").x;
+  const float gap_y = ImGui::GetStyle().ItemSpacing.y;
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));  // lines as tight as TextWrapped's
+  bool first = true;
+  int spaces = 1;  // runs of spaces (used to separate formulas) are kept
+  std::size_t at = 0;
+  while (at <= t.size()) {
+    std::size_t end = t.find(' ', at);
+    if (end == std::string::npos) end = t.size();
+    if (end == at) {
+      ++spaces;
+    } else {
+      const char* b = t.data() + at;
+      const char* e = t.data() + end;
+      if (!first) {
+        ImGui::SameLine(0.0f, space * static_cast<float>(spaces));
+        if (ImGui::GetCursorScreenPos().x + ImGui::CalcTextSize(b, e).x > right) ImGui::NewLine();
+      }
+      ImGui::TextUnformatted(b, e);
+      first = false;
+      spaces = 1;
+    }
+    at = end + 1;
+  }
+  if (first) ImGui::TextUnformatted("");
+  ImGui::PopStyleVar();
+  ImGui::SetCursorPosY(ImGui::GetCursorPosY() + gap_y);
+}
+
+namespace {
+bool token_by_token(std::string_view id) {
+  return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
+         id == "weights" || id == "dropout_mask" || id == "dropped_weights";
+}
+}  // namespace
+
+PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
+  PinMarks m;
+  const CellRef& p = state.pinned;
+  if (!p.valid()) return m;
+  if (stage.id == p.stage && stage.head == p.head) {
+    m.pin_row = p.row;
+    m.pin_col = p.col;
+    return m;
+  }
+  // Related matrices of the same head (or the shared ones) get the row or
+  // column the pinned cell was computed from.
+  const bool same_head = stage.head == p.head || stage.head == -1;
+  if (!same_head) return m;
+  if (token_by_token(p.stage)) {
+    if (token_by_token(stage.id)) {
+      m.mark_row = p.row;
+    } else if (stage.id == "queries" || stage.id == "inputs" || stage.id == "context") {
+      m.mark_row = p.row;
+    } else if (stage.id == "keys") {
+      m.mark_row = p.col;
+    }
+  } else if (p.stage == "context") {
+    if (token_by_token(stage.id)) m.mark_row = p.row;
+    if (stage.id == "values" || (stage.id == "inputs" && stage.head == -1)) m.mark_col = p.col;
+  } else if (stage.data.rows() == state.trace->num_tokens() && stage.id != "W_out") {
+    m.mark_row = p.row;
+  }
+  return m;
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,41 @@
+// panels.hpp: one function per panel, each in its own file. A panel draws
+// into the current ImGui window/child, reads state.trace, and writes only
+// inputs/config (through mark_dirty) or selection and UI state.
+#pragma once
+
+#include "app_state.hpp"
+
+namespace attnscope::gui {
+
+// File / View / Help, plus the About and shortcuts windows they open.
+void draw_menu_bar(AppState& state);
+void draw_menu_popups(AppState& state);
+
+// Variant, d_out, heads, dropout, seed, qkv_bias, training/eval.
+void draw_controls_panel(AppState& state);
+
+// Tokens × dimensions table; presets, add/remove, randomize.
+void draw_embedding_panel(AppState& state);
+
+// Stage strip, explanation, the step's matrices (outputs large, inputs beside).
+void draw_stage_panel(AppState& state);
+
+// The current step's per-head matrices as a grid; click to focus a head.
+void draw_heads_panel(AppState& state);
+
+// The pinned cell's arithmetic, from core's inspect functions.
+void draw_inspector_panel(AppState& state);
+
+// Shared by panels: text in the body font, or its ASCII spelling when the
+// font lacks the symbols (see ascii_fallback).
+void text_wrapped(const AppState& state, const std::string& text);
+std::string display(const AppState& state, const std::string& text);
+
+// The pinned-cell outlines a heatmap of `stage` should draw.
+struct PinMarks {
+  int pin_row = -1, pin_col = -1;
+  int mark_row = -1, mark_col = -1;
+};
+PinMarks pin_marks(const AppState& state, const core::Stage& stage);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,253 @@
+// stage_panel.cpp: the centre of the window.
+//
+// Sections
+//   1. stage strip: Prev, every step of the variant (current highlighted), Next
+//   2. explanation: plain words, formula, shapes
+//   3. matrices: the step's outputs large, its inputs beside them
+#include <algorithm>
+#include <string>
+
+#include "panels/panels.hpp"
+#include "render/heatmap_view.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// 1. Strip
+
+void draw_strip(AppState& state) {
+  const auto steps = state.steps();
+  const auto at = std::find(steps.begin(), steps.end(), state.step) - steps.begin();
+  const float right = ImGui::GetWindowContentRegionMax().x + ImGui::GetWindowPos().x;
+  const ImGuiStyle& style = ImGui::GetStyle();
+
+  ImGui::BeginDisabled(at == 0);
+  if (ImGui::ArrowButton("prev", ImGuiDir_Left)) state.step_by(-1);
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Previous stage (Left arrow)");
+
+  // Arrows between the steps read as a pipeline; when the strip would wrap
+  // onto more than two lines they are left out.
+  std::string arrow = display(state, "→");
+  float total = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    total += ImGui::CalcTextSize(
+                 (std::to_string(k + 1) + " " + std::string(step_label(steps[k]))).c_str())
+                 .x +
+             style.FramePadding.x * 2 + style.ItemSpacing.x * 2 +
+             ImGui::CalcTextSize(arrow.c_str()).x;
+  if (total > 2 * (right - ImGui::GetCursorScreenPos().x)) arrow.clear();
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::string label = std::to_string(k + 1) + " " + std::string(step_label(steps[k]));
+    const float w = ImGui::CalcTextSize(label.c_str()).x + style.FramePadding.x * 2 +
+                    ImGui::CalcTextSize(arrow.c_str()).x + style.ItemSpacing.x * 2;
+    ImGui::SameLine();
+    // Wrap onto a new line instead of running off the edge.
+    if (ImGui::GetCursorScreenPos().x + w + ImGui::GetFrameHeight() > right) ImGui::NewLine();
+    if (k > 0 && !arrow.empty()) {
+      ImGui::AlignTextToFramePadding();
+      ImGui::TextDisabled("%s", arrow.c_str());
+      ImGui::SameLine();
+    }
+    const bool current = static_cast<long>(k) == at;
+    if (current) {
+      ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.95f, 0.62f, 0.15f, 1.0f));
+      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImVec4(1.0f, 0.70f, 0.25f, 1.0f));
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.05f, 0.05f, 0.05f, 1.0f));
+    }
+    if (ImGui::Button(label.c_str())) state.step = steps[k];
+    if (current) ImGui::PopStyleColor(3);
+    if (ImGui::IsItemHovered() && state.trace)
+      ImGui::SetTooltip(
+          "%s", display(state, describe_step(steps[k], *state.trace, state.head).title).c_str());
+  }
+  ImGui::SameLine();
+  ImGui::BeginDisabled(at + 1 >= static_cast<long>(steps.size()));
+  if (ImGui::ArrowButton("next", ImGuiDir_Right)) state.step_by(+1);
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Next stage (Right arrow)");
+}
+
+// ---------------------------------------------------------------------------
+// 2. Explanation
+
+void draw_explanation(AppState& state) {
+  const core::Trace& t = *state.trace;
+  const auto steps = state.steps();
+  const auto at = std::find(steps.begin(), steps.end(), state.step) - steps.begin();
+  const StepText text = describe_step(state.step, t, state.head);
+
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::Text("%d / %d  %s", static_cast<int>(at + 1), static_cast<int>(steps.size()),
+              display(state, text.title).c_str());
+  if (state.ui.font_heading) ImGui::PopFont();
+  text_wrapped(state, text.plain);
+  if (state.ui.font_mono) ImGui::PushFont(state.ui.font_mono);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.80f, 0.45f, 1.0f));
+  text_wrapped(state, text.formula);
+  ImGui::PopStyleColor();
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.80f, 1.0f, 1.0f));
+  text_wrapped(state, text.shapes);
+  ImGui::PopStyleColor();
+  if (state.ui.font_mono) ImGui::PopFont();
+}
+
+// ---------------------------------------------------------------------------
+// 3. Matrices
+
+// Column groups of a (T, width) matrix whose columns are split between heads.
+std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
+  std::vector<ColumnBand> bands;
+  const auto& c = t.config;
+  if (!core::has_heads(c.variant) || s.head >= 0) return bands;
+  const bool multihead = c.variant == core::Variant::Multihead;
+  const bool split_ids =
+      s.id == "queries" || s.id == "keys" || s.id == "values" || s.id == "concat";
+  if (!(multihead ? split_ids : s.id == "output")) return bands;
+  const int width = multihead ? c.d_out / c.num_heads : c.d_out;
+  if (width <= 0 || width * c.num_heads != s.data.cols()) return bands;
+  for (int h = 0; h < c.num_heads; ++h)
+    bands.push_back(
+        ColumnBand{h * width, (h + 1) * width, head_color(h), "head " + std::to_string(h)});
+  return bands;
+}
+
+void draw_one(AppState& state, const core::Stage& s, const std::string& slot, ImVec2 size) {
+  HeatmapSpec spec;
+  spec.slot = slot;
+  spec.stage = &s;
+  spec.bands = head_bands(*state.trace, s);
+  const PinMarks m = pin_marks(state, s);
+  spec.pin_row = m.pin_row;
+  spec.pin_col = m.pin_col;
+  spec.mark_row = m.mark_row;
+  spec.mark_col = m.mark_col;
+  const HeatmapResult r = draw_heatmap(state, spec, size);
+  if (r.clicked) state.pinned = CellRef{s.id, s.head, r.row, r.col};
+}
+
+// How big the cells of the worst-off matrix get when each sits in a box of
+// w × h (the widget's labels, title and colour bar take roughly this much).
+float cell_in_box(const core::Stage& s, float w, float h) {
+  const float px = ImGui::GetFontSize() / 17.0f;
+  const float line = ImGui::GetTextLineHeight();
+  const float cw = (w - 75 * px) / static_cast<float>(s.data.cols());
+  const float ch = (h - 4 * line - 30 * px) / static_cast<float>(s.data.rows());
+  return std::min({cw, ch, 110.0f * px});
+}
+
+// A grid of equal boxes for `ms` in w × h: the column count that gives the
+// smallest cells the most room.
+struct Grid {
+  int cols = 1;
+  ImVec2 box{0, 0};
+  float cell = 0;  // the worst-off matrix's cell size
+};
+Grid best_grid(const std::vector<const core::Stage*>& ms, float w, float h, float gap) {
+  Grid best;
+  best.cell = -1e9f;
+  const int n = static_cast<int>(ms.size());
+  for (int k = 1; k <= std::max(n, 1); ++k) {
+    const int rows = (n + k - 1) / k;
+    const ImVec2 box(
+        (w - gap * static_cast<float>(k - 1)) / static_cast<float>(k),
+        (h - gap * static_cast<float>(rows - 1)) / static_cast<float>(std::max(rows, 1)));
+    float cell = 1e9f;
+    for (const core::Stage* m : ms) cell = std::min(cell, cell_in_box(*m, box.x, box.y));
+    if (cell > best.cell + 0.5f) best = Grid{k, box, cell};
+  }
+  return best;
+}
+
+void draw_grid(AppState& state, const std::vector<const core::Stage*>& ms, const char* prefix,
+               ImVec2 at, const Grid& g, float gap) {
+  for (std::size_t k = 0; k < ms.size(); ++k) {
+    const auto col = static_cast<float>(static_cast<int>(k) % g.cols);
+    const auto row = static_cast<float>(static_cast<int>(k) / g.cols);
+    ImGui::SetCursorScreenPos(ImVec2(at.x + col * (g.box.x + gap), at.y + row * (g.box.y + gap)));
+    draw_one(state, *ms[k], prefix + std::to_string(k), g.box);
+  }
+}
+
+void draw_matrices(AppState& state) {
+  const core::Trace& t = *state.trace;
+  const StepMatrices mats = step_matrices(state.step, t, state.head);
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (avail.x < 50 || avail.y < 50 || mats.outputs.empty()) return;
+  const float gap = ImGui::GetStyle().ItemSpacing.x * 2;
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+
+  // Inputs on the left (data flows left to right). Their share of the width
+  // is chosen so that the outputs get the biggest cells while the inputs'
+  // cells stay at least two thirds as big.
+  float in_w = 0;
+  Grid in_grid, out_grid = best_grid(mats.outputs, avail.x, avail.y, gap);
+  if (!mats.inputs.empty()) {
+    float best = -1e9f;
+    for (float f : {0.25f, 0.3f, 0.35f, 0.4f, 0.45f, 0.5f}) {
+      const float w_in = avail.x * f;
+      const Grid gi = best_grid(mats.inputs, w_in, avail.y, gap);
+      const Grid go = best_grid(mats.outputs, avail.x - w_in - gap, avail.y, gap);
+      const float score = std::min(go.cell, gi.cell * 1.5f);
+      if (score > best + 0.5f) {
+        best = score;
+        in_w = w_in;
+        in_grid = gi;
+        out_grid = go;
+      }
+    }
+    draw_grid(state, mats.inputs, "in/", origin, in_grid, gap);
+    // The flow arrow between inputs and outputs.
+    const float ax = origin.x + in_w + gap * 0.5f;
+    const float ay = origin.y + avail.y * 0.4f;
+    ImGui::GetWindowDrawList()->AddTriangleFilled(ImVec2(ax - 5, ay - 8), ImVec2(ax - 5, ay + 8),
+                                                  ImVec2(ax + 6, ay),
+                                                  ImGui::GetColorU32(ImGuiCol_TextDisabled));
+  }
+  draw_grid(state, mats.outputs, "out/",
+            ImVec2(origin.x + (in_w > 0 ? in_w + gap : 0.0f), origin.y), out_grid, gap);
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(avail);
+}
+
+}  // namespace
+
+void draw_stage_panel(AppState& state) {
+  draw_strip(state);
+  if (!state.trace) {
+    ImGui::Spacing();
+    text_wrapped(state, "Nothing to show yet: fix the problem shown in red on the left.");
+    return;
+  }
+  ImGui::Spacing();
+  // A card behind the text: draw the text first (channel 1), then the
+  // background under it (channel 0) once its size is known.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 pad = ImGui::GetStyle().WindowPadding;
+  const float width = ImGui::GetContentRegionAvail().x;
+  dl->ChannelsSplit(2);
+  dl->ChannelsSetCurrent(1);
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  ImGui::SetCursorScreenPos(ImVec2(top.x + pad.x, top.y + pad.y));
+  ImGui::BeginGroup();
+  ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + width - 2 * pad.x);
+  draw_explanation(state);
+  ImGui::PopTextWrapPos();
+  ImGui::EndGroup();
+  const float bottom = ImGui::GetItemRectMax().y + pad.y;
+  dl->ChannelsSetCurrent(0);
+  dl->AddRectFilled(top, ImVec2(top.x + width, bottom), ImGui::GetColorU32(ImGuiCol_FrameBg),
+                    ImGui::GetStyle().ChildRounding);
+  dl->ChannelsMerge();
+  ImGui::SetCursorScreenPos(ImVec2(top.x, bottom));
+  ImGui::Dummy(ImVec2(width, 0));
+  ImGui::Spacing();
+  draw_matrices(state);
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,37 @@
+// gl_texture.hpp: the one place attnscope calls OpenGL. GlTexture is an RAII
+// RGBA8 texture with nearest filtering (a heatmap cell stays a crisp square
+// at any zoom); read_framebuffer() grabs the window for --screenshot.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "render/texture.hpp"
+
+namespace attnscope::gui {
+
+class GlTexture final : public Texture {
+ public:
+  GlTexture();  // needs a current GL context
+  ~GlTexture() override;
+  GlTexture(const GlTexture&) = delete;
+  GlTexture& operator=(const GlTexture&) = delete;
+
+  void upload(const RgbaImage& image) override;
+  ImTextureID id() const override;
+
+ private:
+  unsigned int name_ = 0;  // GLuint
+  int width_ = 0, height_ = 0;
+};
+
+// The current framebuffer's pixels, (height, width, 4) RGBA, top row first.
+std::vector<std::uint8_t> read_framebuffer(int width, int height);
+
+// The largest texture side the GL implementation accepts.
+int max_texture_size();
+
+// Sets the viewport to the whole framebuffer and clears it to `rgb`.
+void clear_framebuffer(int width, int height, float r, float g, float b);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,484 @@
+// heatmap_view.cpp: the heatmap widget.
+//
+// Sections
+//   1. labels and small helpers
+//   2. layout: title, margins, fit and zoom
+//   3. interaction: hover, click, wheel zoom, drag pan
+//   4. drawing: image, −∞ hatching, grid, numbers, outlines
+//   5. axes and colour bar
+#include "render/heatmap_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fonts.hpp"
+#include "render/heatmap.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+
+// ---------------------------------------------------------------------------
+// 1. Labels and helpers
+
+namespace {
+
+ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
+ImU32 to_u32(Rgba8 c) { return IM_COL32(c.r, c.g, c.b, c.a); }
+
+bool is_parameter(std::string_view id) { return id.starts_with("W_") || id.starts_with("b_"); }
+
+bool is_token_by_token(std::string_view id) {
+  return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
+         id == "weights" || id == "dropout_mask" || id == "dropped_weights";
+}
+
+std::string row_label(const core::Stage& s, const core::Trace& t, int r) {
+  if (rows_are_tokens(s, t)) return t.tokens[static_cast<std::size_t>(r)];
+  return std::to_string(r);
+}
+
+std::string col_label(const core::Stage& s, const core::Trace& t, int c) {
+  if (cols_are_tokens(s, t)) return t.tokens[static_cast<std::size_t>(c)];
+  return std::to_string(c);
+}
+
+// What rows and columns mean, for the tooltip.
+const char* row_noun(const core::Stage& s, const core::Trace& t) {
+  if (!rows_are_tokens(s, t)) return is_parameter(s.id) ? "input dim" : "row";
+  return cols_are_tokens(s, t) ? "query" : "token";
+}
+const char* col_noun(const core::Stage& s, const core::Trace& t) {
+  if (cols_are_tokens(s, t)) return "key";
+  return is_parameter(s.id) ? "output dim" : "dim";
+}
+
+// Diagonal hatching of one square cell, lines clipped to the square.
+void hatch_cell(ImDrawList* dl, ImVec2 p, float s, ImU32 col, float spacing, float thickness) {
+  for (float d = -s + spacing * 0.5f; d < s; d += spacing) {
+    const ImVec2 a(p.x + std::max(0.0f, d), p.y + std::max(0.0f, -d));
+    const ImVec2 b(p.x + s + std::min(0.0f, d), p.y + s - std::max(0.0f, d));
+    dl->AddLine(a, b, col, thickness);
+  }
+}
+
+// Where the colour bar goes: its top-left corner and its length.
+struct ColourBarPlace {
+  ImVec2 at;
+  float length = 0;
+  bool horizontal = false;
+};
+
+// The colormap as a gradient with the range's ends (and 0 for diverging
+// scales), plus a hatched "−∞" swatch when the matrix has masked cells.
+void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, const ValueRange& range,
+                     ScaleKind kind, bool uni, float px) {
+  const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
+  const float line_h = ImGui::GetTextLineHeight();
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim_col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  constexpr int kSegments = 32;
+  for (int k = 0; k < kSegments; ++k) {
+    const float t0 = static_cast<float>(k) / kSegments;
+    const float t1 = static_cast<float>(k + 1) / kSegments;
+    if (p.horizontal) {  // low on the left
+      const ImU32 a = to_u32(sample(map, t0));
+      const ImU32 b = to_u32(sample(map, t1));
+      dl->AddRectFilledMultiColor(ImVec2(p.at.x + t0 * p.length, p.at.y),
+                                  ImVec2(p.at.x + t1 * p.length, p.at.y + thick), a, b, b, a);
+    } else {  // high at the top
+      const ImU32 a = to_u32(sample(map, 1.0f - t0));
+      const ImU32 b = to_u32(sample(map, 1.0f - t1));
+      dl->AddRectFilledMultiColor(ImVec2(p.at.x, p.at.y + t0 * p.length),
+                                  ImVec2(p.at.x + thick, p.at.y + t1 * p.length), a, a, b, b);
+    }
+  }
+  const ImVec2 end = p.horizontal ? ImVec2(p.at.x + p.length, p.at.y + thick)
+                                  : ImVec2(p.at.x + thick, p.at.y + p.length);
+  dl->AddRect(p.at, end, dim_col);
+  std::string lo = format_value(range.lo, 4, uni);
+  std::string hi = format_value(range.hi, 4, uni);
+  if (p.horizontal &&  // a short bar: fewer decimals rather than overlapping labels
+      ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
+    lo = format_value(range.lo, 2, uni);
+    hi = format_value(range.hi, 2, uni);
+  }
+  const bool zero = kind == ScaleKind::Diverging;
+  ImVec2 swatch;
+  if (p.horizontal) {
+    const float y = p.at.y + thick + 2 * px;
+    dl->AddText(ImVec2(p.at.x, y), text_col, lo.c_str());
+    const float hw = ImGui::CalcTextSize(hi.c_str()).x;
+    dl->AddText(ImVec2(end.x - hw, y), text_col, hi.c_str());
+    if (zero && p.length > 4 * hw) {
+      const float x0 = p.at.x + p.length * 0.5f;
+      dl->AddLine(ImVec2(x0, p.at.y - 2), ImVec2(x0, end.y + 2), text_col);
+      dl->AddText(ImVec2(x0 - ImGui::CalcTextSize("0").x * 0.5f, y), dim_col, "0");
+    }
+    swatch = ImVec2(p.at.x, y + line_h + 2 * px);
+  } else {
+    const float x = end.x + 4 * px;
+    dl->AddText(ImVec2(x, p.at.y), text_col, hi.c_str());
+    dl->AddText(ImVec2(x, end.y - line_h), text_col, lo.c_str());
+    if (zero && p.length > 4 * line_h) {
+      const float y0 = p.at.y + p.length * 0.5f;
+      dl->AddLine(ImVec2(p.at.x - 2, y0), ImVec2(end.x + 2, y0), text_col);
+      dl->AddText(ImVec2(x, y0 - line_h * 0.5f), dim_col, "0");
+    }
+    swatch = ImVec2(p.at.x, end.y + 6 * px);
+  }
+  if (range.neg_inf > 0) {
+    const float side = 14.0f * px;
+    dl->AddRectFilled(swatch, ImVec2(swatch.x + side, swatch.y + side), to_u32(masked_fill(map)));
+    dl->PushClipRect(swatch, ImVec2(swatch.x + side, swatch.y + side), true);
+    hatch_cell(dl, swatch, side, to_u32(masked_hatch(map)), 4.0f, 1.0f);
+    dl->PopClipRect();
+    const char* label = p.horizontal ? (uni ? "−∞ masked" : "-inf masked") : (uni ? "−∞" : "-inf");
+    dl->AddText(ImVec2(swatch.x + side + 4 * px, swatch.y + (side - line_h) * 0.5f), text_col,
+                label);
+  }
+}
+
+}  // namespace
+
+bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
+  return !is_parameter(stage.id) && stage.data.rows() == trace.num_tokens();
+}
+
+bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
+  return is_token_by_token(stage.id) && stage.data.cols() == trace.num_tokens();
+}
+
+std::string fit_text(const std::string& text, float max_width, bool unicode) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= max_width) return text;
+  const std::string dots = unicode ? "…" : "..";
+  std::string s = text;
+  while (!s.empty()) {
+    // Drop one UTF-8 character from the end.
+    do s.pop_back();
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80);
+    if (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0xC0) s.pop_back();
+    if (ImGui::CalcTextSize((s + dots).c_str()).x <= max_width) return s + dots;
+  }
+  return {};
+}
+
+ImU32 head_color(int head, float alpha) {
+  // Distinct hues that read on dark backgrounds and against the colormaps.
+  static constexpr ImU32 kColors[] = {
+      IM_COL32(255, 170, 60, 255), IM_COL32(80, 220, 255, 255),  IM_COL32(255, 110, 200, 255),
+      IM_COL32(170, 255, 90, 255), IM_COL32(200, 150, 255, 255), IM_COL32(255, 240, 90, 255),
+  };
+  ImU32 c = kColors[static_cast<std::size_t>(std::max(0, head)) % std::size(kColors)];
+  const auto a = static_cast<ImU32>(std::clamp(alpha, 0.0f, 1.0f) * 255.0f);
+  return (c & ~IM_COL32_A_MASK) | (a << IM_COL32_A_SHIFT);
+}
+
+HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size) {
+  HeatmapResult res;
+  const ImVec2 box_min = ImGui::GetCursorScreenPos();
+  const ImVec2 box_max = add(box_min, size);
+  auto finish = [&] {
+    ImGui::SetCursorScreenPos(box_min);
+    ImGui::Dummy(size);
+    return res;
+  };
+  if (!spec.stage || !state.trace || size.x < 16 || size.y < 16 || spec.stage->data.size() == 0)
+    return finish();
+
+  const core::Stage& st = *spec.stage;
+  const core::Trace& tr = *state.trace;
+  const int rows = static_cast<int>(st.data.rows());
+  const int cols = static_cast<int>(st.data.cols());
+  const bool uni = state.ui.unicode;
+  const bool compact = spec.compact;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImGuiIO& io = ImGui::GetIO();
+  const float line_h = ImGui::GetTextLineHeight();
+  const float px = ImGui::GetFontSize() / kBaseFontPx;  // 1 at UI scale 1
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 dim_col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+
+  // -------------------------------------------------------------------------
+  // 2. Layout
+
+  // Title: the full name, or the symbol form when the box is narrow. Per-head
+  // stages take their head's colour, the same everywhere on screen.
+  std::string title = spec.title.empty() ? stage_title(st) : spec.title;
+  if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > size.x - 4) {
+    title = stage_symbol(st.id) + " (" + shape_text(st.data) + ")";
+    if (st.head >= 0) title += " · head " + std::to_string(st.head);
+  }
+  if (!uni) title = ascii_fallback(title);
+  dl->PushClipRect(box_min, box_max, true);
+  dl->AddText(ImVec2(box_min.x + 2, box_min.y), st.head >= 0 ? head_color(st.head) : text_col,
+              fit_text(title, size.x - 4, uni).c_str());
+  dl->PopClipRect();
+  const float body_top = box_min.y + line_h + 4 * px;
+
+  const ScaleKind kind = scale_kind_for(st.id);
+  const Colormap map = kind == ScaleKind::Sequential ? sequential_map(state.ui.palette)
+                                                     : diverging_map(state.ui.palette);
+  const HeatmapTexture tex = state.textures.get(spec.slot, state.trace_version, st, kind, map);
+
+  float left = 0, top = 0, right = 0, bottom = 0;
+  float row_label_w = 0, col_label_w = 0;
+  bool bar_below = false;
+  const float max_label = 110.0f * px;
+  if (!compact) {
+    for (int r = 0; r < rows; ++r)
+      row_label_w = std::max(row_label_w, ImGui::CalcTextSize(row_label(st, tr, r).c_str()).x);
+    for (int c = 0; c < cols; ++c)
+      col_label_w = std::max(col_label_w, ImGui::CalcTextSize(col_label(st, tr, c).c_str()).x);
+    row_label_w = std::min(row_label_w, max_label);
+    col_label_w = std::min(col_label_w, max_label);
+    left = row_label_w + 8 * px;
+    top = line_h + 2 * px;
+    bar_below = size.x < 330.0f * px;  // narrow boxes keep their width for cells
+    if (bar_below)
+      right = 4 * px;
+    else
+      right = 14 * px + 8 * px + ImGui::CalcTextSize("-00.0000").x + 4 * px;
+    bottom = spec.bands.empty() ? 0 : line_h + 4 * px;
+    if (bar_below) bottom += 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+  }
+  const ImVec2 area_min(box_min.x + left, body_top + top);
+  const ImVec2 area_max(box_max.x - right, box_max.y - bottom);
+  const float area_w = area_max.x - area_min.x;
+  const float area_h = area_max.y - area_min.y;
+  if (area_w < 4 || area_h < 4) return finish();
+
+  ViewState& view = state.ui.views[spec.slot];
+  if (compact) view = ViewState{};
+  const float max_cell = (compact ? 48.0f : 110.0f) * px;
+  const float fit =
+      std::min({area_w / static_cast<float>(cols), area_h / static_cast<float>(rows), max_cell});
+  const float max_zoom = std::max(8.0f, 200.0f * px / fit);
+  view.zoom = std::clamp(view.zoom, 1.0f, max_zoom);
+
+  // -------------------------------------------------------------------------
+  // 3. Interaction
+
+  ImGui::SetCursorScreenPos(area_min);
+  ImGui::PushID(spec.slot.c_str());
+  const bool released_here = ImGui::InvisibleButton("##heatmap", ImVec2(area_w, area_h));
+  const bool hovered = ImGui::IsItemHovered();
+  const bool active = ImGui::IsItemActive();
+  ImGui::PopID();
+  res.hovered = hovered;
+
+  if (!compact && hovered && io.MouseWheel != 0.0f) {
+    const float old_cell = fit * view.zoom;
+    view.zoom = std::clamp(view.zoom * (io.MouseWheel > 0 ? 1.25f : 0.8f), 1.0f, max_zoom);
+    const float new_cell = fit * view.zoom;
+    // Keep the point under the mouse where it is.
+    const ImVec2 m(io.MousePos.x - area_min.x, io.MousePos.y - area_min.y);
+    view.pan.x = (m.x + view.pan.x) / old_cell * new_cell - m.x;
+    view.pan.y = (m.y + view.pan.y) / old_cell * new_cell - m.y;
+  }
+  if (!compact && active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+    view.pan.x -= io.MouseDelta.x;
+    view.pan.y -= io.MouseDelta.y;
+  }
+  if (!compact && hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view = ViewState{};
+
+  const float cell = fit * view.zoom;
+  const float img_w = cell * static_cast<float>(cols);
+  const float img_h = cell * static_cast<float>(rows);
+  view.pan.x = std::clamp(view.pan.x, 0.0f, std::max(0.0f, img_w - area_w));
+  view.pan.y = std::clamp(view.pan.y, 0.0f, std::max(0.0f, img_h - area_h));
+  const ImVec2 origin(area_min.x - view.pan.x, area_min.y - view.pan.y);
+  const ImVec2 img_max(origin.x + img_w, origin.y + img_h);
+  const ImVec2 vis_max(std::min(area_max.x, img_max.x), std::min(area_max.y, img_max.y));
+
+  int hover_r = -1, hover_c = -1;
+  if (hovered && io.MousePos.x < img_max.x && io.MousePos.y < img_max.y) {
+    hover_c = std::clamp(static_cast<int>((io.MousePos.x - origin.x) / cell), 0, cols - 1);
+    hover_r = std::clamp(static_cast<int>((io.MousePos.y - origin.y) / cell), 0, rows - 1);
+  }
+  const float drag_limit = io.MouseDragThreshold * io.MouseDragThreshold;
+  if (released_here && io.MouseDragMaxDistanceSqr[0] < drag_limit && hover_r >= 0) {
+    res.clicked = true;
+    res.row = hover_r;
+    res.col = hover_c;
+  } else if (hover_r >= 0) {
+    res.row = hover_r;
+    res.col = hover_c;
+  }
+
+  // -------------------------------------------------------------------------
+  // 4. Drawing
+
+  const CellSpan rs = visible_cells(origin.y, cell, area_min.y, vis_max.y, rows);
+  const CellSpan cs = visible_cells(origin.x, cell, area_min.x, vis_max.x, cols);
+  dl->PushClipRect(area_min, area_max, true);
+  dl->AddImage(tex.id, origin, img_max);
+
+  auto cell_min = [&](int r, int c) {
+    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell);
+  };
+  if (tex.range.neg_inf > 0 && cell >= 6.0f) {
+    const float spacing = std::max(4.0f, std::min(9.0f * px, cell / 2));
+    for (int r = rs.first; r < rs.last; ++r)
+      for (int c = cs.first; c < cs.last; ++c)
+        if (std::isinf(st.data(r, c)))
+          hatch_cell(dl, cell_min(r, c), cell, to_u32(masked_hatch(map)), spacing,
+                     std::max(1.0f, px));
+  }
+  if (cell >= 14.0f) {  // hairlines between cells, so neighbours of equal colour stay apart
+    const ImU32 grid = IM_COL32(0, 0, 0, 60);
+    for (int c = cs.first + 1; c < cs.last; ++c)
+      dl->AddLine(cell_min(rs.first, c), ImVec2(origin.x + static_cast<float>(c) * cell, vis_max.y),
+                  grid);
+    for (int r = rs.first + 1; r < rs.last; ++r)
+      dl->AddLine(cell_min(r, cs.first), ImVec2(vis_max.x, origin.y + static_cast<float>(r) * cell),
+                  grid);
+  }
+
+  ImFont* num_font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
+  const float num_size = num_font->FontSize;
+  const bool negatives = tex.range.data_min < 0.0f;  // a "-" needs one more character
+  const float w4 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.0000" : "0.0000").x;
+  const float w2 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.00" : "0.00").x;
+  const int decimals = state.ui.show_values ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
+  if (decimals > 0) {
+    for (int r = rs.first; r < rs.last; ++r)
+      for (int c = cs.first; c < cs.last; ++c) {
+        const float v = st.data(r, c);
+        const std::string s = format_value(v, decimals, uni);
+        const ImVec2 ts = num_font->CalcTextSizeA(num_size, 1e9f, 0, s.c_str());
+        const ImVec2 p = cell_min(r, c);
+        const Rgba8 bg = std::isinf(v) ? masked_fill(map) : cell_color(v, tex.range, map);
+        const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell - ts.y) * 0.5f);
+        if (std::isinf(v))  // a dark plate keeps "−∞" readable over the hatching
+          dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + ts.x + 3, at.y + ts.y),
+                            to_u32(masked_fill(map)), 3.0f);
+        dl->AddText(num_font, num_size, at, to_u32(text_color_on(bg)), s.c_str());
+      }
+  }
+
+  for (const ColumnBand& b : spec.bands) {
+    const ImVec2 a(origin.x + static_cast<float>(b.first) * cell + 1, origin.y + 1);
+    const ImVec2 z(origin.x + static_cast<float>(b.last) * cell - 1, img_max.y - 1);
+    dl->AddRect(a, z, b.color, 0.0f, 0, 3.0f * px);
+  }
+  if (spec.mark_row >= 0 && spec.mark_row < rows)
+    dl->AddRect(cell_min(spec.mark_row, 0),
+                ImVec2(img_max.x, origin.y + static_cast<float>(spec.mark_row + 1) * cell),
+                IM_COL32(255, 225, 90, 230), 0.0f, 0, 2.0f * px);
+  if (spec.mark_col >= 0 && spec.mark_col < cols)
+    dl->AddRect(cell_min(0, spec.mark_col),
+                ImVec2(origin.x + static_cast<float>(spec.mark_col + 1) * cell, img_max.y),
+                IM_COL32(255, 225, 90, 230), 0.0f, 0, 2.0f * px);
+  if (spec.pin_row >= 0 && spec.pin_row < rows && spec.pin_col >= 0 && spec.pin_col < cols) {
+    const ImVec2 a = cell_min(spec.pin_row, spec.pin_col);
+    const float t = std::max(2.0f, 2.5f * px);
+    const float g = std::max(cell, 5.0f);  // tiny cells get a visible ring
+    const ImVec2 c(a.x + cell * 0.5f, a.y + cell * 0.5f);
+    dl->AddRect(ImVec2(c.x - g * 0.5f - t, c.y - g * 0.5f - t),
+                ImVec2(c.x + g * 0.5f + t, c.y + g * 0.5f + t), IM_COL32(0, 0, 0, 255), 0.0f, 0,
+                t + 2);
+    dl->AddRect(ImVec2(c.x - g * 0.5f - t, c.y - g * 0.5f - t),
+                ImVec2(c.x + g * 0.5f + t, c.y + g * 0.5f + t), IM_COL32(255, 255, 255, 255), 0.0f,
+                0, t);
+  }
+  if (hover_r >= 0 && cell >= 4.0f) {
+    const ImVec2 a = cell_min(hover_r, hover_c);
+    dl->AddRect(a, ImVec2(a.x + cell, a.y + cell), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
+  }
+  dl->PopClipRect();
+  if (spec.focused)
+    dl->AddRect(ImVec2(box_min.x, box_min.y), box_max, head_color(st.head), 4.0f, 0, 2.0f * px);
+
+  // -------------------------------------------------------------------------
+  // 5. Axes and colour bar
+
+  if (!compact) {
+    // Row labels, right-aligned against the image; every k-th when dense.
+    const int rstride = label_stride(cell, line_h);
+    dl->PushClipRect(ImVec2(box_min.x, area_min.y), ImVec2(area_min.x, area_max.y), true);
+    for (int r = rs.first - rs.first % rstride; r < rs.last; r += rstride) {
+      const std::string l = fit_text(row_label(st, tr, r), row_label_w, uni);
+      const float w = ImGui::CalcTextSize(l.c_str()).x;
+      // Centred on the row, but never above the image (the first label of dense rows).
+      const float y = std::max(origin.y + (static_cast<float>(r) + 0.5f) * cell - line_h * 0.5f,
+                               std::min(area_min.y, origin.y + static_cast<float>(r) * cell));
+      dl->AddText(ImVec2(area_min.x - 6 * px - w, y), r == spec.pin_row ? text_col : dim_col,
+                  l.c_str());
+    }
+    dl->PopClipRect();
+    // Column labels, centred over their columns.
+    // Every column gets a (shortened) label once a few letters fit; denser
+    // columns label every k-th one in full.
+    const float short_w = ImGui::CalcTextSize(uni ? "Abc…" : "Ab..").x + 6 * px;
+    const int cstride = cell >= std::min(short_w, col_label_w + 6 * px)
+                            ? 1
+                            : label_stride(cell, col_label_w + 10 * px);
+    const float room = std::max(cell * static_cast<float>(cstride) - 6 * px, 8.0f);
+    dl->PushClipRect(ImVec2(box_min.x, body_top), ImVec2(box_max.x, area_min.y), true);
+    for (int c = cs.first - cs.first % cstride; c < cs.last; c += cstride) {
+      const std::string l = fit_text(col_label(st, tr, c), room, uni);
+      const float w = ImGui::CalcTextSize(l.c_str()).x;
+      const float x = origin.x + (static_cast<float>(c) + 0.5f) * cell - w * 0.5f;
+      dl->AddText(ImVec2(x, body_top), c == spec.pin_col ? text_col : dim_col, l.c_str());
+    }
+    dl->PopClipRect();
+    // Band labels under the image.
+    for (const ColumnBand& b : spec.bands) {
+      const float x0 = std::max(origin.x + static_cast<float>(b.first) * cell, area_min.x);
+      const float x1 = std::min(origin.x + static_cast<float>(b.last) * cell, area_max.x);
+      if (x1 - x0 < 8) continue;
+      std::string l = b.label;  // "head 1", or "h1" when the band is narrow
+      if (ImGui::CalcTextSize(l.c_str()).x > x1 - x0 && l.starts_with("head "))
+        l = "h" + l.substr(5);
+      l = fit_text(l, x1 - x0, uni);
+      const float w = ImGui::CalcTextSize(l.c_str()).x;
+      dl->AddText(ImVec2((x0 + x1 - w) * 0.5f, std::min(img_max.y, area_max.y) + 2 * px), b.color,
+                  l.c_str());
+    }
+
+    // Colour bar: beside the image (as tall as it), or under it in narrow boxes.
+    ColourBarPlace place =
+        bar_below
+            ? ColourBarPlace{ImVec2(area_min.x, std::min(img_max.y, area_max.y) + 6 * px +
+                                                    (spec.bands.empty() ? 0 : line_h + 4 * px)),
+                             std::max(vis_max.x - area_min.x,
+                                      std::min(box_max.x - area_min.x - 4 * px,
+                                               2 * ImGui::CalcTextSize("-0.0000 ").x +
+                                                   ImGui::CalcTextSize("0").x * 3)),
+                             true}
+            : ColourBarPlace{
+                  ImVec2(vis_max.x + 10 * px, area_min.y),
+                  std::max(std::min(vis_max.y - area_min.y,
+                                    area_h - (tex.range.neg_inf > 0 ? line_h + 6 * px : 0)),
+                           2 * line_h),
+                  false};
+    if (place.horizontal) {  // too short for its labels: grow into the row-label margin
+      const float need = 2 * ImGui::CalcTextSize("-0.00").x + 12 * px;
+      if (place.length < need) {
+        place.length = std::min(need, box_max.x - box_min.x - 4 * px);
+        place.at.x =
+            std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
+      }
+    }
+    draw_colour_bar(dl, place, map, tex.range, kind, uni, px);
+  }
+
+  // Tooltip: which query/key, and the engine's value.
+  if (hover_r >= 0 && !(active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))) {
+    const float v = st.data(hover_r, hover_c);
+    ImGui::BeginTooltip();
+    ImGui::Text("%s: %s (row %d)", row_noun(st, tr), row_label(st, tr, hover_r).c_str(), hover_r);
+    ImGui::Text("%s: %s (col %d)", col_noun(st, tr), col_label(st, tr, hover_c).c_str(), hover_c);
+    if (st.head >= 0) ImGui::Text("head %d", st.head);
+    if (std::isinf(v) && v < 0)
+      ImGui::Text("value: %s  (masked: this key is in the query's future)", uni ? "−∞" : "-inf");
+    else
+      ImGui::Text("value: %s", format_value(v, 4, uni).c_str());
+    ImGui::TextDisabled("click to pin in the inspector%s",
+                        compact ? "" : "; wheel zooms, drag pans");
+    ImGui::EndTooltip();
+  }
+  return finish();
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,55 @@
+// heatmap_view.hpp: the heatmap widget. Draws one trace stage from a GL
+// texture (one texel per cell, nearest filtering) with token labels, numbers
+// in cells that are big enough, a colour bar, hatched −∞ cells, a hover
+// tooltip, click-to-pin, wheel zoom and drag pan (ImGui's image-viewer
+// pattern: an InvisibleButton as hit area, a clip rect, culled overlays).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+#include "attnscope/trace.hpp"
+#include "imgui.h"
+
+namespace attnscope::gui {
+
+// A coloured group of columns, e.g. the columns head 1 owns.
+struct ColumnBand {
+  int first = 0, last = 0;  // columns [first, last)
+  ImU32 color = 0;
+  std::string label;
+};
+
+struct HeatmapSpec {
+  std::string slot;                    // unique per on-screen heatmap: zoom/pan + texture key
+  const core::Stage* stage = nullptr;  // what to draw
+  std::string title;                   // empty: stage_title(*stage)
+  bool compact = false;                // a tile: title only, no axes, no colour bar, no zoom
+  bool focused = false;                // tile border highlight (the focused head)
+  std::vector<ColumnBand> bands;       // outlined column groups
+  int pin_row = -1, pin_col = -1;      // the pinned cell, outlined
+  int mark_row = -1, mark_col = -1;    // a related row / column, outlined faintly
+};
+
+struct HeatmapResult {
+  bool hovered = false;
+  bool clicked = false;  // a click (not a drag) on a cell
+  int row = -1, col = -1;
+};
+
+// Draws the heatmap in a box of `size` at the cursor and advances the cursor.
+HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size);
+
+// True when the stage's rows are tokens (inputs, Q, scores, context, ...).
+bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
+// True when the stage's columns are tokens too (the T×T stages).
+bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
+
+// The string shortened with an ellipsis to fit `max_width` px in the current font.
+std::string fit_text(const std::string& text, float max_width, bool unicode);
+
+// Colours for head bands and head labels, one per head (cycled).
+ImU32 head_color(int head, float alpha = 1.0f);
+
+}  // namespace attnscope::gui

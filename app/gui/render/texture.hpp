@@ -1,0 +1,80 @@
+// texture.hpp: heatmap textures as seen by the panels. A Texture is an
+// uploaded RgbaImage with an ImGui id; GlTexture (gl_texture.hpp) is the real
+// one, NullTexture stands in when there is no GL context (headless tests).
+// TextureCache keeps one texture per on-screen slot and re-colours it only
+// when what it shows changed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "attnscope/trace.hpp"
+#include "imgui.h"
+#include "render/heatmap.hpp"
+
+namespace attnscope::gui {
+
+class Texture {
+ public:
+  virtual ~Texture() = default;
+  // Replaces the contents (and size) with `image`; nearest filtering.
+  virtual void upload(const RgbaImage& image) = 0;
+  // What ImDrawList::AddImage takes.
+  virtual ImTextureID id() const = 0;
+};
+
+using TextureFactory = std::function<std::unique_ptr<Texture>()>;
+
+// No GL: remembers the last upload's size so tests can see it happened.
+class NullTexture final : public Texture {
+ public:
+  void upload(const RgbaImage& image) override;
+  ImTextureID id() const override { return nullptr; }
+  int width = 0, height = 0;
+};
+
+// A coloured stage ready to draw.
+struct HeatmapTexture {
+  ImTextureID id = nullptr;
+  ValueRange range;  // the colour bar's range
+};
+
+class TextureCache {
+ public:
+  // Without a factory textures are NullTexture.
+  void set_factory(TextureFactory factory) { factory_ = std::move(factory); }
+
+  // The texture for `slot` showing `stage` of trace `trace_version` coloured
+  // with `map`; colours and uploads only when one of those changed.
+  HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
+                     ScaleKind kind, Colormap map);
+
+  // Frees textures whose slot was not drawn for a while (call once a frame).
+  void collect(int frame);
+  // Frees every texture (before the GL context goes away).
+  void clear() { entries_.clear(); }
+
+  long uploads() const { return uploads_; }  // total uploads so far, for tests
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Texture> texture;
+    std::uint64_t trace_version = 0;
+    std::string stage_id;
+    int head = -2;
+    ScaleKind kind = ScaleKind::Diverging;
+    Colormap map = Colormap::Viridis;
+    ValueRange range;
+    int last_used = 0;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+  TextureFactory factory_;
+  long uploads_ = 0;
+  int frame_ = 0;
+};
+
+}  // namespace attnscope::gui

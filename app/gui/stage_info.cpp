@@ -1,0 +1,453 @@
+// stage_info.cpp: what each step says and shows.
+//
+// Sections
+//   1. names and shapes of stages
+//   2. which matrices a step shows
+//   3. the texts of each step
+//   4. ASCII fallback for the built-in font
+#include "stage_info.hpp"
+
+#include <cstdio>
+
+#include "attnscope/inspect.hpp"
+
+namespace attnscope::gui {
+
+// ---------------------------------------------------------------------------
+// 1. Names and shapes
+
+std::string shape_text(const core::RowMatrix& m) {
+  return std::to_string(m.rows()) + "×" + std::to_string(m.cols());
+}
+
+std::string stage_name(std::string_view id) {
+  struct Name {
+    std::string_view id, name;
+  };
+  static constexpr Name kNames[] = {
+      {"inputs", "X (inputs)"},
+      {"queries", "Q (queries)"},
+      {"keys", "K (keys)"},
+      {"values", "V (values)"},
+      {"W_query", "W_query"},
+      {"W_key", "W_key"},
+      {"W_value", "W_value"},
+      {"b_query", "b_query"},
+      {"b_key", "b_key"},
+      {"b_value", "b_value"},
+      {"scores", "ω (scores)"},
+      {"scaled_scores", "scaled scores"},
+      {"mask", "mask (1 = future)"},
+      {"masked_scores", "masked scores"},
+      {"weights", "attention weights"},
+      {"dropout_mask", "dropout mask"},
+      {"dropped_weights", "weights after dropout"},
+      {"context", "Z (context vectors)"},
+      {"concat", "concat (heads side by side)"},
+      {"W_out", "W_out (out_proj)"},
+      {"b_out", "b_out (out_proj bias)"},
+      {"output", "output"},
+  };
+  for (const auto& n : kNames)
+    if (n.id == id) return std::string(n.name);
+  return std::string(id);
+}
+
+std::string stage_symbol(std::string_view id) {
+  if (id == "inputs") return "X";
+  if (id == "queries") return "Q";
+  if (id == "keys") return "K";
+  if (id == "values") return "V";
+  if (id == "scores") return "ω";
+  if (id == "scaled_scores") return "scaled";
+  if (id == "masked_scores") return "masked";
+  if (id == "weights") return "weights";
+  if (id == "dropped_weights") return "dropped";
+  if (id == "context") return "Z";
+  return std::string(id);
+}
+
+std::string stage_title(const core::Stage& stage) {
+  std::string t = stage_name(stage.id) + " (" + shape_text(stage.data) + ")";
+  if (stage.head >= 0) t += " · head " + std::to_string(stage.head);
+  return t;
+}
+
+namespace {
+
+// "Q (6×2)" for the stage, or "?" when the trace lacks it.
+std::string sym(const core::Stage* s, std::string_view symbol = {}) {
+  if (!s) return "?";
+  return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" + shape_text(s->data) +
+         ")";
+}
+
+std::string fmt4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+std::string fmt_p(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return buf;
+}
+
+// The factor kept weights are multiplied by: any non-zero entry of the
+// engine's dropout mask (0 when everything was dropped).
+float kept_scale(const core::Stage* mask) {
+  if (!mask) return 0.0f;
+  for (Eigen::Index k = 0; k < mask->data.size(); ++k)
+    if (mask->data.data()[k] != 0.0f) return mask->data.data()[k];
+  return 0.0f;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// 2. Matrices of a step
+
+std::string_view per_head_stage(Step step, core::Variant variant) {
+  if (!core::has_heads(variant)) return {};
+  switch (step) {
+    case Step::Projections:
+      return variant == core::Variant::MultiheadWrapper ? "queries" : "";
+    case Step::SplitHeads:
+      return "queries";
+    case Step::Scores:
+      return "scores";
+    case Step::Scaled:
+      return "scaled_scores";
+    case Step::Mask:
+      return "mask";
+    case Step::Masked:
+      return "masked_scores";
+    case Step::Softmax:
+      return "weights";
+    case Step::Dropout:
+      return "dropped_weights";
+    case Step::Context:
+    case Step::Concat:
+      return "context";
+    case Step::Inputs:
+    case Step::OutProj:
+      return {};
+  }
+  return {};
+}
+
+StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
+  const int h = core::stage_head(t, head);
+  const bool simple = t.config.variant == core::Variant::Simple;
+  // Multihead projects once for all heads; the wrapper has one projection per head.
+  const int proj_head = t.config.variant == core::Variant::Multihead ? -1 : h;
+  StepMatrices m;
+  auto add = [&](std::vector<const core::Stage*>& to, std::string_view id, int hh) {
+    if (const core::Stage* s = t.find(id, hh)) to.push_back(s);
+  };
+  switch (step) {
+    case Step::Inputs:
+      add(m.outputs, "inputs", -1);
+      break;
+    case Step::Projections:
+      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, proj_head);
+      add(m.inputs, "inputs", -1);
+      for (auto id : {"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"})
+        add(m.inputs, id, proj_head);
+      break;
+    case Step::SplitHeads:
+      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, h);
+      for (auto id : {"queries", "keys", "values"}) add(m.inputs, id, -1);
+      break;
+    case Step::Scores:
+      add(m.outputs, "scores", h);
+      if (simple) {
+        add(m.inputs, "inputs", -1);
+      } else {
+        add(m.inputs, "queries", h);
+        add(m.inputs, "keys", h);
+      }
+      break;
+    case Step::Scaled:
+      add(m.outputs, "scaled_scores", h);
+      add(m.inputs, "scores", h);
+      break;
+    case Step::Mask:
+      add(m.outputs, "mask", h);
+      add(m.inputs, "scaled_scores", h);
+      break;
+    case Step::Masked:
+      add(m.outputs, "masked_scores", h);
+      add(m.inputs, "scaled_scores", h);
+      add(m.inputs, "mask", h);
+      break;
+    case Step::Softmax:
+      add(m.outputs, "weights", h);
+      if (t.find("masked_scores", h))
+        add(m.inputs, "masked_scores", h);
+      else if (t.find("scaled_scores", h))
+        add(m.inputs, "scaled_scores", h);
+      else
+        add(m.inputs, "scores", h);
+      break;
+    case Step::Dropout:
+      add(m.outputs, "dropped_weights", h);
+      add(m.outputs, "dropout_mask", h);
+      add(m.inputs, "weights", h);
+      break;
+    case Step::Context:
+      add(m.outputs, "context", h);
+      if (t.find("dropped_weights", h))
+        add(m.inputs, "dropped_weights", h);
+      else
+        add(m.inputs, "weights", h);
+      add(m.inputs, simple ? "inputs" : "values", simple ? -1 : h);
+      break;
+    case Step::Concat:
+      add(m.outputs, t.config.variant == core::Variant::Multihead ? "concat" : "output", -1);
+      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, "context", k);
+      break;
+    case Step::OutProj:
+      add(m.outputs, "output", -1);
+      add(m.inputs, "concat", -1);
+      add(m.inputs, "W_out", -1);
+      add(m.inputs, "b_out", -1);
+      break;
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// 3. Texts
+
+StepText describe_step(Step step, const core::Trace& t, int head) {
+  const int h = core::stage_head(t, head);
+  const core::Config& c = t.config;
+  const bool simple = c.variant == core::Variant::Simple;
+  const int proj_head = c.variant == core::Variant::Multihead ? -1 : h;
+  const std::string T = std::to_string(t.num_tokens());
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  const core::Stage* keys = simple ? find("inputs", -1) : find("keys", h);
+  const std::string d_k = keys ? std::to_string(keys->data.cols()) : "?";
+  const std::string head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : "";
+
+  StepText s;
+  switch (step) {
+    case Step::Inputs:
+      s.title = "Inputs: the token embeddings";
+      s.plain = "Each row is one token's embedding, a vector of d_in = " + std::to_string(t.d_in) +
+                " numbers. Attention will build a new vector for every token by mixing these rows.";
+      s.formula = "X = embeddings";
+      s.shapes = sym(find("inputs", -1)) + ": " + T + " tokens × d_in = " + std::to_string(t.d_in);
+      break;
+
+    case Step::Projections: {
+      const bool bias = find("b_query", proj_head) != nullptr;
+      s.title = "Queries, keys and values";
+      s.plain =
+          "Three trainable matrices turn every input row into a query (what this token looks "
+          "for), a key (what it can be found by) and a value (what it passes on).";
+      if (c.variant == core::Variant::SelfAttentionV1)
+        s.plain += " SelfAttention_v1 fills them with torch.rand.";
+      else if (c.variant == core::Variant::MultiheadWrapper)
+        s.plain += " Each head of the wrapper has its own three matrices." + head_note;
+      else if (c.variant == core::Variant::Multihead)
+        s.plain +=
+            " MultiHeadAttention projects once to all d_out columns; the next step splits "
+            "them between the heads.";
+      else
+        s.plain += " They are nn.Linear layers, so they start random.";
+      s.formula = bias ? "Q = X·W_query + b_query    K = X·W_key + b_key    V = X·W_value + b_value"
+                       : "Q = X·W_query    K = X·W_key    V = X·W_value";
+      s.shapes = sym(find("inputs", -1)) + " · " + sym(find("W_query", proj_head), "W_query") +
+                 " → " + sym(find("queries", proj_head)) + "; the same for K and V";
+      break;
+    }
+
+    case Step::SplitHeads: {
+      const core::Stage* q = find("queries", -1);
+      const core::Stage* qh = find("queries", h);
+      const int hd = c.num_heads > 0 ? c.d_out / c.num_heads : 0;
+      s.title = "Split into heads";
+      s.plain = "The d_out = " + std::to_string(c.d_out) + " columns of Q, K and V are cut into " +
+                std::to_string(c.num_heads) + " groups of head_dim = " + std::to_string(hd) +
+                " columns, one group per head (the coloured bands). Each head then runs attention "
+                "on its own slice." +
+                head_note;
+      s.formula = "Q.view(T, num_heads, head_dim).transpose(0, 1)";
+      s.shapes = sym(q) + " → " + std::to_string(c.num_heads) + " heads × " + sym(qh, "Q_h") +
+                 ", head_dim = " + std::to_string(c.d_out) + " / " + std::to_string(c.num_heads);
+      break;
+    }
+
+    case Step::Scores:
+      s.title = "Attention scores";
+      if (simple) {
+        s.plain =
+            "Every token is compared with every other by a dot product: the more two "
+            "embeddings point the same way, the bigger the score. Row i holds token i "
+            "against all tokens.";
+        s.formula = "ω_ij = x_i · x_j        ω = X·Xᵀ";
+        s.shapes = sym(find("inputs", -1)) + " · Xᵀ (" + std::to_string(t.d_in) + "×" + T + ") → " +
+                   sym(find("scores", -1));
+      } else {
+        s.plain =
+            "Every query is compared with every key by a dot product. Row i says how "
+            "strongly token i's query matches each token's key; rows are queries, columns "
+            "are keys." +
+            head_note;
+        s.formula = "ω_ij = q_i · k_j        ω = Q·Kᵀ";
+        s.shapes =
+            sym(find("queries", h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find("scores", h));
+      }
+      break;
+
+    case Step::Scaled: {
+      std::string root = "?";
+      if (auto b = core::explain_score(t, h, 0, 0)) root = fmt4(b->sqrt_dk);
+      s.title = "Scaled scores";
+      s.plain =
+          "The scores are divided by √d_k, the square root of the key width. Without it, "
+          "wide keys give large scores, the softmax becomes nearly one-hot and training "
+          "gets tiny gradients." +
+          head_note;
+      s.formula = "scaled = ω / √d_k        d_k = " + d_k + ", √d_k = " + root;
+      s.shapes = sym(find("scores", h)) + " ÷ " + root + " → " + sym(find("scaled_scores", h));
+      break;
+    }
+
+    case Step::Mask: {
+      long future = 0;
+      const core::Stage* m = find("mask", h);
+      if (m)
+        for (Eigen::Index k = 0; k < m->data.size(); ++k) future += m->data.data()[k] != 0.0f;
+      s.title = "Causal mask";
+      s.plain =
+          "A language model must not peek at the words it will predict: token i may only "
+          "look at itself and the tokens before it. The mask marks with 1 every key that "
+          "lies in a query's future (column j > row i).";
+      s.formula = "mask = torch.triu(torch.ones(T, T), diagonal=1)";
+      s.shapes = sym(m, "mask") + ": " + std::to_string(future) + " of " +
+                 std::to_string(m ? m->data.size() : 0) + " entries are in the future";
+      break;
+    }
+
+    case Step::Masked:
+      s.title = "Masked scores";
+      s.plain =
+          "Scores of future keys are replaced by −∞ (the hatched cells). exp(−∞) = 0, so "
+          "after the softmax those keys get exactly zero weight and the other weights "
+          "still sum to 1." +
+          head_note;
+      s.formula = "masked = scaled.masked_fill(mask.bool(), −∞)";
+      s.shapes = sym(find("scaled_scores", h)) + " + " + sym(find("mask", h), "mask") + " → " +
+                 sym(find("masked_scores", h));
+      break;
+
+    case Step::Softmax: {
+      const core::Stage* in = find("masked_scores", h);
+      if (!in) in = find("scaled_scores", h);
+      if (!in) in = find("scores", h);
+      s.title = "Softmax: attention weights";
+      s.plain =
+          "Each row of scores becomes a row of attention weights: subtract the row's "
+          "maximum (for numerical safety), exponentiate, divide by the row's sum. Every "
+          "weight is between 0 and 1 and each row sums to 1." +
+          head_note;
+      s.formula = simple ? "weights_ij = exp(ω_ij) / Σ_k exp(ω_ik)"
+                         : "weights_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)";
+      s.shapes = sym(in) + " → " + sym(find("weights", h)) + ", each row sums to 1";
+      break;
+    }
+
+    case Step::Dropout:
+      s.title = "Dropout on the weights";
+      if (!c.training)
+        s.plain =
+            "Eval mode: nn.Dropout does nothing, so the mask is all ones and the weights "
+            "pass through unchanged.";
+      else if (c.dropout <= 0.0)
+        s.plain = "Dropout rate p = 0: nothing is dropped and the weights pass through unchanged.";
+      else if (const float keep = kept_scale(find("dropout_mask", h)); keep > 0.0f)
+        s.plain =
+            "In training, nn.Dropout zeroes each weight with probability p = " + fmt_p(c.dropout) +
+            " and multiplies the survivors by 1/(1−p) = " + fmt4(keep) +
+            ", so that on average a row still sums to 1.";
+      else
+        s.plain = "In training with p = " + fmt_p(c.dropout) +
+                  ", nn.Dropout zeroes every weight: all context vectors become 0.";
+      s.plain += head_note;
+      s.formula = "dropped = weights ⊙ dropout_mask        dropout_mask_ij ∈ {0, 1/(1−p)}";
+      s.shapes = sym(find("weights", h)) + " ⊙ " + sym(find("dropout_mask", h), "dropout mask") +
+                 " → " + sym(find("dropped_weights", h));
+      break;
+
+    case Step::Context: {
+      const core::Stage* w = find("dropped_weights", h);
+      if (!w) w = find("weights", h);
+      const core::Stage* v = simple ? find("inputs", -1) : find("values", h);
+      s.title = "Context vectors";
+      s.plain = std::string("Each token's new vector is the sum of all ") +
+                (simple ? "input rows" : "value rows") +
+                ", each scaled by that token's attention weight for it. Tokens it attends to "
+                "strongly contribute most." +
+                head_note;
+      s.formula = simple ? "z_i = Σ_j weights_ij · x_j        Z = weights·X"
+                         : "z_i = Σ_j weights_ij · v_j        Z = weights·V";
+      s.shapes = sym(w) + " · " + sym(v) + " → " + sym(find("context", h));
+      break;
+    }
+
+    case Step::Concat: {
+      const bool mha = c.variant == core::Variant::Multihead;
+      const core::Stage* out = find(mha ? "concat" : "output", -1);
+      s.title = "Concatenate the heads";
+      s.plain = mha ? "The heads' context vectors are put back side by side, so each token again "
+                      "has one row of d_out numbers: head 0's columns first, then head 1's, ..."
+                    : "Each head ran its own CausalAttention. The wrapper's output is their "
+                      "context vectors side by side: head 0's columns first, then head 1's, ...";
+      s.formula = mha ? "concat = context.transpose(1, 2).contiguous().view(T, d_out)"
+                      : "output = torch.cat([head(x) for head in heads], dim=−1)";
+      s.shapes = std::to_string(t.heads_shown()) + " heads × " + sym(find("context", 0), "Z_h") +
+                 " → " + sym(out, mha ? "concat" : "output");
+      break;
+    }
+
+    case Step::OutProj:
+      s.title = "Output projection";
+      s.plain =
+          "A final linear layer (out_proj) mixes the heads' columns together, so every "
+          "output column can combine what all heads found.";
+      s.formula = "output = concat·W_out + b_out";
+      s.shapes = sym(find("concat", -1)) + " · " + sym(find("W_out", -1), "W_out") + " + " +
+                 sym(find("b_out", -1), "b_out") + " → " + sym(find("output", -1));
+      break;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// 4. ASCII fallback
+
+std::string ascii_fallback(std::string_view text) {
+  struct Sub {
+    std::string_view from, to;
+  };
+  static constexpr Sub kSubs[] = {
+      {"−∞", "-inf"}, {"∞", "inf"}, {"−", "-"},   {"√", "sqrt "}, {"ᵀ", "^T"},
+      {"→", "->"},    {"⊙", "*"},   {"Σ", "sum"}, {"ω", "w"},     {"…", "..."},
+      {"◀", "<"},     {"▶", ">"},   {"∈", "in"},
+  };
+  std::string out(text);
+  for (const auto& s : kSubs) {
+    std::size_t pos = 0;
+    while ((pos = out.find(s.from, pos)) != std::string::npos) {
+      out.replace(pos, s.from.size(), s.to);
+      pos += s.to.size();
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope::gui

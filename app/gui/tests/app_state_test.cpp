@@ -1,0 +1,190 @@
+// app_state_test.cpp: the stepper's steps, the recompute point, selection
+// upkeep, stage texts, and the command line's checks.
+#include "app_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include "attnscope/io.hpp"
+#include "launch_options.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+namespace {
+
+std::vector<std::string> ids(const std::vector<Step>& steps) {
+  std::vector<std::string> out;
+  for (Step s : steps) out.emplace_back(step_id(s));
+  return out;
+}
+
+AppState book(core::Variant v, int d_out = 2, int heads = 1) {
+  AppState s;
+  EXPECT_TRUE(s.load_preset("book"));
+  s.config.variant = v;
+  s.config.d_out = d_out;
+  s.config.num_heads = heads;
+  s.recompute_if_dirty();
+  return s;
+}
+
+TEST(Steps, FollowThePipelineOrderOfEachVariant) {
+  using V = core::Variant;
+  EXPECT_EQ(ids(steps_for(V::Simple)),
+            (std::vector<std::string>{"inputs", "scores", "softmax", "context"}));
+  EXPECT_EQ(ids(steps_for(V::SelfAttentionV2)),
+            (std::vector<std::string>{"inputs", "qkv", "scores", "scaled", "softmax", "context"}));
+  EXPECT_EQ(ids(steps_for(V::Causal)),
+            (std::vector<std::string>{"inputs", "qkv", "scores", "scaled", "mask", "masked",
+                                      "softmax", "dropout", "context"}));
+  EXPECT_EQ(ids(steps_for(V::MultiheadWrapper)).back(), "concat");
+  EXPECT_EQ(
+      ids(steps_for(V::Multihead)),
+      (std::vector<std::string>{"inputs", "qkv", "split", "scores", "scaled", "mask", "masked",
+                                "softmax", "dropout", "context", "concat", "output"}));
+}
+
+TEST(Steps, ParseStepIdsAndTraceStageIds) {
+  EXPECT_EQ(parse_step("scaled"), Step::Scaled);
+  EXPECT_EQ(parse_step("scaled_scores"), Step::Scaled);
+  EXPECT_EQ(parse_step("weights"), Step::Softmax);
+  EXPECT_EQ(parse_step("dropped_weights"), Step::Dropout);
+  EXPECT_FALSE(parse_step("nonsense").has_value());
+  for (core::Variant v : core::kAllVariants)
+    for (Step s : steps_for(v)) EXPECT_EQ(parse_step(step_id(s)), s);
+}
+
+TEST(Steps, EveryStepOfEveryVariantHasTextAndAMatrix) {
+  for (core::Variant v : core::kAllVariants) {
+    AppState s = book(v, 4, 2);
+    ASSERT_TRUE(s.trace) << s.error;
+    for (Step st : steps_for(v)) {
+      const StepText t = describe_step(st, *s.trace, 1);
+      EXPECT_FALSE(t.title.empty());
+      EXPECT_FALSE(t.plain.empty());
+      EXPECT_FALSE(t.formula.empty());
+      EXPECT_EQ(t.shapes.find('?'), std::string::npos) << step_id(st) << ": " << t.shapes;
+      EXPECT_FALSE(step_matrices(st, *s.trace, 1).outputs.empty()) << step_id(st);
+    }
+  }
+}
+
+TEST(Steps, ScoreShapesReadLikeTheIssueSays) {
+  AppState s = book(core::Variant::SelfAttentionV2);
+  EXPECT_EQ(describe_step(Step::Scores, *s.trace, 0).shapes, "Q (6×2) · Kᵀ (2×6) → ω (6×6)");
+}
+
+TEST(Recompute, InvalidConfigKeepsTheLastGoodTraceAndSaysWhy) {
+  AppState s = book(core::Variant::Multihead, 4, 2);
+  ASSERT_TRUE(s.trace);
+  const auto version = s.trace_version;
+  s.config.d_out = 3;  // not divisible by 2 heads
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_EQ(s.trace_version, version);
+  ASSERT_TRUE(s.trace);
+  EXPECT_EQ(s.trace->config.d_out, 4);
+  EXPECT_NE(s.error.find("divisible"), std::string::npos) << s.error;
+  s.config.d_out = 6;
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_TRUE(s.error.empty());
+  EXPECT_GT(s.trace_version, version);
+}
+
+TEST(Recompute, NothingHappensUnlessDirty) {
+  AppState s = book(core::Variant::Causal);
+  const auto version = s.trace_version;
+  s.recompute_if_dirty();
+  EXPECT_EQ(s.trace_version, version);
+}
+
+TEST(Selection, StepSnapsToTheNearestEarlierStepWhenTheVariantLosesIt) {
+  AppState s = book(core::Variant::Causal);
+  s.step = Step::Masked;
+  s.config.variant = core::Variant::SelfAttentionV2;
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_EQ(s.step, Step::Scaled);
+}
+
+TEST(Selection, StepByClampsAtBothEnds) {
+  AppState s = book(core::Variant::Simple);
+  s.step_by(-5);
+  EXPECT_EQ(s.step, Step::Inputs);
+  s.step_by(+3);
+  EXPECT_EQ(s.step, Step::Context);
+  s.step_by(+1);
+  EXPECT_EQ(s.step, Step::Context);
+}
+
+TEST(Selection, PinnedCellFollowsHeadsAndIsDroppedWhenOutOfRange) {
+  AppState s = book(core::Variant::Causal);
+  s.pinned = CellRef{"weights", -1, 5, 5};
+  s.config.variant = core::Variant::Multihead;
+  s.config.num_heads = 2;
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_EQ(s.pinned.head, 0);  // now the weights of head 0
+  s.inputs.embeddings.conservativeResize(3, 3);
+  s.inputs.tokens.resize(3);
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_FALSE(s.pinned.valid());
+}
+
+// --- command line -----------------------------------------------------------
+
+AppState launched(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  std::string name = "attnscope";
+  argv.push_back(name.data());
+  for (auto& a : args) argv.push_back(a.data());
+  LaunchOptions o;
+  const auto r = parse_launch_options(static_cast<int>(argv.size()), argv.data(), o);
+  EXPECT_TRUE(r.run);
+  AppState s;
+  s.load_preset("book");
+  apply_launch_options(o, s);
+  return s;
+}
+
+std::string launch_error(std::vector<std::string> args) {
+  try {
+    launched(std::move(args));
+  } catch (const core::ParseError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {
+  AppState s = launched({"--variant", "multihead", "--d-out", "4", "--heads", "2", "--stage",
+                         "weights", "--head", "1", "--cell", "2,1", "--preset", "shiny"});
+  EXPECT_EQ(s.config.variant, core::Variant::Multihead);
+  EXPECT_EQ(s.step, Step::Softmax);
+  EXPECT_EQ(s.head, 1);
+  EXPECT_EQ(s.inputs.tokens.front(), "Hello");
+  EXPECT_EQ(s.pinned, (CellRef{"weights", 1, 2, 1}));  // shiny has 3 tokens: row 2 is the last
+}
+
+TEST(LaunchOptions, BadValuesGetTheCliMessages) {
+  EXPECT_NE(launch_error({"--variant", "nope"}).find("unknown variant 'nope'"), std::string::npos);
+  EXPECT_NE(
+      launch_error({"--variant", "multihead", "--d-out", "3", "--heads", "2"}).find("divisible"),
+      std::string::npos);
+  EXPECT_NE(launch_error({"--dropout", "1.5"}).find("dropout"), std::string::npos);
+  EXPECT_NE(launch_error({"--preset", "nope"}).find("unknown preset"), std::string::npos);
+  EXPECT_NE(launch_error({"--variant", "simple", "--stage", "mask"}).find("not part of"),
+            std::string::npos);
+  EXPECT_NE(launch_error({"--stage", "bogus"}).find("unknown stage"), std::string::npos);
+  EXPECT_NE(launch_error({"--variant", "multihead_wrapper", "--heads", "2", "--head", "2"})
+                .find("out of range"),
+            std::string::npos);
+  EXPECT_NE(launch_error({"--stage", "scores", "--cell", "9,9"}).find("outside"),
+            std::string::npos);
+  EXPECT_NE(launch_error({"--config", "/nonexistent/x.json"}).find("cannot open"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnscope::gui

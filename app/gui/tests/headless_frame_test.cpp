@@ -1,0 +1,249 @@
+// headless_frame_test.cpp: the whole UI, drawn without a window. ImGui's
+// null-backend approach: set DisplaySize, build the font atlas, then
+// NewFrame / draw_ui / Render, feeding mouse and keys through ImGuiIO.
+// Textures are NullTexture (no GL). An ImGui assertion or a crash fails.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "app_state.hpp"
+#include "attnscope/rng.hpp"
+#include "fonts.hpp"
+#include "imgui.h"
+#include "stage_info.hpp"
+#include "ui.hpp"
+
+namespace attnscope::gui {
+namespace {
+
+// GLFW's key codes, which ImGui 1.86's GLFW backend puts in io.KeyMap.
+constexpr int kKeyRight = 262, kKeyLeft = 263, kKeyEscape = 256, kKeyHome = 268, kKeyEnd = 269;
+
+class Headless : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;  // never write imgui.ini from a test
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+#if IMGUI_VERSION_NUM < 18700
+    io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
+    io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
+    io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
+    io.KeyMap[ImGuiKey_Home] = kKeyHome;
+    io.KeyMap[ImGuiKey_End] = kKeyEnd;
+#endif
+    state.load_preset("book");
+    setup_fonts_and_style(state);
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+
+  // One frame; returns the vertex count drawn.
+  int frame() {
+    ImGuiIO& io = ImGui::GetIO();
+    io.DeltaTime = 1.0f / 60.0f;
+    ImGui::NewFrame();
+    draw_ui(state);
+    ImGui::Render();
+    return ImGui::GetDrawData()->TotalVtxCount;
+  }
+  void frames(int n) {
+    for (int k = 0; k < n; ++k) frame();
+  }
+  void mouse(ImVec2 p, bool down) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = p;
+    io.MouseDown[0] = down;
+    frame();
+  }
+  void click(ImVec2 p) {
+    mouse(p, false);
+    mouse(p, true);
+    mouse(p, false);
+  }
+  void key(int k) {
+#if IMGUI_VERSION_NUM < 18700
+    ImGui::GetIO().KeysDown[k] = true;
+    frame();
+    ImGui::GetIO().KeysDown[k] = false;
+    frame();
+#else
+    const ImGuiKey named = k == kKeyRight  ? ImGuiKey_RightArrow
+                           : k == kKeyLeft ? ImGuiKey_LeftArrow
+                           : k == kKeyHome ? ImGuiKey_Home
+                           : k == kKeyEnd  ? ImGuiKey_End
+                                           : ImGuiKey_Escape;
+    ImGui::GetIO().AddKeyEvent(named, true);
+    frame();
+    ImGui::GetIO().AddKeyEvent(named, false);
+    frame();
+#endif
+  }
+  void set_variant(core::Variant v, int d_out = 4, int heads = 2) {
+    state.config.variant = v;
+    state.config.d_out = d_out;
+    state.config.num_heads = heads;
+    state.config.dropout = 0.3;
+    state.mark_dirty();
+    frames(2);
+    ASSERT_TRUE(state.error.empty()) << state.error;
+  }
+
+  AppState state;
+};
+
+TEST_F(Headless, EveryVariantEveryStageDrawsForManyFramesWithPinnedCells) {
+  for (core::Variant v : core::kAllVariants) {
+    set_variant(v);
+    for (Step step : steps_for(v)) {
+      state.step = step;
+      for (int head = 0; head < state.trace->heads_shown(); ++head) {
+        state.head = head;
+        EXPECT_GT(frame(), 1000) << core::variant_id(v) << " " << step_id(step);
+        const StepMatrices m = step_matrices(step, *state.trace, head);
+        ASSERT_FALSE(m.outputs.empty());
+        // Pin a cell of every matrix on screen, inputs included.
+        for (const auto* list : {&m.outputs, &m.inputs})
+          for (const core::Stage* s : *list) {
+            state.pinned = CellRef{s->id, s->head, static_cast<int>(s->data.rows()) - 1,
+                                   static_cast<int>(s->data.cols()) - 1};
+            frames(3);
+            EXPECT_TRUE(state.pinned.valid()) << s->id;
+          }
+      }
+    }
+  }
+}
+
+TEST_F(Headless, ArrowKeysWalkThePipelineInOrder) {
+  set_variant(core::Variant::Multihead);
+  state.step = Step::Inputs;
+  const auto steps = steps_for(core::Variant::Multihead);
+  for (std::size_t k = 1; k < steps.size(); ++k) {
+    key(kKeyRight);
+    EXPECT_EQ(state.step, steps[k]);
+  }
+  key(kKeyRight);  // stays on the last stage
+  EXPECT_EQ(state.step, steps.back());
+  key(kKeyLeft);
+  EXPECT_EQ(state.step, steps[steps.size() - 2]);
+  key(kKeyHome);
+  EXPECT_EQ(state.step, Step::Inputs);
+  key(kKeyEnd);
+  EXPECT_EQ(state.step, Step::OutProj);
+}
+
+TEST_F(Headless, ClickingAHeatmapCellPinsItAndEscapeUnpins) {
+  set_variant(core::Variant::Causal);
+  state.step = Step::Softmax;
+  frames(3);
+  for (float y = 300; y < 900 && !state.pinned.valid(); y += 37)
+    for (float x = 450; x < 1250 && !state.pinned.valid(); x += 37) click(ImVec2(x, y));
+  ASSERT_TRUE(state.pinned.valid());
+  frames(3);  // the inspector draws the breakdown
+  key(kKeyEscape);
+  EXPECT_FALSE(state.pinned.valid());
+}
+
+TEST_F(Headless, ClickingAHeadTileFocusesThatHead) {
+  set_variant(core::Variant::MultiheadWrapper, 2, 3);
+  state.step = Step::Softmax;
+  state.head = 0;
+  frames(3);
+  for (float y = 820; y < 1000 && state.head == 0; y += 20)
+    for (float x = 420; x < 1200 && state.head == 0; x += 25) click(ImVec2(x, y));
+  EXPECT_NE(state.head, 0);
+}
+
+TEST_F(Headless, RandomMouseAndKeysInEveryVariantNeverBreakIt) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> x(0, 1600), y(0, 1000);
+  ImGuiIO& io = ImGui::GetIO();
+  for (core::Variant v : core::kAllVariants) {
+    set_variant(v);
+    for (int k = 0; k < 300; ++k) {
+      const int what = static_cast<int>(rng() % 10);
+      if (what < 5) {
+        click(ImVec2(x(rng), y(rng)));
+      } else if (what < 7) {  // drag
+        const ImVec2 a(x(rng), y(rng));
+        mouse(a, true);
+        mouse(ImVec2(a.x + 40, a.y + 25), true);
+        mouse(ImVec2(a.x + 40, a.y + 25), false);
+      } else if (what < 8) {  // wheel
+        io.MousePos = ImVec2(x(rng), y(rng));
+        io.MouseWheel = (rng() % 2) ? 1.0f : -1.0f;
+        frame();
+        io.MouseWheel = 0;
+      } else {
+        key(rng() % 2 ? kKeyRight : kKeyLeft);
+      }
+      state.ui.quit_requested = false;
+      if (state.inputs.embeddings.rows() > 64) state.load_preset("book");  // keep it quick
+    }
+    state.ui.show_about = state.ui.show_shortcuts = false;
+  }
+  SUCCEED();
+}
+
+TEST_F(Headless, AnInvalidEditKeepsTheLastTraceOnScreen) {
+  set_variant(core::Variant::Multihead, 4, 2);
+  const auto version = state.trace_version;
+  state.config.d_out = 5;
+  state.mark_dirty();
+  frames(5);
+  EXPECT_EQ(state.trace_version, version);
+  EXPECT_FALSE(state.error.empty());
+  EXPECT_TRUE(state.trace);
+}
+
+TEST_F(Headless, IdleFramesUploadNoTextures) {
+  set_variant(core::Variant::Causal);
+  state.step = Step::Masked;
+  frames(5);
+  const long uploads = state.textures.uploads();
+  frames(20);
+  EXPECT_EQ(state.textures.uploads(), uploads);
+  state.ui.palette = Palette::ColorBlindSafe;
+  frames(2);
+  EXPECT_GT(state.textures.uploads(), uploads);
+}
+
+TEST_F(Headless, A512TokenInputDrawsEveryStageOfMultihead) {
+  state.inputs.embeddings.resize(512, 8);
+  core::TorchGenerator gen(1);
+  gen.fill_uniform(state.inputs.embeddings, 0.0f, 1.0f);
+  state.inputs.tokens.clear();
+  for (int t = 0; t < 512; ++t) state.inputs.tokens.push_back("t" + std::to_string(t));
+  set_variant(core::Variant::Multihead, 8, 4);
+  for (Step step : steps_for(core::Variant::Multihead)) {
+    state.step = step;
+    const StepMatrices m = step_matrices(step, *state.trace, 0);
+    const core::Stage* s = m.outputs.front();
+    state.pinned = CellRef{s->id, s->head, 300,
+                           static_cast<int>(std::min<Eigen::Index>(100, s->data.cols() - 1))};
+    frames(2);
+  }
+  EXPECT_EQ(state.trace->num_tokens(), 512);
+}
+
+TEST_F(Headless, UiScaleRebuildsFontsAndStillDraws) {
+  state.ui.ui_scale = 1.75f;
+  setup_fonts_and_style(state);
+  unsigned char* pixels = nullptr;
+  int w = 0, h = 0;
+  ImGui::GetIO().Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+  if (state.ui.unicode)  // DejaVu Sans installed; ImGui's built-in font scales in whole steps
+    EXPECT_NEAR(ImGui::GetIO().FontDefault->FontSize, kBaseFontPx * 1.75f, 0.01f);
+  else
+    EXPECT_GT(ImGui::GetIO().FontDefault->FontSize, 13.0f);
+  set_variant(core::Variant::Causal);
+  frames(5);
+}
+
+}  // namespace
+}  // namespace attnscope::gui

@@ -1,0 +1,99 @@
+// ui.cpp: the frame: recompute, shortcuts, and the three-column layout
+//   left   controls + embedding editor
+//   centre stage strip, explanation, matrices; heads grid below for head variants
+//   right  inspector
+#include "ui.hpp"
+
+#include <algorithm>
+
+#include "imgui_compat.hpp"
+#include "panels/panels.hpp"
+#include "stage_info.hpp"
+
+namespace attnscope::gui {
+
+void handle_shortcuts(AppState& state) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.KeyCtrl && letter_pressed('Q')) state.ui.quit_requested = true;
+  if (io.WantTextInput || io.KeyCtrl || io.KeyAlt) return;  // keys belong to the text field
+  if (key_pressed(ImGuiKey_RightArrow)) state.step_by(+1);
+  if (key_pressed(ImGuiKey_LeftArrow)) state.step_by(-1);
+  if (key_pressed(ImGuiKey_Home)) state.step_by(-100);
+  if (key_pressed(ImGuiKey_End)) state.step_by(+100);
+  if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
+}
+
+void draw_ui(AppState& state) {
+  state.recompute_if_dirty();  // the one recompute point of the frame
+  state.textures.collect(ImGui::GetFrameCount());
+  handle_shortcuts(state);
+
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  constexpr ImGuiWindowFlags kHost =
+      ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+      ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_MenuBar |
+      ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse;
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0.0f);
+  ImGui::Begin("attnscope", nullptr, kHost);
+  ImGui::PopStyleVar();
+  draw_menu_bar(state);
+
+  if (!state.ui.session_warning.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.45f, 0.28f, 0.05f, 1.0f));
+    const float h = ImGui::GetFrameHeightWithSpacing() * 2.2f;
+    ImGui::BeginChild("warning", ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
+    ImGui::PushTextWrapPos(ImGui::GetContentRegionAvail().x - 120);
+    ImGui::TextUnformatted(state.ui.session_warning.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::SameLine(ImGui::GetContentRegionAvail().x - 100);
+    if (ImGui::Button("Dismiss")) state.ui.session_warning.clear();
+    ImGui::EndChild();
+    ImGui::PopStyleColor();
+  }
+
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float font = ImGui::GetFontSize();
+  // Side columns at a quarter of the width each, within readable limits; on
+  // small windows the centre (the matrices) keeps at least half.
+  const float left_w =
+      std::min(std::clamp(avail.x * 0.25f, font * 16.0f, font * 30.0f), avail.x * 0.26f);
+  const float right_w =
+      std::min(std::clamp(avail.x * 0.23f, font * 15.0f, font * 28.0f), avail.x * 0.24f);
+  const float centre_w = std::max(avail.x - left_w - right_w - 2 * gap, 100.0f);
+
+  ImGui::BeginChild("left", ImVec2(left_w, avail.y), true);
+  draw_controls_panel(state);
+  draw_embedding_panel(state);
+  ImGui::EndChild();
+
+  ImGui::SameLine();
+  constexpr ImGuiWindowFlags kFixed =
+      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
+  ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
+  // The heads grid only for steps that have a matrix per head.
+  const bool heads =
+      state.trace && !per_head_stage(state.step, state.trace->config.variant).empty();
+  const float heads_h = heads ? std::clamp(avail.y * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
+  ImGui::BeginChild("stage", ImVec2(0, avail.y - heads_h - (heads ? gap : 0.0f)), false, kFixed);
+  draw_stage_panel(state);
+  ImGui::EndChild();
+  if (heads) {
+    ImGui::BeginChild("heads", ImVec2(0, heads_h), true, ImGuiWindowFlags_HorizontalScrollbar);
+    draw_heads_panel(state);
+    ImGui::EndChild();
+  }
+  ImGui::EndChild();
+
+  ImGui::SameLine();
+  ImGui::BeginChild("right", ImVec2(right_w, avail.y), true);
+  draw_inspector_panel(state);
+  ImGui::EndChild();
+
+  ImGui::End();
+  draw_menu_popups(state);
+}
+
+}  // namespace attnscope::gui
