@@ -1,6 +1,8 @@
 // app_state.cpp: the stepper's steps, the recompute point, selection upkeep.
 #include "app_state.hpp"
 
+#include "attnscope/weights.hpp"
+
 #include <algorithm>
 
 #include "attnscope/attention.hpp"
@@ -86,9 +88,15 @@ void AppState::recompute_if_dirty() {
   if (!dirty) return;
   dirty = false;
   error = core::validate(config, inputs);
+  if (error.empty() && explicit_parameters)
+    error = core::validate_parameters(*explicit_parameters, config,
+                                      static_cast<int>(inputs.embeddings.cols()));
   if (!error.empty()) return;  // keep the last good trace on screen
   try {
-    trace = std::make_shared<const core::Trace>(core::run_attention(config, inputs));
+    trace = std::make_shared<const core::Trace>(
+        explicit_parameters
+            ? core::run_with_explicit_parameters(config, inputs, *explicit_parameters)
+            : core::run_attention(config, inputs));
     ++trace_version;
   } catch (const std::bad_alloc&) {
     error = "out of memory: try fewer tokens or smaller dimensions";

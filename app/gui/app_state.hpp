@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
 #include "attnscope/trace.hpp"
 #include "imgui.h"
@@ -103,6 +104,10 @@ struct AppState {
   core::Inputs inputs;
   core::Config config;
   std::string preset = "book";  // the preset "reset" returns to
+  // Weights to run with instead of the seeded ones (imported or edited);
+  // null: the module's seeded parameters. Must fit config + d_in
+  // (core::validate_parameters); recompute reports a mismatch in `error`.
+  std::shared_ptr<const core::Parameters> explicit_parameters;
 
   // Selection.
   Step step = Step::Inputs;

@@ -450,6 +450,43 @@ std::string weights_json(const Parameters& params, const Config& config) {
   return out;
 }
 
+std::string validate_parameters(const Parameters& params, const Config& config, int d_in) {
+  auto shape = [](const RowMatrix& m) {
+    return std::to_string(m.rows()) + "x" + std::to_string(m.cols());
+  };
+  const std::size_t sets = config.variant == Variant::Simple ? 0
+                           : config.variant == Variant::MultiheadWrapper
+                               ? static_cast<std::size_t>(config.num_heads)
+                               : 1;
+  if (params.qkv.size() != sets)
+    return "the explicit weights have " + std::to_string(params.qkv.size()) +
+           " query/key/value sets but " + std::string(variant_book_name(config.variant)) +
+           " needs " + std::to_string(sets) + ": reset to the seeded weights";
+  const bool bias = config.qkv_bias && config.variant != Variant::SelfAttentionV1;
+  const char* names[] = {"W_query", "W_key", "W_value"};
+  for (std::size_t h = 0; h < params.qkv.size(); ++h) {
+    const Projection* ps[] = {&params.qkv[h].query, &params.qkv[h].key, &params.qkv[h].value};
+    for (int k = 0; k < 3; ++k) {
+      const Projection& p = *ps[k];
+      if (p.weight.rows() != d_in || p.weight.cols() != config.d_out)
+        return std::string(names[k]) + " is " + shape(p.weight) + " but d_in x d_out is " +
+               std::to_string(d_in) + "x" + std::to_string(config.d_out) +
+               ": reset to the seeded weights";
+      if (bias != (p.bias.size() > 0) || (bias && p.bias.cols() != config.d_out))
+        return std::string(names[k]) + (bias ? " needs a bias of 1x" + std::to_string(config.d_out)
+                                              : " has a bias but qkv_bias is off") +
+               ": reset to the seeded weights";
+    }
+  }
+  if (config.variant == Variant::Multihead &&
+      (params.out.weight.rows() != config.d_out || params.out.weight.cols() != config.d_out ||
+       params.out.bias.rows() != 1 || params.out.bias.cols() != config.d_out))
+    return "W_out/b_out must be " + std::to_string(config.d_out) + "x" +
+           std::to_string(config.d_out) + " and 1x" + std::to_string(config.d_out) +
+           ": reset to the seeded weights";
+  return "";
+}
+
 Trace run_with_explicit_parameters(const Config& config, const Inputs& inputs,
                                    const Parameters& params, EnginePath path) {
   // torch.manual_seed(seed); module = Class(...) draws the parameters; the

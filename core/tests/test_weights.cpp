@@ -247,3 +247,27 @@ TEST(ReadWeights, NeedsNpyFilesToBeNamedAfterATensor) {
 
 }  // namespace
 }  // namespace attnscope::core
+
+namespace attnscope::core {
+namespace {
+
+TEST(ValidateParameters, AcceptsSeededParametersAndNamesMismatches) {
+  Config c;
+  c.variant = Variant::Multihead;
+  c.d_out = 4;
+  c.num_heads = 2;
+  TorchGenerator gen(1);
+  const Parameters p = init_parameters(c, 3, gen);
+  EXPECT_EQ(validate_parameters(p, c, 3), "");
+  EXPECT_NE(validate_parameters(p, c, 5).find("W_query is 3x4 but d_in x d_out is 5x4"),
+            std::string::npos);
+  Config biased = c;
+  biased.qkv_bias = true;
+  EXPECT_NE(validate_parameters(p, biased, 3).find("needs a bias"), std::string::npos);
+  Config wrapper = c;
+  wrapper.variant = Variant::MultiheadWrapper;
+  EXPECT_NE(validate_parameters(p, wrapper, 3).find("needs 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnscope::core

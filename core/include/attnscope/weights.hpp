@@ -62,6 +62,11 @@ void merge_weights(WeightSet& into, const WeightSet& more);
 // returns the module's parameters; throws ParseError saying what to change.
 Parameters parameters_from_weights(const WeightSet& weights, const Config& config, int d_in);
 
+// "" when `params` has exactly the tensors and shapes the module for
+// config + d_in has (a wrapper: one set per head; qkv_bias: biases; multihead:
+// out_proj); otherwise one sentence saying what does not fit.
+std::string validate_parameters(const Parameters& params, const Config& config, int d_in);
+
 // The parameters as named tensors, e.g. to check them against a changed
 // config with parameters_from_weights (a wrapper's qkv[h] becomes head h).
 WeightSet weights_of(const Parameters& params, const Config& config);
