@@ -357,7 +357,9 @@ int bad_input(std::string message) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The whole command line as a function, so that the fuzzer (fuzz/fuzz_cli.cpp)
+// can call it with generated arguments; main() below only forwards to it.
+int attnscope_cli_main(int argc, char** argv) {
   CLI::App app{"attnscope-cli: every stage of the attention mechanism, as numbers",
                "attnscope-cli"};
   app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
@@ -424,3 +426,7 @@ int main(int argc, char** argv) {
     return bad_input(std::string("unexpected failure: ") + e.what());
   }
 }
+
+#ifndef ATTNSCOPE_CLI_NO_MAIN
+int main(int argc, char** argv) { return attnscope_cli_main(argc, argv); }
+#endif

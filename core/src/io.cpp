@@ -7,6 +7,8 @@
 //   4. trace writers: JSON and text
 #include "attnscope/io.hpp"
 
+#include "attnscope/files.hpp"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -220,22 +222,34 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
   return spec;
 }
 
-std::string read_text_file(const std::string& path) {
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    if (std::cin.bad()) throw ParseError("could not read standard input");
-    return ss.str();
+namespace {
+
+// Reads a stream to its end, refusing more than kMaxImportBytes (so that
+// /dev/zero or an endless pipe ends with a message, not a hang).
+std::string read_capped(std::istream& in, const std::string& name) {
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxImportBytes)
+      throw ParseError(name + " is larger than " + std::to_string(kMaxImportBytes >> 20) +
+                       " MB: a config is a small JSON file");
   }
+  if (in.bad()) throw ParseError("cannot read " + name);
+  return text;
+}
+
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
+  if (path == "-") return read_capped(std::cin, "standard input");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ParseError("'" + path + "' is a directory: give the path of a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ParseError("cannot open '" + path + "': no such file, or not readable");
   try {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw ParseError("cannot read '" + path + "'");
-    return text;
+    return read_capped(in, "'" + path + "'");
   } catch (const std::ios_base::failure&) {
     throw ParseError("cannot read '" + path + "'");
   }
