@@ -1,49 +1,68 @@
-// colormap.hpp: the two colour scales of exported figures, with no GUI and
-// no core dependency: a viridis-like sequential scale for non-negative
-// matrices (weights, masks) and a blue-white-red diverging scale centred on
-// 0 for signed ones (scores, Q/K/V, context, parameters).
+// colormap.hpp: the colour scales of every heatmap attnscope draws, on
+// screen (app/gui) and in exported figures (SVG, PNG). Pure functions, no
+// GUI, no GL: the one implementation, so an export looks like the screen.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace attnscope::figure {
 
-// One 8-bit sRGB colour.
-struct Rgb {
-  std::uint8_t r = 0, g = 0, b = 0;
-  friend bool operator==(const Rgb&, const Rgb&) = default;
+// One 8-bit sRGB colour with alpha.
+struct Rgba8 {
+  std::uint8_t r = 0, g = 0, b = 0, a = 255;
+  friend bool operator==(const Rgba8&, const Rgba8&) = default;
 };
 
-// Which scale a matrix is drawn with.
-enum class Scale {
-  Sequential,  // lo -> dark purple, hi -> yellow (viridis control points)
-  Diverging,   // -m -> blue, 0 -> white, +m -> red (ColorBrewer RdBu, reversed)
+// A single colour scale, sampled on t in [0, 1].
+enum class Colormap {
+  Viridis,   // sequential, perceptually uniform (matplotlib's default)
+  Cividis,   // sequential, designed to read the same with colour-vision deficiency
+  Magma,     // sequential, black -> purple -> cream
+  RdBu,      // diverging, blue (negative) -> white (0) -> red (positive)
+  PuOr,      // diverging, purple -> white -> orange; colour-blind safe
+  Greys,     // sequential, white -> black (for print)
+  GreysDiv,  // diverging, black -> grey -> white (for print)
 };
 
-// The sequential scale at t (clamped to [0, 1]); linear between control points.
-Rgb viridis(double t);
-// The diverging scale at t (clamped to [0, 1]); 0.5 is white.
-Rgb blue_white_red(double t);
-// The colour of `scale` at t in [0, 1].
-Rgb sample(Scale scale, double t);
-
-// "#rrggbb".
-std::string hex(Rgb c);
-// True when black text reads better than white on `c` (WCAG relative luminance).
-bool prefers_dark_text(Rgb c);
-
-// The value range a matrix is drawn over.
-struct Range {
-  double lo = 0, hi = 1;
+// Which pair of scales is used: one sequential (weights, masks) and one
+// diverging centred on 0 (scores, Q, K, V, context, ...).
+enum class Palette {
+  Standard,        // Viridis + RdBu
+  ColorBlindSafe,  // Cividis + PuOr
+  Warm,            // Magma + RdBu
+  Greys,           // Greys + GreysDiv
 };
+inline constexpr Palette kAllPalettes[] = {Palette::Standard, Palette::ColorBlindSafe,
+                                           Palette::Warm, Palette::Greys};
 
-// The range of the finite values: [min, max] for Sequential, [-m, m] with
-// m = max |v| for Diverging; widened when it would be empty. Non-finite
-// values are ignored (they are drawn as marked cells).
-Range value_range(Scale scale, const float* values, std::size_t count);
-// Where v lies in the range, as t in [0, 1] for sample().
-double position(Range range, double v);
+// The palette's name as shown in the View menu, e.g. "Cividis / purple-orange".
+std::string_view palette_label(Palette p);
+// The id stored in sessions and given to --colors, e.g. "colorblind".
+std::string_view palette_id(Palette p);
+// Parses palette_id(); returns Standard when unknown.
+Palette parse_palette(std::string_view id);
+
+Colormap sequential_map(Palette p);
+Colormap diverging_map(Palette p);
+// The scale's name, e.g. "viridis".
+std::string_view colormap_name(Colormap m);
+
+// The colour at t (clamped to [0, 1]; NaN counts as 0); linear interpolation
+// between the scale's published control points.
+Rgba8 sample(Colormap m, float t);
+
+// Not on any scale: the fill of masked (-inf) cells (a dark grey, hatched
+// lighter) and of NaN cells. The grey scales contain every grey, so with them
+// masked cells are a dark red instead.
+Rgba8 masked_fill(Colormap m);
+Rgba8 masked_hatch(Colormap m);
+inline constexpr Rgba8 kNanFill{255, 0, 255, 255};
+
+// "#rrggbb" (alpha dropped).
+std::string hex(Rgba8 c);
+// Black or white, whichever contrasts more with bg (WCAG relative luminance).
+Rgba8 text_color_on(Rgba8 bg);
 
 }  // namespace attnscope::figure

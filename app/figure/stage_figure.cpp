@@ -5,12 +5,6 @@
 
 namespace attnscope::figure {
 
-Scale stage_scale(std::string_view id) {
-  return id == "weights" || id == "dropped_weights" || id == "mask" || id == "dropout_mask"
-             ? Scale::Sequential
-             : Scale::Diverging;
-}
-
 std::string stage_title(const core::Trace& trace, const core::Stage& stage) {
   std::string title = stage.id;
   if (stage.head >= 0) title += ", head " + std::to_string(stage.head);
@@ -19,18 +13,22 @@ std::string stage_title(const core::Trace& trace, const core::Stage& stage) {
   return title;
 }
 
-Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage) {
+Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
+                      const FigureStyle& style) {
   core::StageAxes axes = core::stage_axes(trace, stage);
   Heatmap h;
   h.title = stage_title(trace, stage);
+  if (!style.unicode)  // the em dash is the only non-ASCII character a title has
+    h.title.replace(h.title.find("\xE2\x80\x94"), 3, "-");
   h.row_title = std::move(axes.row_title);
   h.col_title = std::move(axes.col_title);
   h.row_labels = std::move(axes.row_labels);
   h.col_labels = std::move(axes.col_labels);
-  h.rows = static_cast<int>(stage.data.rows());
-  h.cols = static_cast<int>(stage.data.cols());
-  h.values.assign(stage.data.data(), stage.data.data() + stage.data.size());
-  h.scale = stage_scale(stage.id);
+  h.values = stage.data;
+  h.kind = scale_kind_for(stage.id);
+  h.palette = style.palette;
+  h.show_values = style.show_values;
+  h.unicode = style.unicode;
   return h;
 }
 

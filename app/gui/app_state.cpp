@@ -8,6 +8,7 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/inspect.hpp"
 #include "attnscope/io.hpp"
+#include "stage_info.hpp"
 
 namespace attnscope::gui {
 
@@ -84,25 +85,92 @@ std::optional<Step> parse_step(std::string_view id) {
   return std::nullopt;
 }
 
+void AppState::start_worker(std::function<void()> notify) {
+  worker = std::make_unique<ComputeWorker>(std::move(notify));
+}
+
 void AppState::recompute_if_dirty() {
-  if (!dirty) return;
-  dirty = false;
-  error = core::validate(config, inputs);
-  if (error.empty() && explicit_parameters)
-    error = core::validate_parameters(*explicit_parameters, config,
-                                      static_cast<int>(inputs.embeddings.cols()));
-  if (!error.empty()) return;  // keep the last good trace on screen
-  try {
-    trace = std::make_shared<const core::Trace>(
-        explicit_parameters
-            ? core::run_with_explicit_parameters(config, inputs, *explicit_parameters)
-            : core::run_attention(config, inputs));
-    ++trace_version;
-  } catch (const std::bad_alloc&) {
-    error = "out of memory: try fewer tokens or smaller dimensions";
+  if (dirty) {
+    dirty = false;
+    ++requested_version;  // jobs in flight are stale from here on
+    if (incoming) {       // ... and so is a result still being prepared
+      incoming.reset();
+      textures.drop_prepared();
+    }
+    error = core::validate(config, inputs);
+    if (error.empty() && explicit_parameters)
+      error = core::validate_parameters(*explicit_parameters, config,
+                                        static_cast<int>(inputs.embeddings.cols()));
+    if (!error.empty()) {
+      settled_version = requested_version;  // keep the last good trace on screen
+    } else if (worker) {
+      keep_only_the_view();
+      worker->post(ComputeJob{config, inputs, explicit_parameters, requested_version});
+    } else {
+      settled_version = requested_version;
+      adopt(
+          run_job(ComputeJob{config, inputs, explicit_parameters, requested_version}, sync_cache));
+      return;
+    }
+  }
+  if (!worker) return;
+  // A finished job: adopted only when it answers the newest request; older
+  // ones (the inputs changed since) are dropped, never shown.
+  if (std::optional<ComputeResult> r = worker->take(); r && r->version == requested_version) {
+    if (r->trace && trace)
+      incoming = std::move(r);  // its heatmaps are prepared first, below
+    else
+      adopt(std::move(*r));  // an error, or the first trace (nothing to keep on screen)
+  }
+  if (incoming && textures.prepare(*incoming->trace, trace_version + 1, upload_budget_ms)) {
+    textures.commit_prepared(trace_version + 1);
+    adopt(std::move(*incoming));
+    incoming.reset();
+  }
+}
+
+void AppState::keep_only_the_view() {
+  // Two full traces (the one on screen and the one being built) would be
+  // 2 x 375 MiB at T = 1024, d = 768, 12 heads. What stays on screen while
+  // the worker computes is the current step: keep the whole-layer stages
+  // (small), every stage of the focused and the pinned head (the matrices
+  // above and the inspector's breakdown), and the head grid's stage of every
+  // head. Other steps come back with the new trace. Only a trace nobody else
+  // holds (else nothing would be freed) and that run_job built (not const).
+  constexpr std::size_t kSlimAbove = 64u << 20;
+  const std::shared_ptr<core::Trace> own = own_trace.lock();
+  if (!own || own != trace || own.use_count() != 2 || trace_bytes(*own) <= kSlimAbove) return;
+  const int focused = stage_head();
+  const int pinned_head = pinned.valid() ? pinned.head : -1;
+  const std::string_view grid = per_head_stage(step, trace->config.variant);
+  // The same numbers stay: the same trace_version, the textures stay valid.
+  drop_stages(*own, [&](const core::Stage& s) {
+    return s.head < 0 || s.head == focused || s.head == pinned_head || s.id == grid;
+  });
+}
+
+void AppState::adopt(ComputeResult r) {
+  settled_version = r.version;
+  if (!r.trace) {
+    error = r.error;
     return;
   }
+  own_trace = r.trace;
+  trace = std::move(r.trace);  // the previous trace is freed here, not later
+  ++trace_version;
   fix_selection();
+}
+
+void AppState::finish_recompute() {
+  recompute_if_dirty();
+  if (!worker || !computing()) return;
+  worker->wait_idle();
+  recompute_if_dirty();
+  if (incoming) {  // no frames to spread the uploads over: show it now
+    textures.drop_prepared();
+    adopt(std::move(*incoming));
+    incoming.reset();
+  }
 }
 
 std::vector<Step> AppState::steps() const {

@@ -17,9 +17,12 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
 #include "attnscope/trace.hpp"
+#include "compute_worker.hpp"
+#include "export/files_state.hpp"
 #include "imgui.h"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
+#include "teach/teach_state.hpp"
 
 namespace attnscope::gui {
 
@@ -124,11 +127,51 @@ struct AppState {
 
   TextureCache textures;
 
+  // Files: export folder, dialogs, the last notice, imported weights' origin,
+  // the off-screen PNG renderer (export/files_state.hpp).
+  FilesState files;
+
+  // The Learn features: walkthrough position, open windows, compare's run A.
+  TeachState teach;
+
+  // The engine's thread (compute_worker.hpp). Null: recompute_if_dirty()
+  // runs the engine itself, on this thread (the tests, --screenshot).
+  std::unique_ptr<ComputeWorker> worker;
+  std::uint64_t requested_version = 0;  // the newest job posted (or refused as invalid)
+  std::uint64_t settled_version = 0;    // the newest job whose outcome is on screen
+
+  // Starts the engine's thread; `notify` runs on it when a result is ready.
+  void start_worker(std::function<void()> notify);
+  // True while the newest request is still being computed: the trace on
+  // screen is the previous one ("computing…").
+  bool computing() const { return settled_version < requested_version; }
+  // Shows a finished run: its trace replaces the one on screen, or its error is shown.
+  void adopt(ComputeResult result);
+  core::ParameterCache sync_cache;  // the parameters of the last run without a worker
+  // The newest result, waiting until its heatmaps are coloured and uploaded
+  // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
+  std::optional<ComputeResult> incoming;
+  double upload_budget_ms = 6.0;
+  bool preparing() const { return incoming.has_value(); }
+  // The last trace run_job built (not a const object): when it is the one
+  // on screen, keep_only_the_view() may drop its stages in place.
+  std::weak_ptr<core::Trace> own_trace;
+  // Before a job is posted: a big trace on screen keeps only the stages the
+  // current view reads (drop_stages), so that the old and the new trace are
+  // never both alive in full.
+  void keep_only_the_view();
+
   // Call after editing inputs or config.
   void mark_dirty() { dirty = true; }
-  // The frame's recompute point: validates, then runs the engine. On an
-  // invalid state keeps the last good trace and sets `error`.
+  // The frame's recompute point: when dirty, validates at once and runs the
+  // engine (posts a job to the worker, or runs it here without one); then
+  // adopts a finished result if it answers the newest request (older ones
+  // are dropped, never shown). On an invalid state keeps the last good trace
+  // and sets `error`.
   void recompute_if_dirty();
+  // Waits for the worker's newest job and adopts its result (tests,
+  // --screenshot, --cell); without a worker, the same as recompute_if_dirty().
+  void finish_recompute();
 
   // The steps of the trace's variant (of the config before the first trace).
   std::vector<Step> steps() const;

@@ -67,6 +67,11 @@ void apply_style(float scale) {
 
 }  // namespace
 
+std::string sans_font_file() {
+  const char* sans = first_existing(kSansPaths, std::size(kSansPaths));
+  return sans ? sans : "";
+}
+
 float effective_scale(const UiState& ui) {
   return std::clamp(ui.content_scale * ui.ui_scale, 0.5f, 4.0f);
 }

@@ -2,6 +2,8 @@
 // ImGui's built-in font otherwise, at a size that follows the UI scale.
 #pragma once
 
+#include <string>
+
 #include "app_state.hpp"
 
 namespace attnscope::gui {
@@ -11,6 +13,10 @@ inline constexpr float kBaseFontPx = 17.0f;
 
 // The UI scale in effect: the monitor's content scale times the user's factor.
 float effective_scale(const UiState& ui);
+
+// The DejaVu Sans file the UI uses, "" when none is installed (off-screen
+// figure rendering bakes its own sizes from it).
+std::string sans_font_file();
 
 // Rebuilds the font atlas (regular, heading, mono) and the style for
 // effective_scale(state.ui); sets ui.unicode and the font pointers. The

@@ -3,9 +3,12 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "attnscope/io.hpp"
+#include "attnscope/rng.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -61,12 +64,31 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
-  app.add_option("--scale", o.scale, "UI scale factor on top of the monitor's (0.5..3)");
+  app.add_option("--scale", o.scale,
+                 "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
+                 "scale (1, 2, 3 or 4)");
   std::string size;
   app.add_option("--size", size, "window size WxH (default 1600x1000)");
   app.add_option("--screenshot", o.screenshot,
                  "render, save the window as a PNG and exit (the session is left untouched)");
   app.add_flag("--no-session", o.no_session, "neither restore nor save the last session");
+  auto* random = app.add_option("--random", o.random,
+                                "inputs: T tokens of D random values, torch.rand(T, D) after "
+                                "torch.manual_seed(--seed), e.g. 1024,768");
+  random->excludes(preset);
+  random->excludes(config);
+  auto* bench =
+      app.add_option(
+             "--bench-frames", o.bench_frames,
+             "draw N frames without idling, print each frame's CPU and wall time, the "
+             "time to the first frame and peak memory, then exit (the session is untouched)")
+          ->check(CLI::Range(1, 1000000));
+  bench->excludes("--screenshot");
+  auto* export_png = app.add_option(
+      "--export-png", o.export_png,
+      "render every stage's heatmaps (every head) off screen as PNGs into the existing folder "
+      "DIR, print their paths and exit; --scale N (1, 2, 3 or 4) sets the PNG scale");
+  export_png->excludes("--screenshot");
 
   try {
     app.parse(argc, argv);
@@ -78,6 +100,17 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
       o.width = w;
       o.height = h;
       o.size_given = true;
+    }
+    if (o.export_png && o.scale) {  // with --export-png, --scale is the PNG's scale
+      const float f = *o.scale;
+      if (!(f >= 1.0f && f <= 4.0f) || f != std::floor(f)) {
+        char given[32];
+        std::snprintf(given, sizeof given, "%g", static_cast<double>(f));
+        throw core::ParseError(
+            std::string("--scale with --export-png must be 1, 2, 3 or 4 (the PNG scale), not ") + given);
+      }
+      o.export_scale = static_cast<int>(f);
+      o.scale.reset();
     }
   } catch (const CLI::Success& e) {
     return ParseOutcome{false, app.exit(e)};
@@ -94,7 +127,7 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
 }
 
 void apply_launch_options(const LaunchOptions& o, AppState& state) {
-  const bool new_inputs = o.preset || o.config_path;
+  const bool new_inputs = o.preset || o.config_path || o.random;
   const bool run_flags = new_inputs || o.variant || o.d_out || o.num_heads || o.dropout || o.seed ||
                          o.qkv_bias || o.eval;
   if (run_flags) {
@@ -116,6 +149,21 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
     core::RunSpec flags;
     flags.preset = o.preset;
+    if (o.random) {  // as attnscope-cli bench: torch.manual_seed(seed); torch.rand(T, D)
+      int T = 0, D = 0;
+      if (!parse_pair(*o.random, ',', T, D) || T < 1 || T > core::kMaxTokens || D < 1 ||
+          D > core::kMaxDim)
+        throw core::ParseError("--random '" + *o.random + "' must be T,D with T from 1 to " +
+                               std::to_string(core::kMaxTokens) + " and D from 1 to " +
+                               std::to_string(core::kMaxDim) + ", e.g. 1024,768");
+      core::RowMatrix x(T, D);
+      core::TorchGenerator gen(o.seed.value_or(state.config.seed));
+      gen.fill_uniform(x, 0.0f, 1.0f);
+      std::vector<std::string> tokens;
+      for (int t = 0; t < T; ++t) tokens.push_back("t" + std::to_string(t));
+      flags.tokens = std::move(tokens);
+      flags.embeddings = std::move(x);
+    }
     if (o.variant) {
       flags.variant = core::parse_variant(*o.variant);
       if (!flags.variant)
@@ -188,7 +236,7 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
     int i = 0, j = 0;
     if (!parse_pair(*o.cell, ',', i, j))
       throw core::ParseError("--cell '" + *o.cell + "' must be ROW,COL, e.g. 1,2");
-    state.recompute_if_dirty();
+    state.finish_recompute();
     if (!state.error.empty()) throw core::ParseError(state.error);
     const StepMatrices m = step_matrices(state.step, *state.trace, state.head);
     if (m.outputs.empty()) throw core::ParseError("--cell: this stage has no matrix");

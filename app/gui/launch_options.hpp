@@ -29,8 +29,13 @@ struct LaunchOptions {
   bool size_given = false;
   std::optional<std::string> screenshot;  // --screenshot FILE
   bool no_session = false;                // --no-session
-  bool restore_session() const { return !no_session; }
-  bool save_session() const { return !no_session && !screenshot; }
+  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs from --seed
+  std::optional<int> bench_frames;        // --bench-frames N: time N frames, print, exit
+  std::optional<std::string> export_png;  // --export-png DIR: every stage as PNG, then exit
+  int export_scale = 1;                   // --scale N with --export-png (1, 2, 3 or 4)
+  // --export-png draws what its flags say, never the last session.
+  bool restore_session() const { return !no_session && !bench_frames && !export_png; }
+  bool save_session() const { return !no_session && !screenshot && !bench_frames && !export_png; }
 };
 
 // What main should do after parsing.

@@ -12,15 +12,18 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "app_state.hpp"
 #include "attnscope/io.hpp"
 #include "fonts.hpp"
+#include "frame_bench.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
 #include "imgui_impl_opengl3.h"
 #include "launch_options.hpp"
+#include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
 #include "render/png.hpp"
 #include "session.hpp"
@@ -156,6 +159,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const char* glsl = nullptr;
+  if (opts.export_png) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // --export-png: off screen only
   GLFWwindow* window = create_window(state.ui.window_width, state.ui.window_height, glsl);
   if (!window) {
     std::cerr << "error: attnscope needs a graphical session with OpenGL 3, but no window could be "
@@ -168,7 +172,7 @@ int main(int argc, char** argv) {
   glfwSetWindowUserPointer(window, &wake);
   install_wake_callbacks(window);
   glfwMakeContextCurrent(window);
-  glfwSwapInterval(1);
+  glfwSwapInterval(opts.bench_frames ? 0 : 1);  // --bench-frames: as fast as frames go
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -192,6 +196,23 @@ int main(int argc, char** argv) {
   install_key_callback(window);
   ImGui_ImplOpenGL3_Init(glsl);
   state.textures.set_factory([] { return std::make_unique<gui::GlTexture>(); });
+  // Heatmap figures off screen (PNG export, --export-png): needs the GL context.
+  const gui::OffscreenFigureRenderer figure_renderer;
+  state.files.render_png = [&figure_renderer](const attnscope::figure::Heatmap& h, int scale) {
+    return figure_renderer.render(h, scale);
+  };
+  int export_status = 0;
+  if (opts.export_png) {
+    export_status = gui::export_pngs(state, *opts.export_png, opts.export_scale);
+    glfwSetWindowShouldClose(window, GLFW_TRUE);  // no frames: straight to shutdown
+  }
+  // The engine's thread: recomputing never blocks a frame; the worker wakes
+  // the idle loop when a result is ready. --screenshot computes on this
+  // thread instead, so that the picture shows the final trace.
+  if (!opts.screenshot) {
+    state.start_worker([] { glfwPostEmptyEvent(); });
+    state.recompute_if_dirty();  // post the first job now; the first frame need not wait
+  }
 
   // -------------------------------------------------------------------------
   // 3. The loop
@@ -199,14 +220,18 @@ int main(int argc, char** argv) {
   int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
   int frame = 0, same_frames = 0, last_vertices = -1;
   bool screenshot_ok = true;
+  gui::FrameBench bench;  // --bench-frames
+  std::uint64_t shown_version = state.trace_version;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
-    if (opts.screenshot || busy_frames > 0 || state.dirty) {
+    if (opts.bench_frames) bench.begin_frame();
+    if (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty) {
       glfwPollEvents();
     } else {
       // Idle: sleep until input arrives. The timeout only serves the text
-      // caret's blink and signals; a wake-up with no event draws nothing.
+      // caret's blink and signals; a wake-up with no event draws nothing,
+      // unless the worker is computing (its result posts an empty event).
       glfwWaitEventsTimeout(0.5);
-      if (wake.events == 0 && !io.WantTextInput && !state.dirty) continue;
+      if (wake.events == 0 && !io.WantTextInput && !state.dirty && !state.computing()) continue;
     }
     if (wake.events > 0) {
       busy_frames = 3;
@@ -237,9 +262,16 @@ int main(int argc, char** argv) {
     glfwGetFramebufferSize(window, &fbw, &fbh);
     gui::clear_framebuffer(fbw, fbh, 0.11f, 0.12f, 0.14f);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
+    if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
+      gui::save_window_screenshot(state, fbw, fbh);
+    if (state.files.screenshot_countdown > 0) busy_frames = std::max(busy_frames, 1);
     ++frame;
     release_held_keys(window, wake);
-    if (state.dirty) busy_frames = std::max(busy_frames, 1);
+    if (state.dirty || state.preparing()) busy_frames = std::max(busy_frames, 1);
+    const bool adopted = state.trace_version != shown_version;  // a new trace this frame
+    if (adopted) busy_frames = std::max(busy_frames, 3);        // the layout settles over a few
+    shown_version = state.trace_version;
 
     // -----------------------------------------------------------------------
     // 4. Screenshot: once the layout stopped changing for a few frames.
@@ -257,7 +289,32 @@ int main(int argc, char** argv) {
     }
     glfwSwapBuffers(window);
     if (state.ui.quit_requested) glfwSetWindowShouldClose(window, GLFW_TRUE);
+    if (opts.bench_frames) {
+      if (frame == 1) bench.first_frame_shown();
+      if (adopted && bench.frames_with_trace() == 0) bench.first_trace_shown();
+      bench.end_frame(state.trace != nullptr, adopted             ? "trace adopted"
+                                              : state.computing() ? "computing"
+                                                                  : nullptr);
+      if (bench.frames_with_trace() >= *opts.bench_frames) break;
+    }
   }
+  if (opts.bench_frames) {
+    std::string what = "no trace";
+    if (const auto& t = state.trace) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, step %s",
+                    std::string(core::variant_id(t->config.variant)).c_str(), t->num_tokens(),
+                    t->d_in, t->config.d_out, t->config.num_heads, t->config.dropout,
+                    t->config.training ? "training" : "eval",
+                    std::string(gui::step_id(state.step)).c_str());
+      what = buf;
+    }
+    int fbw = 0, fbh = 0;
+    glfwGetFramebufferSize(window, &fbw, &fbh);
+    bench.print(stdout, what + "; framebuffer " + std::to_string(fbw) + "x" + std::to_string(fbh) +
+                            "; GL " + gui::gl_renderer());
+  }
+  state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
 
   if (opts.save_session() && !session_file.empty()) {
     int w = 0, h = 0;
@@ -276,5 +333,6 @@ int main(int argc, char** argv) {
   ImGui::DestroyContext();  // writes imgui.ini when enabled
   glfwDestroyWindow(window);
   glfwTerminate();
+  if (export_status != 0) return export_status;
   return screenshot_ok ? 0 : 1;
 }

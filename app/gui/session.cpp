@@ -1,15 +1,16 @@
-// session.cpp: session JSON, atomic writes, setting corrupt files aside.
+// session.cpp: session documents on core's format, the draft of a run that
+// does not validate, setting corrupt files aside.
+//
+// Sections: the view object / writing / reading / files.
 #include "session.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/weights.hpp"
+#include "export/files.hpp"
 
 namespace attnscope::gui {
 
@@ -24,7 +25,42 @@ std::filesystem::path config_dir() {
   return {};
 }
 
-std::string session_json(const AppState& s) {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The view: everything the app shows besides the run.
+
+json view_of(const AppState& s) {
+  json view;
+  view["preset"] = s.preset;
+  view["stage"] = std::string(step_id(s.step));
+  view["head"] = s.head;
+  if (s.pinned.valid())
+    view["pinned"] = {{"stage", s.pinned.stage},
+                      {"head", s.pinned.head},
+                      {"row", s.pinned.row},
+                      {"col", s.pinned.col}};
+  view["ui"] = {{"palette", std::string(palette_id(s.ui.palette))},
+                {"show_values", s.ui.show_values},
+                {"ui_scale", s.ui.ui_scale},
+                {"window", {s.ui.window_width, s.ui.window_height}},
+                {"random_seed", s.ui.random_seed},
+                {"random_tokens", s.ui.random_tokens},
+                {"random_dims", s.ui.random_dims}};
+  const FilesState& f = s.files;
+  json files = {{"export_folder", f.export_folder.string()},
+                {"recent_folders", f.recent_folders},
+                {"last_folder", f.last_folder},
+                {"png_scale", f.png_scale},
+                {"all_format", std::string(core::format_id(f.all_format))}};
+  if (s.explicit_parameters && f.imported.lock() == s.explicit_parameters)
+    files["weights_from"] = f.imported_from;
+  view["files"] = std::move(files);
+  return view;
+}
+
+// The run as a config document, valid or not (the draft of a mid-edit run).
+json run_document(const AppState& s) {
   json run;
   run["tokens"] = s.inputs.tokens;
   json rows = json::array();
@@ -42,62 +78,97 @@ std::string session_json(const AppState& s) {
   run["seed"] = s.config.seed;
   run["qkv_bias"] = s.config.qkv_bias;
   run["training"] = s.config.training;
-
-  // The layout of core's session files (core/include/attnscope/session.hpp):
-  // the run as a config document, the GUI's own state under "view".
-  json view;
-  view["preset"] = s.preset;
-  view["stage"] = std::string(step_id(s.step));
-  view["head"] = s.head;
-  if (s.pinned.valid())
-    view["pinned"] = {{"stage", s.pinned.stage},
-                      {"head", s.pinned.head},
-                      {"row", s.pinned.row},
-                      {"col", s.pinned.col}};
-  view["ui"] = {{"palette", std::string(palette_id(s.ui.palette))},
-                {"show_values", s.ui.show_values},
-                {"ui_scale", s.ui.ui_scale},
-                {"window", {s.ui.window_width, s.ui.window_height}},
-                {"random_seed", s.ui.random_seed},
-                {"random_tokens", s.ui.random_tokens},
-                {"random_dims", s.ui.random_dims}};
-  json doc;
-  doc["attnscope_session"] = 1;
-  doc["run"] = std::move(run);
-  doc["view"] = std::move(view);
-  return doc.dump(1) + "\n";
+  return run;
 }
 
-void apply_session_json(std::string_view text, std::string_view source, AppState& state) {
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::exception&) {
-    throw SessionError(std::string(source) + " is not valid JSON");
+bool runs_as_is(const AppState& s) {
+  if (!core::validate(s.config, s.inputs).empty()) return false;
+  return !s.explicit_parameters ||
+         core::validate_parameters(*s.explicit_parameters, s.config,
+                                   static_cast<int>(s.inputs.embeddings.cols()))
+             .empty();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Writing
+
+std::optional<core::Session> session_of_trace(const AppState& s) {
+  if (!s.trace) return std::nullopt;
+  const core::Trace& t = *s.trace;
+  core::Session out;
+  out.config = t.config;
+  out.inputs.tokens = t.tokens;
+  const core::Stage* x = t.find("inputs");
+  out.inputs.embeddings = x ? x->data : s.inputs.embeddings;
+  if (t.explicit_weights) {
+    // The trace ran with explicit weights: the ones held now, if they still fit it.
+    if (!s.explicit_parameters ||
+        !core::validate_parameters(*s.explicit_parameters, t.config, t.d_in).empty())
+      return std::nullopt;
+    out.weights = *s.explicit_parameters;
   }
-  if (!doc.is_object() || doc.value("attnscope_session", 0) != 1)
-    throw SessionError(std::string(source) + " is not an attnscope session");
+  if (!core::validate(out.config, out.inputs).empty()) return std::nullopt;
+  return out;
+}
+
+std::string session_view_json(const AppState& s) { return view_of(s).dump(); }
+
+std::string session_json(const AppState& s) {
+  json view = view_of(s);
+  core::Session doc;
+  if (runs_as_is(s)) {
+    doc.config = s.config;
+    doc.inputs = s.inputs;
+    if (s.explicit_parameters) doc.weights = *s.explicit_parameters;
+  } else {
+    // Mid-edit: the last good run as "run", the edits as the view's draft.
+    if (auto last = session_of_trace(s)) {
+      doc = std::move(*last);
+    } else {
+      doc.inputs = *core::find_preset("book");
+      doc.config = core::Config{};
+    }
+    view["draft"] = run_document(s);
+  }
+  doc.view_json = view.dump();
+  json out = json::parse(core::session_json(doc));
+  return out.dump(1) + "\n";
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+
+void apply_session_json(std::string_view text, std::string_view source, AppState& state,
+                        SessionScope scope) {
+  core::Session doc;
   try {
-    // The run part uses the config-file format, so core checks every field.
-    const json& run = doc.at("run");
-    const core::RunSpec spec = core::parse_run_spec(run.dump(), source);
-    if (!spec.tokens || !spec.embeddings) throw SessionError("no tokens or embeddings");
-    if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
-      throw SessionError("token count does not match the embeddings");
+    doc = core::parse_session(text, source);
+  } catch (const core::ParseError& e) {
+    throw SessionError(e.what());
+  }
+  try {
+    const json view = json::parse(doc.view_json);
+    core::Inputs inputs = std::move(doc.inputs);
+    core::Config config = doc.config;
+    if (view.contains("draft")) {
+      // A run that did not validate when it was saved: restored as it was.
+      const core::RunSpec spec = core::parse_run_spec(view.at("draft").dump(), source);
+      if (!spec.tokens || !spec.embeddings)
+        throw SessionError("the draft has no tokens or embeddings");
+      if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
+        throw SessionError("the draft's token count does not match its embeddings");
+      inputs = core::Inputs{*spec.tokens, *spec.embeddings};
+      if (spec.variant) config.variant = *spec.variant;
+      if (spec.d_out) config.d_out = *spec.d_out;
+      if (spec.num_heads) config.num_heads = *spec.num_heads;
+      if (spec.dropout) config.dropout = *spec.dropout;
+      if (spec.seed) config.seed = *spec.seed;
+      if (spec.qkv_bias) config.qkv_bias = *spec.qkv_bias;
+      if (spec.training) config.training = *spec.training;
+    }
 
-    core::Inputs inputs{*spec.tokens, *spec.embeddings};
-    core::Config config;
-    if (spec.variant) config.variant = *spec.variant;
-    if (spec.d_out) config.d_out = *spec.d_out;
-    if (spec.num_heads) config.num_heads = *spec.num_heads;
-    if (spec.dropout) config.dropout = *spec.dropout;
-    if (spec.seed) config.seed = *spec.seed;
-    if (spec.qkv_bias) config.qkv_bias = *spec.qkv_bias;
-    if (spec.training) config.training = *spec.training;
-
-    static const json kEmpty = json::object();
-    const json& view = doc.contains("view") ? doc.at("view") : kEmpty;
-    if (!view.is_object()) throw SessionError("\"view\" must be an object");
     const auto step = parse_step(view.value("stage", std::string("inputs")));
     CellRef pinned;
     if (view.contains("pinned")) {
@@ -106,82 +177,93 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
                        p.at("row").get<int>(), p.at("col").get<int>()};
     }
     UiState ui = state.ui;
+    FilesState files_prefs;
     if (view.contains("ui")) {
       const json& u = view.at("ui");
       ui.palette = parse_palette(u.value("palette", std::string("standard")));
       ui.show_values = u.value("show_values", true);
-      ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
-      if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {
-        ui.window_width = std::clamp(u["window"][0].get<int>(), 320, 16384);
-        ui.window_height = std::clamp(u["window"][1].get<int>(), 240, 16384);
+      if (scope.preferences) {
+        ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
+        if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {
+          ui.window_width = std::clamp(u["window"][0].get<int>(), 320, 16384);
+          ui.window_height = std::clamp(u["window"][1].get<int>(), 240, 16384);
+        }
+        ui.random_seed = u.value("random_seed", ui.random_seed);
+        ui.random_tokens =
+            std::clamp(u.value("random_tokens", ui.random_tokens), 1, core::kMaxTokens);
+        ui.random_dims = std::clamp(u.value("random_dims", ui.random_dims), 1, core::kMaxDim);
       }
-      ui.random_seed = u.value("random_seed", ui.random_seed);
-      ui.random_tokens =
-          std::clamp(u.value("random_tokens", ui.random_tokens), 1, core::kMaxTokens);
-      ui.random_dims = std::clamp(u.value("random_dims", ui.random_dims), 1, core::kMaxDim);
+    }
+    std::string weights_from;
+    if (view.contains("files")) {
+      const json& f = view.at("files");
+      files_prefs.export_folder = f.value("export_folder", std::string());
+      files_prefs.recent_folders = f.value("recent_folders", std::vector<std::string>{});
+      if (files_prefs.recent_folders.size() > FilesState::kMaxRecent)
+        files_prefs.recent_folders.resize(FilesState::kMaxRecent);
+      files_prefs.last_folder = f.value("last_folder", std::string());
+      const int scale = f.value("png_scale", 2);
+      files_prefs.png_scale = scale == 1 || scale == 4 ? scale : 2;
+      files_prefs.all_format = core::parse_data_format(f.value("all_format", std::string("npy")))
+                                   .value_or(core::DataFormat::Npy);
+      if (files_prefs.all_format == core::DataFormat::Torch)
+        files_prefs.all_format = core::DataFormat::Npy;
+      weights_from = f.value("weights_from", std::string());
     }
 
     // Everything parsed: apply.
     state.inputs = std::move(inputs);
     state.config = config;
+    state.explicit_parameters.reset();
+    state.files.imported.reset();
+    state.files.imported_from.clear();
+    if (doc.weights) {
+      auto p = std::make_shared<const core::Parameters>(std::move(*doc.weights));
+      state.explicit_parameters = p;
+      state.files.imported = p;
+      state.files.imported_from = weights_from.empty() ? std::string(source) : weights_from;
+    }
     state.preset = view.value("preset", std::string("book"));
     state.step = step.value_or(Step::Inputs);
     state.head = std::max(0, view.value("head", 0));
     state.pinned = pinned;
     state.ui = std::move(ui);
+    if (scope.preferences) {
+      state.files.export_folder = std::move(files_prefs.export_folder);
+      state.files.recent_folders = std::move(files_prefs.recent_folders);
+      state.files.last_folder = std::move(files_prefs.last_folder);
+      state.files.png_scale = files_prefs.png_scale;
+      state.files.all_format = files_prefs.all_format;
+    }
     state.mark_dirty();
   } catch (const core::ParseError& e) {
     throw SessionError(e.what());
   } catch (const SessionError& e) {
     throw SessionError(std::string(source) + ": " + e.what());
   } catch (const json::exception&) {
-    throw SessionError(std::string(source) + " has a missing or mistyped field");
+    throw SessionError(std::string(source) + ": the view has a missing or mistyped field");
   }
 }
 
+// ---------------------------------------------------------------------------
+// Files
+
 std::string write_file_atomic(const std::filesystem::path& path, std::string_view text) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot write " + tmp.string() + ": " + std::strerror(errno);
-  const char* p = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      fs::remove(tmp, ec);
-      return "cannot write " + tmp.string() + ": " + why;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  try {
+    if (path.has_parent_path()) core::ensure_folder(path.parent_path());
+    core::write_file_atomic(path, text, core::Overwrite::Replace);
+    return {};
+  } catch (const core::FileError& e) {
+    return e.what();
   }
-  // Data on disk before the rename makes it visible: a crash leaves the old
-  // file or the new one, never half of one.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    fs::remove(tmp, ec);
-    return "cannot write " + tmp.string() + ": " + std::strerror(errno);
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return "cannot replace " + path.string() + ": " + ec.message();
-  }
-  return {};
 }
 
 std::string load_session(const std::filesystem::path& file, AppState& state, bool set_aside) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(file, ec)) return {};
-  std::string text;
   try {
-    text = core::read_text_file(file.string());
+    const std::string text = core::read_import_file(file);
     apply_session_json(text, file.string(), state);
     return {};
   } catch (const std::exception& e) {
@@ -197,7 +279,11 @@ std::string load_session(const std::filesystem::path& file, AppState& state, boo
 }
 
 std::string save_session(const std::filesystem::path& file, const AppState& state) {
-  return write_file_atomic(file, session_json(state));
+  try {
+    return write_file_atomic(file, session_json(state));
+  } catch (const std::exception& e) {  // core::ParseError: cannot happen for a validated run
+    return e.what();
+  }
 }
 
 }  // namespace attnscope::gui

@@ -1,17 +1,27 @@
-// session.hpp: the last session (tokens, embeddings, config, stage, pinned
-// cell, view preferences) saved on exit and restored on the next launch, in
-// $XDG_CONFIG_HOME/attnscope/ (default ~/.config/attnscope/) next to imgui.ini.
-// Layout: {"attnscope_session": 1, "run": <config document>, "view": {...}},
-// the layout of core's session files; "view" holds stage, head, pinned cell
-// and UI preferences. Unlike core's, an invalid run (mid-edit) is kept.
+// session.hpp: the app's session documents, on core's session format
+// (core/include/attnscope/session.hpp): {"attnscope_session": 1, "run": ...,
+// "weights": ..., "view": {...}}. The same document is
+//   - the last session, saved on exit and restored on the next launch, in
+//     $XDG_CONFIG_HOME/attnscope/session.json (default ~/.config/attnscope/)
+//     next to imgui.ini;
+//   - what File > Save session writes and File > Open session reads.
+// "view" is the app's: stage, head, pinned cell, UI preferences, files.
+//
+// The app saves half-finished edits as they are. A run that does not
+// validate (d_out not divisible by the heads, mid-edit) cannot be core's
+// "run", so the document then holds the last good run (the trace on screen)
+// as "run" and the edits as "view"."draft"; restoring applies the draft, and
+// core (or the CLI) reading the file sees a valid session of the last good run.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "app_state.hpp"
+#include "attnscope/session.hpp"
 
 namespace attnscope::gui {
 
@@ -25,14 +35,30 @@ class SessionError : public std::runtime_error {
 // $HOME/.config/attnscope; empty when neither is known.
 std::filesystem::path config_dir();
 
-// The session as a JSON document.
+// The session that reproduces the trace on screen: its config, tokens and
+// embeddings, and the explicit weights it ran with; nullopt without a trace
+// (or when the weights it ran with were replaced since).
+std::optional<core::Session> session_of_trace(const AppState& state);
+
+// The app's "view" object (stage, head, pinned cell, preferences) as JSON text.
+std::string session_view_json(const AppState& state);
+
+// The session as a JSON document (core::session_json).
 std::string session_json(const AppState& state);
+
+// What applying a session changes besides the run and the selection.
+struct SessionScope {
+  bool preferences = true;  // UI scale, window size, files settings (the last session: yes;
+                            // File > Open session: no, those are this app's, not the run's)
+};
+
 // Applies a session document to `state`; throws SessionError and leaves
 // `state` untouched when the document is not a valid session.
-void apply_session_json(std::string_view text, std::string_view source, AppState& state);
+void apply_session_json(std::string_view text, std::string_view source, AppState& state,
+                        SessionScope scope = {});
 
-// Writes `text` to `path` atomically (temp file in the same directory, fsync,
-// rename), creating the directory. Returns "" or what went wrong.
+// Writes `text` to `path` atomically (core::write_file_atomic, replacing),
+// creating the directory. Returns "" or what went wrong.
 std::string write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 // Restores `file` into `state`. A missing file changes nothing and returns "".

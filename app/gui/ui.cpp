@@ -5,10 +5,12 @@
 #include "ui.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "imgui_compat.hpp"
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
+#include "teach/teach.hpp"
 
 namespace attnscope::gui {
 
@@ -22,6 +24,27 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
 }
+
+namespace {
+
+// While the worker computes, a small pill in the middle of the menu bar: the
+// matrices on screen are the previous trace's until the new one is adopted.
+void draw_computing_indicator(const AppState& state) {
+  if (!state.computing()) return;
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const std::string text = state.ui.unicode ? "computing…" : "computing...";
+  const ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+  const float bar_h = ImGui::GetFrameHeight();
+  const ImVec2 at(vp->WorkPos.x + (vp->WorkSize.x - ts.x) * 0.5f,
+                  vp->WorkPos.y + (bar_h - ts.y) * 0.5f);
+  ImDrawList* dl = ImGui::GetForegroundDrawList();
+  dl->AddRectFilled(ImVec2(at.x - 10, vp->WorkPos.y + 2),
+                    ImVec2(at.x + ts.x + 10, vp->WorkPos.y + bar_h - 2),
+                    IM_COL32(240, 160, 40, 235), bar_h * 0.5f);
+  dl->AddText(at, IM_COL32(20, 20, 20, 255), text.c_str());
+}
+
+}  // namespace
 
 void draw_ui(AppState& state) {
   state.recompute_if_dirty();  // the one recompute point of the frame
@@ -78,7 +101,11 @@ void draw_ui(AppState& state) {
       state.trace && !per_head_stage(state.step, state.trace->config.variant).empty();
   const float heads_h = heads ? std::clamp(avail.y * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
   ImGui::BeginChild("stage", ImVec2(0, avail.y - heads_h - (heads ? gap : 0.0f)), false, kFixed);
-  draw_stage_panel(state);
+  if (!state.trace && state.computing())  // the first trace is on its way
+    ImGui::TextDisabled("Computing the first trace (%d tokens)...",
+                        static_cast<int>(state.inputs.tokens.size()));
+  else
+    draw_stage_panel(state);
   ImGui::EndChild();
   if (heads) {
     ImGui::BeginChild("heads", ImVec2(0, heads_h), true, ImGuiWindowFlags_HorizontalScrollbar);
@@ -94,6 +121,8 @@ void draw_ui(AppState& state) {
 
   ImGui::End();
   draw_menu_popups(state);
+  draw_learn_windows(state);  // teach/teach.hpp
+  draw_computing_indicator(state);
 }
 
 }  // namespace attnscope::gui

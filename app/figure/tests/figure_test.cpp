@@ -1,5 +1,5 @@
-// figure_test.cpp: colour scales, value ranges, XML escaping and the
-// structure of heatmap SVGs.
+// figure_test.cpp: colour scales, value ranges, XML escaping, the heatmap
+// figure layout and the structure of heatmap SVGs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,8 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/io.hpp"
 #include "figure/colormap.hpp"
+#include "figure/heatmap_figure.hpp"
+#include "figure/scale.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
 
@@ -27,47 +29,45 @@ std::size_t count(const std::string& haystack, const std::string& needle) {
 }
 
 TEST(Colormap, ViridisRunsFromPurpleToYellow) {
-  EXPECT_EQ(hex(viridis(0)), "#440154");
-  EXPECT_EQ(hex(viridis(1)), "#fde725");
-  EXPECT_EQ(viridis(-3), viridis(0));
-  EXPECT_EQ(viridis(7), viridis(1));
-  EXPECT_EQ(viridis(std::nan("")), viridis(0));
+  EXPECT_EQ(hex(sample(Colormap::Viridis, 0)), "#440154");
+  EXPECT_EQ(hex(sample(Colormap::Viridis, 1)), "#fde725");
+  EXPECT_EQ(sample(Colormap::Viridis, -3), sample(Colormap::Viridis, 0));
+  EXPECT_EQ(sample(Colormap::Viridis, 7), sample(Colormap::Viridis, 1));
+  EXPECT_EQ(sample(Colormap::Viridis, std::nanf("")), sample(Colormap::Viridis, 0));
 }
 
-TEST(Colormap, DivergingScaleIsBlueWhiteRed) {
-  const Rgb lo = blue_white_red(0), mid = blue_white_red(0.5), hi = blue_white_red(1);
+TEST(Colormap, DivergingScaleIsBlueNearWhiteRed) {
+  const Rgba8 lo = sample(Colormap::RdBu, 0), mid = sample(Colormap::RdBu, 0.5f),
+              hi = sample(Colormap::RdBu, 1);
   EXPECT_GT(lo.b, lo.r);
-  EXPECT_EQ(mid, (Rgb{255, 255, 255}));
+  EXPECT_EQ(mid, (Rgba8{0xf7, 0xf7, 0xf7, 255}));
   EXPECT_GT(hi.r, hi.b);
 }
 
 TEST(Colormap, TextIsDarkOnLightColoursAndLightOnDarkOnes) {
-  EXPECT_TRUE(prefers_dark_text(Rgb{255, 255, 255}));
-  EXPECT_TRUE(prefers_dark_text(viridis(1)));
-  EXPECT_FALSE(prefers_dark_text(viridis(0)));
-  EXPECT_FALSE(prefers_dark_text(blue_white_red(0)));
+  EXPECT_EQ(text_color_on(Rgba8{255, 255, 255, 255}), (Rgba8{0, 0, 0, 255}));
+  EXPECT_EQ(text_color_on(sample(Colormap::Viridis, 1)), (Rgba8{0, 0, 0, 255}));
+  EXPECT_EQ(text_color_on(sample(Colormap::Viridis, 0)), (Rgba8{255, 255, 255, 255}));
+  EXPECT_EQ(text_color_on(sample(Colormap::RdBu, 0)), (Rgba8{255, 255, 255, 255}));
+}
+
+core::RowMatrix mat(int rows, int cols, std::initializer_list<float> v) {
+  core::RowMatrix m(rows, cols);
+  std::copy(v.begin(), v.end(), m.data());
+  return m;
 }
 
 TEST(ValueRange, IsSymmetricForDivergingAndIgnoresInfinities) {
-  const float v[] = {-0.5f, 2.0f, -kInf, std::nanf("")};
-  const Range d = value_range(Scale::Diverging, v, 4);
-  EXPECT_EQ(d.lo, -2.0);
-  EXPECT_EQ(d.hi, 2.0);
-  const Range s = value_range(Scale::Sequential, v, 4);
-  EXPECT_EQ(s.lo, -0.5);
-  EXPECT_EQ(s.hi, 2.0);
-  EXPECT_EQ(position(d, 0.0), 0.5);
-}
-
-TEST(ValueRange, WidensAConstantMatrixAroundItsValue) {
-  const float ones[] = {1, 1, 1};
-  const Range r = value_range(Scale::Sequential, ones, 3);
-  EXPECT_LT(r.lo, 1.0);
-  EXPECT_GT(r.hi, 1.0);
-  EXPECT_EQ(position(r, 1.0), 0.5);
-  const float zeros[] = {0, 0};
-  const Range z = value_range(Scale::Diverging, zeros, 2);
-  EXPECT_LT(z.lo, z.hi);
+  const core::RowMatrix m = mat(1, 4, {-0.5f, 2.0f, -kInf, std::nanf("")});
+  const ValueRange d = value_range(m, ScaleKind::Diverging);
+  EXPECT_EQ(d.lo, -2.0f);
+  EXPECT_EQ(d.hi, 2.0f);
+  EXPECT_EQ(d.neg_inf, 1);
+  EXPECT_EQ(d.nan, 1);
+  const ValueRange s = value_range(m, ScaleKind::Sequential);
+  EXPECT_EQ(s.lo, -0.5f);
+  EXPECT_EQ(s.hi, 2.0f);
+  EXPECT_EQ(scale_position(0.0f, d), 0.5f);
 }
 
 TEST(XmlEscape, EscapesMarkupAndReplacesWhatXmlForbids) {
@@ -89,9 +89,7 @@ Heatmap small() {
   h.col_title = "key";
   h.row_labels = {"a", "b"};
   h.col_labels = {"a", "b", "c"};
-  h.rows = 2;
-  h.cols = 3;
-  h.values = {1, -kInf, 0.5f, 2, 3, std::nanf("")};
+  h.values = mat(2, 3, {1, -kInf, 0.5f, 2, 3, std::nanf("")});
   return h;
 }
 
@@ -105,20 +103,43 @@ TEST(HeatmapSvg, HasOneCellRectPerEntryAndEveryLabel) {
   EXPECT_EQ(count(svg, "class=\"col-label\""), 3u);
   EXPECT_NE(svg.find(">\xE2\x88\x92\xE2\x88\x9E</text>"), std::string::npos);  // −∞
   EXPECT_NE(svg.find("scores &lt;test&gt;"), std::string::npos);
-  EXPECT_EQ(count(svg, "class=\"value\""), 6u);  // small: every cell shows its value
+  EXPECT_EQ(count(svg, "class=\"value\""), 6u);              // small: every cell shows its value
+  EXPECT_NE(svg.find(">1.0000</text>"), std::string::npos);  // 4 decimals, as on screen
+  EXPECT_NE(svg.find(">nan</text>"), std::string::npos);
   EXPECT_NE(svg.find("class=\"colorbar\""), std::string::npos);
+  EXPECT_NE(svg.find("class=\"masked-swatch\""), std::string::npos);
+}
+
+TEST(HeatmapSvg, CellsHaveTheColoursTheAppDrawsWithThePalette) {
+  Heatmap h = small();
+  h.values = mat(2, 3, {-1, 0, 1, 0.5f, -0.5f, 0.25f});
+  for (Palette p : kAllPalettes) {
+    h.palette = p;
+    const std::string svg = heatmap_svg(h);
+    const Colormap map = diverging_map(p);
+    const ValueRange r = value_range(h.values, ScaleKind::Diverging);
+    // Every cell's fill is the app's colour for that value.
+    for (float v : {-1.0f, 1.0f})
+      EXPECT_NE(svg.find("fill=\"" + hex(cell_color(v, r, map)) + "\"/>"), std::string::npos)
+          << palette_id(p);
+  }
+}
+
+TEST(HeatmapSvg, HidesNumbersWhenTheScreenDoes) {
+  Heatmap h = small();
+  h.show_values = false;
+  EXPECT_EQ(count(heatmap_svg(h), "class=\"value\""), 0u);
 }
 
 TEST(HeatmapSvg, LeavesValuesOutOfLargeMatrices) {
   Heatmap h;
-  h.rows = h.cols = 20;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 40; ++i) {
     h.row_labels.push_back("r" + std::to_string(i));
     h.col_labels.push_back("c" + std::to_string(i));
   }
-  h.values.assign(400, 0.25f);
+  h.values = core::RowMatrix::Constant(40, 40, 0.25f);
   const std::string svg = heatmap_svg(h);
-  EXPECT_EQ(count(svg, "<rect class=\"cell"), 400u);
+  EXPECT_EQ(count(svg, "<rect class=\"cell"), 1600u);
   EXPECT_EQ(count(svg, "class=\"value\""), 0u);
 }
 
@@ -131,21 +152,46 @@ TEST(HeatmapSvg, RefusesInconsistentOrHugeHeatmaps) {
   EXPECT_FALSE(svg_supported(0, 3));
 }
 
+TEST(Layout, SizeIsWholePixelsAndHoldsGridAndColourBar) {
+  const Scene sc = layout_heatmap(small());
+  EXPECT_GT(sc.width, 0);
+  EXPECT_GE(static_cast<float>(sc.width), sc.gradients.at(0).x + sc.gradients[0].w);
+  EXPECT_GE(static_cast<float>(sc.height), sc.grid.y + sc.grid.cell * 2);
+  EXPECT_EQ(sc.decimals, 4);
+  EXPECT_EQ(sc.grid.marks[1], CellGrid::Masked);
+  EXPECT_EQ(sc.grid.marks[5], CellGrid::NotANumber);
+}
+
+TEST(Layout, LongColumnLabelsAreRotatedAndShortOnesAreNot) {
+  Heatmap h = small();
+  EXPECT_EQ(layout_heatmap(h).texts[0].role, "title");
+  auto col_angles = [](const Scene& sc) {
+    std::vector<float> a;
+    for (const auto& t : sc.texts)
+      if (t.role == "col-label") a.push_back(t.angle);
+    return a;
+  };
+  for (float a : col_angles(layout_heatmap(h))) EXPECT_EQ(a, 0.0f);
+  h.col_labels = {"a very long token", "b", "c"};
+  for (float a : col_angles(layout_heatmap(h))) EXPECT_NE(a, 0.0f);
+}
+
 TEST(StageHeatmap, UsesTokensAndTheSequentialScaleForWeights) {
   core::Config c;
   c.variant = core::Variant::MultiheadWrapper;
   c.num_heads = 2;
   const core::Trace t = core::run_attention(c, *core::find_preset("shiny"));
-  const Heatmap w = stage_heatmap(t, *t.find("weights", 1));
-  EXPECT_EQ(w.scale, Scale::Sequential);
+  const Heatmap w = stage_heatmap(t, *t.find("weights", 1), {Palette::ColorBlindSafe, true, true});
+  EXPECT_EQ(w.kind, ScaleKind::Sequential);
+  EXPECT_EQ(w.palette, Palette::ColorBlindSafe);
   EXPECT_EQ(w.row_labels, t.tokens);
   EXPECT_EQ(w.col_labels, t.tokens);
   EXPECT_EQ(w.title, "weights, head 1 \xE2\x80\x94 multihead_wrapper (MultiHeadAttentionWrapper)");
   const Heatmap q = stage_heatmap(t, *t.find("W_query", 0));
-  EXPECT_EQ(q.scale, Scale::Diverging);
+  EXPECT_EQ(q.kind, ScaleKind::Diverging);
   EXPECT_EQ(q.row_labels.front(), "in0");
-  EXPECT_EQ(stage_scale("masked_scores"), Scale::Diverging);
-  EXPECT_EQ(stage_scale("dropout_mask"), Scale::Sequential);
+  EXPECT_EQ(scale_kind_for("masked_scores"), ScaleKind::Diverging);
+  EXPECT_EQ(scale_kind_for("dropout_mask"), ScaleKind::Sequential);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // menu_bar.cpp: File / View / Help, the About window and the shortcuts list.
+// The file features (sessions, imports, exports) are export/files_ui.hpp's.
 #include <string>
 
+#include "export/files.hpp"
+#include "export/files_ui.hpp"
 #include "fonts.hpp"
 #include "panels/panels.hpp"
+#include "teach/teach.hpp"
 
 namespace attnscope::gui {
 
@@ -21,6 +25,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Drag", "pan a zoomed heatmap"},
     {"Double-click", "fit the heatmap again"},
     {"Ctrl+click a slider", "type an exact value"},
+    {"Right-click a heatmap", "export it (PNG, SVG, CSV, NPY, JSON, torch.tensor)"},
+    {"F12", "screenshot of the window into the export folder"},
     {"Ctrl+Q", "quit (the session is saved)"},
 };
 
@@ -31,6 +37,7 @@ void reset_to_defaults(AppState& state) {
   state.head = 0;
   state.pinned = CellRef{};
   state.ui.heads_refusal.clear();
+  reset_to_seeded_weights(state);
   state.mark_dirty();
 }
 
@@ -38,7 +45,10 @@ void reset_to_defaults(AppState& state) {
 
 void draw_menu_bar(AppState& state) {
   if (!ImGui::BeginMenuBar()) return;
+  handle_file_shortcuts(state);  // F12
   if (ImGui::BeginMenu("File")) {
+    draw_file_menu_items(state);
+    ImGui::Separator();
     if (ImGui::MenuItem("Reset to the book example")) reset_to_defaults(state);
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) state.ui.quit_requested = true;
@@ -65,13 +75,17 @@ void draw_menu_bar(AppState& state) {
       ImGui::EndMenu();
     }
     if (ImGui::MenuItem("Fit all heatmaps", "double-click")) state.ui.views.clear();
+    ImGui::Separator();
+    draw_screenshot_menu_item(state);
     ImGui::EndMenu();
   }
+  draw_learn_menu(state);  // teach/learn_menu.cpp
   if (ImGui::BeginMenu("Help")) {
     if (ImGui::MenuItem("How to use / shortcuts")) state.ui.show_shortcuts = true;
     if (ImGui::MenuItem("About attnscope")) state.ui.show_about = true;
     ImGui::EndMenu();
   }
+  draw_weights_badge(state);
   // Where we are, at the right end of the bar.
   if (state.trace) {
     const core::Trace& t = *state.trace;
@@ -89,6 +103,7 @@ void draw_menu_bar(AppState& state) {
 }
 
 void draw_menu_popups(AppState& state) {
+  draw_file_windows(state);  // dialogs and the export notice (files_panel.cpp)
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const ImVec2 centre(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + vp->WorkSize.y * 0.5f);
   constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_AlwaysAutoResize |

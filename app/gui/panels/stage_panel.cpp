@@ -10,6 +10,7 @@
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
+#include "teach/teach.hpp"
 
 namespace attnscope::gui {
 
@@ -127,7 +128,9 @@ void draw_one(AppState& state, const core::Stage& s, const std::string& slot, Im
   spec.pin_col = m.pin_col;
   spec.mark_row = m.mark_row;
   spec.mark_col = m.mark_col;
+  spec.title_reserve = stage_book_badge_width(state, s);  // teach/teach.hpp
   const HeatmapResult r = draw_heatmap(state, spec, size);
+  if (spec.title_reserve > 0) stage_book_badge(state, s, r.title_end);
   if (r.clicked) state.pinned = CellRef{s.id, s.head, r.row, r.col};
 }
 
@@ -237,6 +240,7 @@ void draw_stage_panel(AppState& state) {
   ImGui::BeginGroup();
   ImGui::PushTextWrapPos(ImGui::GetCursorPos().x + width - 2 * pad.x);
   draw_explanation(state);
+  draw_stage_learn_links(state);  // book badges + "Learn more" (teach/learn_menu.cpp)
   ImGui::PopTextWrapPos();
   ImGui::EndGroup();
   const float bottom = ImGui::GetItemRectMax().y + pad.y;

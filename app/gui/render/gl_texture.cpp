@@ -7,13 +7,14 @@
 
 namespace attnscope::gui {
 
-GlTexture::GlTexture() {
+GlTexture::GlTexture(bool smooth) {
   GLuint n = 0;
   glGenTextures(1, &n);
   name_ = n;
   glBindTexture(GL_TEXTURE_2D, n);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  const GLint filter = smooth ? GL_LINEAR : GL_NEAREST;
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, filter);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, filter);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
 }
@@ -56,6 +57,12 @@ std::vector<std::uint8_t> read_framebuffer(int width, int height) {
                 &bottom_up[static_cast<std::size_t>(height - 1 - y) * row], row);
   for (std::size_t k = 3; k < top_down.size(); k += 4) top_down[k] = 255;  // opaque PNG
   return top_down;
+}
+
+std::string gl_renderer() {
+  const auto* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+  const auto* version = reinterpret_cast<const char*>(glGetString(GL_VERSION));
+  return std::string(renderer ? renderer : "?") + ", " + (version ? version : "?");
 }
 
 int max_texture_size() {

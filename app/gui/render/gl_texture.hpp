@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "render/texture.hpp"
@@ -12,7 +13,9 @@ namespace attnscope::gui {
 
 class GlTexture final : public Texture {
  public:
-  GlTexture();  // needs a current GL context
+  // Needs a current GL context. Nearest filtering (heatmap cells stay crisp
+  // squares); `smooth`: linear, for font atlases drawn rotated or scaled.
+  explicit GlTexture(bool smooth = false);
   ~GlTexture() override;
   GlTexture(const GlTexture&) = delete;
   GlTexture& operator=(const GlTexture&) = delete;
@@ -30,6 +33,10 @@ std::vector<std::uint8_t> read_framebuffer(int width, int height);
 
 // The largest texture side the GL implementation accepts.
 int max_texture_size();
+
+// GL_RENDERER and GL_VERSION, e.g. "llvmpipe (LLVM 15.0.6, 256 bits), 4.5 (Core
+// Profile) Mesa 22.3.6".
+std::string gl_renderer();
 
 // Sets the viewport to the whole framebuffer and clears it to `rgb`.
 void clear_framebuffer(int width, int height, float r, float g, float b);

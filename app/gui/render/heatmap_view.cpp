@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "export/files_ui.hpp"
 #include "fonts.hpp"
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"
@@ -203,16 +204,32 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
 
   // Title: the full name, or the symbol form when the box is narrow. Per-head
   // stages take their head's colour, the same everywhere on screen.
+  // Full heatmaps have an Export button at the title's right end (tiles: right-click only).
+  const char* kExport = "Export";
+  const float export_w =
+      compact ? 0.0f : ImGui::CalcTextSize(kExport).x + ImGui::GetStyle().FramePadding.x * 2;
+  const float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
   std::string title = spec.title.empty() ? stage_title(st) : spec.title;
-  if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > size.x - 4) {
+  if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > title_w) {
     title = stage_symbol(st.id) + " (" + shape_text(st.data) + ")";
     if (st.head >= 0) title += " · head " + std::to_string(st.head);
   }
   if (!uni) title = ascii_fallback(title);
   dl->PushClipRect(box_min, box_max, true);
+  const std::string shown_title = fit_text(title, title_w, uni);
   dl->AddText(ImVec2(box_min.x + 2, box_min.y), st.head >= 0 ? head_color(st.head) : text_col,
-              fit_text(title, size.x - 4, uni).c_str());
+              shown_title.c_str());
+  res.title_end =
+      ImVec2(box_min.x + 2 + ImGui::CalcTextSize(shown_title.c_str()).x + 6 * px, box_min.y);
   dl->PopClipRect();
+  ImGui::PushID(spec.slot.c_str());
+  if (!compact && size.x > export_w + 40) {
+    ImGui::SetCursorScreenPos(ImVec2(box_max.x - export_w, box_min.y));
+    if (ImGui::SmallButton(kExport)) ImGui::OpenPopup("##export_menu");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("PNG, SVG, CSV, NPY, JSON or torch.tensor (also: right-click the heatmap)");
+  }
+  ImGui::PopID();
   const float body_top = box_min.y + line_h + 4 * px;
 
   const ScaleKind kind = scale_kind_for(st.id);
@@ -263,6 +280,11 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const bool released_here = ImGui::InvisibleButton("##heatmap", ImVec2(area_w, area_h));
   const bool hovered = ImGui::IsItemHovered();
   const bool active = ImGui::IsItemActive();
+  // The Export menu: the button above, or a right-click on the cells.
+  if (ImGui::BeginPopupContextItem("##export_menu")) {
+    draw_export_menu_items(state, st);
+    ImGui::EndPopup();
+  }
   ImGui::PopID();
   res.hovered = hovered;
 

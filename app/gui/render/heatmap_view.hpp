@@ -30,12 +30,14 @@ struct HeatmapSpec {
   std::vector<ColumnBand> bands;       // outlined column groups
   int pin_row = -1, pin_col = -1;      // the pinned cell, outlined
   int mark_row = -1, mark_col = -1;    // a related row / column, outlined faintly
+  float title_reserve = 0;             // px kept free after the title (a caller's badge)
 };
 
 struct HeatmapResult {
   bool hovered = false;
   bool clicked = false;  // a click (not a drag) on a cell
   int row = -1, col = -1;
+  ImVec2 title_end{0, 0};  // screen position just after the title text (for a badge)
 };
 
 // Draws the heatmap in a box of `size` at the cursor and advances the cursor.

@@ -2,7 +2,10 @@
 // uploaded RgbaImage with an ImGui id; GlTexture (gl_texture.hpp) is the real
 // one, NullTexture stands in when there is no GL context (headless tests).
 // TextureCache keeps one texture per on-screen slot and re-colours it only
-// when what it shows changed.
+// when what it shows changed. When a recomputed trace arrives, prepare()
+// colours and uploads what the visible slots will show from it into second
+// textures, a few milliseconds per frame, and commit_prepared() swaps them
+// in with the trace: no frame pays for a dozen 1024 x 1024 uploads at once.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +57,17 @@ class TextureCache {
 
   // Frees textures whose slot was not drawn for a while (call once a frame).
   void collect(int frame);
+
+  // Double buffering for a new trace `next`, to be shown as `next_version`:
+  // colours and uploads, into second textures, what every slot drawn in the
+  // last frame will show from it (the same stage id and head), spending about
+  // `budget_ms` of this frame. True once every such slot is ready.
+  bool prepare(const core::Trace& next, std::uint64_t next_version, double budget_ms);
+  // Swaps in the textures prepared for `next_version` (call when the trace
+  // is swapped): the first frame of the new trace uploads nothing.
+  void commit_prepared(std::uint64_t next_version);
+  // Forgets any preparation (the new trace was superseded).
+  void drop_prepared();
   // Frees every texture (before the GL context goes away).
   void clear() { entries_.clear(); }
 
@@ -61,7 +75,16 @@ class TextureCache {
   std::size_t size() const { return entries_.size(); }
 
  private:
+  // A slot's picture of the next trace, being prepared.
+  struct Next {
+    std::uint64_t version = 0;  // 0: none
+    ValueRange range;
+    RgbaImage image;  // coloured band by band, freed once uploaded
+    int rows_done = 0;
+    std::unique_ptr<Texture> texture;  // set once uploaded: ready
+  };
   struct Entry {
+    Next next;
     std::unique_ptr<Texture> texture;
     std::uint64_t trace_version = 0;
     std::string stage_id;
@@ -75,6 +98,7 @@ class TextureCache {
   TextureFactory factory_;
   long uploads_ = 0;
   int frame_ = 0;
+  std::unique_ptr<Texture> make_texture() const;
 };
 
 }  // namespace attnscope::gui

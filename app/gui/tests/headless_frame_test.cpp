@@ -4,7 +4,9 @@
 // Textures are NullTexture (no GL). An ImGui assertion or a crash fails.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "app_state.hpp"
 #include "attnscope/rng.hpp"
@@ -243,6 +245,62 @@ TEST_F(Headless, UiScaleRebuildsFontsAndStillDraws) {
     EXPECT_GT(ImGui::GetIO().FontDefault->FontSize, 13.0f);
   set_variant(core::Variant::Causal);
   frames(5);
+}
+
+TEST_F(Headless, WithTheEngineOnAThreadTheLastTraceStaysUntilTheNewOneIsReady) {
+  // 1024 tokens x 4 heads: a trace big enough (112 MiB of T x T stages) to be
+  // slimmed to the current view while the next one is computed.
+  state.inputs.embeddings.resize(1024, 16);
+  core::TorchGenerator gen(3);
+  gen.fill_uniform(state.inputs.embeddings, 0.0f, 1.0f);
+  state.inputs.tokens.clear();
+  for (int t = 0; t < 1024; ++t) state.inputs.tokens.push_back("t" + std::to_string(t));
+  state.config.variant = core::Variant::Multihead;
+  state.config.d_out = 16;
+  state.config.num_heads = 4;
+  state.config.dropout = 0.1;
+  state.step = Step::Softmax;
+  state.start_worker({});
+  state.mark_dirty();
+  auto frames_until = [&](auto done) {  // generous: a loaded machine may take long
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      frame();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done();
+  };
+  frame();  // the first frame does not wait for the engine
+  ASSERT_TRUE(frames_until([&] { return state.trace != nullptr && !state.computing(); }));
+  frames(3);
+  const std::size_t full = state.trace->stages.size();
+  const auto version = state.trace_version;
+
+  state.upload_budget_ms = 0.0;  // one piece of work per frame: preparing takes many frames
+  state.config.dropout = 0.5;
+  state.mark_dirty();
+  frame();
+  EXPECT_TRUE(state.computing());
+  EXPECT_LT(state.trace->stages.size(), full) << "the other heads' stages were freed";
+  long uploads_before = state.textures.uploads();
+  int old_frames = 0;
+  const bool arrived = frames_until([&] {
+    if (state.trace_version != version) return true;
+    EXPECT_EQ(state.trace->config.dropout, 0.1) << "only the last trace or the new one is shown";
+    ++old_frames;
+    uploads_before = state.textures.uploads();
+    return false;
+  });
+  ASSERT_TRUE(arrived);
+  EXPECT_EQ(state.trace->config.dropout, 0.5);
+  EXPECT_EQ(state.trace->stages.size(), full);
+  EXPECT_FALSE(state.computing());
+  EXPECT_GT(old_frames, 3);
+  // Its heatmaps were coloured and uploaded before it was shown.
+  EXPECT_LE(state.textures.uploads() - uploads_before, 1);
+  const long uploads = state.textures.uploads();
+  frames(3);
+  EXPECT_EQ(state.textures.uploads(), uploads);
 }
 
 }  // namespace

@@ -1,0 +1,224 @@
+// heatmap_figure.cpp: layout_heatmap(). Top to bottom: title, column labels
+// (horizontal when they fit their column, else rotated), then the grid with
+// row labels on its left and the colour bar (plus −∞ / NaN swatches) on its
+// right. Sizes follow the app's heatmap widget (heatmap_view.cpp).
+#include "figure/heatmap_figure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace attnscope::figure {
+
+namespace {
+
+constexpr float kMargin = 12;
+constexpr float kTitleSize = 15;
+constexpr float kSmallSize = 11;  // axis names, colour bar labels
+constexpr float kMaxLabelWidth = 200;
+constexpr Rgba8 kText{0x22, 0x22, 0x22, 255};
+constexpr Rgba8 kDim{0x55, 0x55, 0x55, 255};
+constexpr Rgba8 kFrame{0x88, 0x88, 0x88, 255};
+
+bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+std::size_t char_count(std::string_view s) {
+  std::size_t n = 0;
+  for (const char c : s)
+    if (!continuation(c)) ++n;
+  return n;
+}
+
+int stride_for(float cell, float need) {
+  if (need <= cell) return 1;
+  return static_cast<int>(std::ceil(need / cell));
+}
+
+}  // namespace
+
+void check_heatmap(const Heatmap& h) {
+  if (h.values.size() == 0) throw std::invalid_argument("the heatmap has no cells");
+  if (h.row_labels.size() != static_cast<std::size_t>(h.rows()) ||
+      h.col_labels.size() != static_cast<std::size_t>(h.cols()))
+    throw std::invalid_argument("heatmap labels do not match its shape");
+}
+
+float estimate_text_width(std::string_view text, float size) {
+  // DejaVu Sans advances: digits and most lower case ~0.6 em, capitals and
+  // wide symbols more; 0.62 em per character is a safe average.
+  return static_cast<float>(char_count(text)) * size * 0.62f;
+}
+
+std::string fit_label(const std::string& text, float max_width, float size,
+                      const TextMeasure& measure, bool unicode) {
+  if (measure(text, size) <= max_width) return text;
+  const std::string dots = unicode ? "\xE2\x80\xA6" : "..";
+  std::string s = text;
+  while (!s.empty()) {
+    do s.pop_back();
+    while (!s.empty() && continuation(s.back()));
+    if (measure(s + dots, size) <= max_width) return s + dots;
+  }
+  return dots;
+}
+
+Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
+  check_heatmap(h);
+  const int rows = h.rows(), cols = h.cols();
+  const Colormap map = colormap_for(h.palette, h.kind);
+  Scene sc;
+  sc.title = h.title;
+  sc.range = value_range(h.values, h.kind);
+
+  // Cell size: big enough for "−0.0000" when the matrix is small, else what
+  // keeps the grid near 768 px, never under one pixel.
+  const int side = std::max(rows, cols);
+  const float cell =
+      side <= 16 ? 64.0f : std::clamp(768.0f / static_cast<float>(side), 1.0f, 64.0f);
+  const float label_size = std::clamp(cell * 0.6f, 7.0f, 12.0f);
+  const float value_size = std::clamp(cell * 0.19f, 6.5f, 12.0f);
+
+  // Numbers in cells: 4 decimals when the widest fits, else 2, else none.
+  // (Cells under 24 px never hold "0.00": big matrices skip the measuring.)
+  const float* v = h.values.data();
+  if (h.show_values && cell >= 24) {
+    float w4 = measure("0.0000", value_size), w2 = measure("0.00", value_size);
+    for (Eigen::Index k = 0; k < h.values.size(); ++k) {
+      w4 = std::max(w4, measure(format_value(v[k], 4, h.unicode), value_size));
+      w2 = std::max(w2, measure(format_value(v[k], 2, h.unicode), value_size));
+    }
+    sc.decimals = decimals_that_fit(cell, cell, w4, w2, value_size);
+  }
+
+  // Labels: every k-th when they would overlap.
+  float row_label_w = 0, col_label_w = 0;
+  for (const auto& l : h.row_labels) row_label_w = std::max(row_label_w, measure(l, label_size));
+  for (const auto& l : h.col_labels) col_label_w = std::max(col_label_w, measure(l, label_size));
+  row_label_w = std::min(row_label_w, kMaxLabelWidth);
+  col_label_w = std::min(col_label_w, kMaxLabelWidth);
+  const int row_stride = stride_for(cell, label_size * 1.25f);
+  const bool cols_flat = col_label_w <= cell - 6;
+  const int col_stride = cols_flat ? 1 : stride_for(cell, label_size * 1.3f);
+  constexpr float kAngle = -60.0f;
+  const float sin60 = 0.8660254f;
+
+  const std::string down = h.unicode ? " \xE2\x86\x93" : " (rows)";
+  const std::string right = h.unicode ? " \xE2\x86\x92" : " (columns)";
+  const std::string axes =
+      h.row_title.empty()
+          ? (h.col_title.empty() ? "" : h.col_title + right)
+          : (h.col_title.empty() ? h.row_title + down
+                                 : h.row_title + down + "   " + h.col_title + right);
+  const float axes_w = axes.empty() ? 0 : measure(axes, kSmallSize) + 8;
+  const float left = kMargin + std::max(axes_w, row_label_w + 10);
+  const float title_h = 34;
+  const float col_h = cols_flat ? label_size * 1.6f + 4 : col_label_w * sin60 + label_size + 8;
+  const float top = title_h + std::max(col_h, kSmallSize * 1.8f);
+  const float grid_w = cell * static_cast<float>(cols), grid_h = cell * static_cast<float>(rows);
+
+  // Title.
+  sc.texts.push_back({h.title, kMargin, 20, kTitleSize, kText, Anchor::Start, 0, true, "title"});
+  if (!axes.empty())
+    sc.texts.push_back({axes, kMargin, top - kSmallSize * 0.9f, kSmallSize, kDim, Anchor::Start, 0,
+                        false, "axes"});
+
+  // Grid.
+  CellGrid& g = sc.grid;
+  g.x = left;
+  g.y = top;
+  g.cell = cell;
+  g.colors = colorize(h.values, sc.range, map);
+  g.marks.resize(static_cast<std::size_t>(h.values.size()));
+  for (Eigen::Index k = 0; k < h.values.size(); ++k)
+    g.marks[static_cast<std::size_t>(k)] = std::isnan(v[k])   ? CellGrid::NotANumber
+                                           : std::isinf(v[k]) ? CellGrid::Masked
+                                                              : CellGrid::Value;
+  g.masked_fill = masked_fill(map);
+  g.masked_hatch = masked_hatch(map);
+  g.hatch_spacing = cell >= 6 ? std::clamp(cell / 2, 4.0f, 9.0f) : 0.0f;
+  g.hairlines = cell >= 14;
+
+  // Numbers in cells, in the text colour that reads on the cell; "−∞" on a
+  // plate of the masked colour so the hatching does not cross it.
+  if (sc.decimals > 0) {
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        const float x = h.values(r, c);
+        const std::string s = format_value(x, sc.decimals, h.unicode);
+        const float cx = left + cell * (static_cast<float>(c) + 0.5f);
+        const float cy = top + cell * (static_cast<float>(r) + 0.5f);
+        const Rgba8 bg = cell_color(x, sc.range, map);
+        if (std::isinf(x)) {
+          const float w = measure(s, value_size) + 6;
+          sc.rects.push_back({cx - w / 2,
+                              cy - value_size * 0.65f,
+                              w,
+                              value_size * 1.3f,
+                              bg,
+                              false,
+                              false,
+                              {},
+                              "value-plate"});
+        }
+        sc.texts.push_back(
+            {s, cx, cy, value_size, text_color_on(bg), Anchor::Middle, 0, false, "value"});
+      }
+  }
+
+  // Row labels, right-aligned against the grid.
+  for (int r = 0; r < rows; r += row_stride)
+    sc.texts.push_back({fit_label(h.row_labels[static_cast<std::size_t>(r)], row_label_w,
+                                  label_size, measure, h.unicode),
+                        left - 6, top + cell * (static_cast<float>(r) + 0.5f), label_size, kDim,
+                        Anchor::End, 0, false, "row-label"});
+  // Column labels: centred over their column, or rotated to read upwards.
+  for (int c = 0; c < cols; c += col_stride) {
+    const float cx = left + cell * (static_cast<float>(c) + 0.5f);
+    const std::string l = fit_label(h.col_labels[static_cast<std::size_t>(c)], col_label_w,
+                                    label_size, measure, h.unicode);
+    if (cols_flat)
+      sc.texts.push_back({l, cx, top - label_size * 0.9f, label_size, kDim, Anchor::Middle, 0,
+                          false, "col-label"});
+    else
+      sc.texts.push_back({l, cx, top - label_size * 0.6f, label_size, kDim, Anchor::Start, kAngle,
+                          false, "col-label"});
+  }
+
+  // Colour bar: beside the grid, as tall as it (at least 120 px).
+  const float bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(grid_h, 120.0f);
+  sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, kFrame, "colorbar"});
+  const float tx = bar_x + bar_w + 5;
+  const std::string hi = format_value(sc.range.hi, 4, h.unicode);
+  const std::string lo = format_value(sc.range.lo, 4, h.unicode);
+  float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
+  sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
+                      "bar-label max"});
+  sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0,
+                      false, "bar-label min"});
+  if (h.kind == ScaleKind::Diverging && bar_h >= 4 * kSmallSize) {
+    const float y0 = top + bar_h / 2;
+    sc.lines.push_back({bar_x - 2, y0, bar_x + bar_w + 2, y0, kText, 1, "zero"});
+    sc.texts.push_back({"0", tx, y0, kSmallSize, kDim, Anchor::Start, 0, false, "bar-label zero"});
+  }
+  float bottom = top + std::max(grid_h, bar_h);
+  auto swatch = [&](bool hatched, Rgba8 fill, const std::string& text, const std::string& role) {
+    const float y = bottom + 8;
+    sc.rects.push_back({bar_x, y, 14, 14, fill, hatched, true, kFrame, role});
+    sc.texts.push_back({text, bar_x + 14 + 5, y + 7, kSmallSize, kText, Anchor::Start, 0, false,
+                        "bar-label " + role});
+    label_w = std::max(label_w, measure(text, kSmallSize));
+    bottom = y + 14;
+  };
+  if (sc.range.neg_inf + sc.range.pos_inf > 0)
+    swatch(true, masked_fill(map), h.unicode ? "\xE2\x88\x92\xE2\x88\x9E masked" : "-inf masked",
+           "masked-swatch");
+  if (sc.range.nan > 0) swatch(false, kNanFill, "nan", "nan-swatch");
+
+  const float width =
+      std::max(tx + label_w + kMargin, 2 * kMargin + measure(h.title, kTitleSize) * 1.08f);  // bold
+  sc.width = static_cast<int>(std::ceil(width));
+  sc.height = static_cast<int>(std::ceil(bottom + kMargin));
+  return sc;
+}
+
+}  // namespace attnscope::figure

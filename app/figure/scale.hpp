@@ -1,0 +1,71 @@
+// scale.hpp: how a matrix's values become colours and cell text, the same on
+// screen and in every exported figure: the scale kind of a stage, the value
+// range, RGBA pixels (one per cell), and the number format in cells.
+// Pure functions over a RowMatrix; no GUI, no GL.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnscope/matrix.hpp"
+#include "figure/colormap.hpp"
+
+namespace attnscope::figure {
+
+// How values map to colour.
+enum class ScaleKind {
+  Sequential,  // 0 .. max: attention weights, masks (non-negative by nature)
+  Diverging,   // -a .. 0 .. a centred on 0: scores, Q, K, V, context, ...
+};
+
+// The scale kind for a trace stage id: Sequential for weights,
+// dropped_weights, mask and dropout_mask, else Diverging.
+ScaleKind scale_kind_for(std::string_view stage_id);
+// The colormap `palette` uses for `kind`.
+Colormap colormap_for(Palette palette, ScaleKind kind);
+
+// What a matrix holds, for its colour bar.
+struct ValueRange {
+  float lo = 0.0f, hi = 1.0f;              // the ends of the colour scale
+  float data_min = 0.0f, data_max = 0.0f;  // over finite values only
+  long finite = 0;                         // number of finite values
+  long neg_inf = 0;                        // masked cells (drawn hatched, not on the scale)
+  long pos_inf = 0;
+  long nan = 0;
+  friend bool operator==(const ValueRange&, const ValueRange&) = default;
+};
+
+// The range of the finite values. Diverging: symmetric [-a, a] with
+// a = max |v| (so 0 sits in the middle). Sequential: [min(0, min), max].
+// An empty or constant range is widened so that lo < hi.
+ValueRange value_range(const core::RowMatrix& m, ScaleKind kind);
+
+// Where v sits on the scale, in [0, 1] (clamped); only for finite v.
+float scale_position(float v, const ValueRange& range);
+
+// The colour of one cell: finite values on the colormap; -inf and +inf get
+// masked_fill(map) and NaN kNanFill, colours that are on no scale.
+Rgba8 cell_color(float v, const ValueRange& range, Colormap map);
+
+// An image with one RGBA pixel per matrix cell, row 0 = matrix row 0 (top).
+struct RgbaImage {
+  int width = 0;                     // = matrix cols
+  int height = 0;                    // = matrix rows
+  std::vector<std::uint8_t> pixels;  // (height, width, 4) row-major RGBA
+  Rgba8 at(int x, int y) const;
+};
+
+// Colours every cell of m (pure; no GL).
+RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap map);
+
+// The number as torch prints it: fixed, `decimals` places ("-0.1234"); -inf
+// as "−∞" (or "-inf" when `unicode` is false), +inf "∞", NaN as "nan".
+std::string format_value(float v, int decimals, bool unicode = true);
+
+// How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
+// or 0 meaning "print nothing".
+int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h);
+
+}  // namespace attnscope::figure

@@ -1,0 +1,97 @@
+// compute_worker.hpp: the engine on a background thread, so that a recompute
+// (hundreds of milliseconds at T = 1024) never stalls a frame.
+//
+// The UI posts jobs; only the newest pending job is kept (a slider drag
+// posts one job per frame and the worker runs the latest). Every job carries
+// a version, and so does its result; the UI adopts a result only when its
+// version is the newest it requested (AppState::recompute_if_dirty), so a
+// stale trace is never shown as current. A result the worker already knows
+// to be stale (a newer job is waiting) is dropped on the worker thread, so at
+// most two traces are alive at once: the one on screen and the one being
+// computed.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/config.hpp"
+#include "attnscope/trace.hpp"
+
+namespace attnscope::gui {
+
+// What to run. Precondition: validated (core::validate, and
+// core::validate_parameters when explicit_parameters is set).
+struct ComputeJob {
+  core::Config config;
+  core::Inputs inputs;
+  std::shared_ptr<const core::Parameters> explicit_parameters;  // null: the seeded module
+  std::uint64_t version = 0;                                    // increases with every post
+};
+
+// What a job produced: a trace, or why there is none.
+struct ComputeResult {
+  std::uint64_t version = 0;  // the job's version
+  // Null when the run failed. Not a const object: its owner may drop stages
+  // in place (drop_stages) once nobody else reads it.
+  std::shared_ptr<core::Trace> trace;
+  std::string error;  // "" on success, else one sentence
+};
+
+// Runs one job: the seeded module through `cache`, or the explicit
+// parameters. Catches out-of-memory and turns it into result.error.
+ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache);
+
+// The bytes of matrix data a trace holds (375 MiB at T = 1024, d = 768, 12 heads).
+std::size_t trace_bytes(const core::Trace& trace);
+
+// Frees every stage `keep` rejects, in place (the kept matrices' buffers stay
+// where they are). While a new trace is computed, the UI keeps of a big trace on
+// screen only what the current view reads, so that two full traces are
+// never alive at once (AppState::keep_only_the_view).
+void drop_stages(core::Trace& trace, const std::function<bool(const core::Stage&)>& keep);
+
+class ComputeWorker {
+ public:
+  // `notify` is called on the worker thread whenever a result becomes ready
+  // (main passes glfwPostEmptyEvent, which wakes the idle loop).
+  explicit ComputeWorker(std::function<void()> notify = {});
+  // Stops the thread; a job that is running finishes first (the engine
+  // cannot be interrupted), a pending one is dropped.
+  ~ComputeWorker();
+  ComputeWorker(const ComputeWorker&) = delete;
+  ComputeWorker& operator=(const ComputeWorker&) = delete;
+
+  // Queues `job`, replacing any job still waiting (coalescing).
+  void post(ComputeJob job);
+  // The finished result, if one is ready; it is handed over only once.
+  std::optional<ComputeResult> take();
+  // Blocks until nothing is pending or running (a result may be ready).
+  void wait_idle();
+  // True while a job is pending or running.
+  bool busy() const;
+  // How many jobs the engine actually ran (coalesced ones are not counted).
+  long jobs_run() const;
+
+ private:
+  void loop();
+
+  std::function<void()> notify_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;  // a job was posted, or stop
+  std::condition_variable idle_;  // a job finished
+  std::optional<ComputeJob> pending_;
+  std::optional<ComputeResult> result_;
+  bool running_ = false;
+  bool stop_ = false;
+  long jobs_run_ = 0;
+  std::thread thread_;  // last: starts after every other member exists
+};
+
+}  // namespace attnscope::gui

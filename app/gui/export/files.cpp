@@ -1,0 +1,318 @@
+// files.cpp: the app's file operations (see files.hpp).
+//
+// Sections: folders and notices / one stage / every stage / imports /
+// sessions / screenshots.
+#include "export/files.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "attnscope/files.hpp"
+#include "attnscope/io.hpp"
+#include "attnscope/weights.hpp"
+#include "figure/svg.hpp"
+#include "render/png.hpp"
+#include "session.hpp"
+
+namespace attnscope::gui {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// Folders and notices
+
+std::string_view export_extension(ExportKind k) {
+  switch (k) {
+    case ExportKind::Png:
+      return ".png";
+    case ExportKind::Svg:
+      return ".svg";
+    case ExportKind::Csv:
+      return core::format_extension(core::DataFormat::Csv);
+    case ExportKind::Npy:
+      return core::format_extension(core::DataFormat::Npy);
+    case ExportKind::Json:
+      return core::format_extension(core::DataFormat::Json);
+  }
+  return ".bin";
+}
+
+fs::path export_folder(const AppState& state) {
+  if (!state.files.export_folder.empty()) return state.files.export_folder;
+  return core::default_export_folder();
+}
+
+void remember_folder(AppState& state, const fs::path& folder) {
+  if (folder.empty()) return;
+  auto& recent = state.files.recent_folders;
+  const std::string f = folder.lexically_normal().string();
+  recent.erase(std::remove(recent.begin(), recent.end(), f), recent.end());
+  recent.insert(recent.begin(), f);
+  if (recent.size() > FilesState::kMaxRecent) recent.resize(FilesState::kMaxRecent);
+  state.files.last_folder = f;
+}
+
+figure::FigureStyle figure_style(const AppState& state) {
+  return figure::FigureStyle{state.ui.palette, state.ui.show_values, state.ui.unicode};
+}
+
+void notify(AppState& state, std::string message, std::string path, bool error) {
+  Notice& n = state.files.notice;
+  const std::uint64_t serial = n.serial + 1;
+  n = Notice{std::move(message), std::move(path), error, serial};
+}
+
+namespace {
+
+// The folder exports go to, ready to write: the default one is created when
+// missing; a chosen one must exist (a typo should not create folders).
+fs::path ready_export_folder(const AppState& state) {
+  const fs::path dir = export_folder(state);
+  if (dir.empty())
+    throw core::FileError("no export folder: HOME is not set; choose one in File > Export folder");
+  if (state.files.export_folder.empty())
+    core::ensure_folder(dir);
+  else
+    core::require_folder(dir);
+  return dir;
+}
+
+core::DataFormat data_format_of(ExportKind k) {
+  switch (k) {
+    case ExportKind::Csv:
+      return core::DataFormat::Csv;
+    case ExportKind::Json:
+      return core::DataFormat::Json;
+    default:
+      return core::DataFormat::Npy;
+  }
+}
+
+std::string variant_of(const core::Trace& t) {
+  return std::string(core::variant_id(t.config.variant));
+}
+
+std::string png_bytes(const AppState& state, const core::Trace& trace, const core::Stage& stage,
+                      int scale) {
+  if (!state.files.render_png)
+    throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
+  const RenderedImage img =
+      state.files.render_png(figure::stage_heatmap(trace, stage, figure_style(state)), scale);
+  std::string bytes = encode_png(img.width, img.height, img.rgba);
+  if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
+  return bytes;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// One stage
+
+std::string stage_bytes(const AppState& state, const core::Trace& trace, const core::Stage& stage,
+                        ExportKind kind, int scale) {
+  switch (kind) {
+    case ExportKind::Png:
+      return png_bytes(state, trace, stage, scale);
+    case ExportKind::Svg: {
+      const int rows = static_cast<int>(stage.data.rows()),
+                cols = static_cast<int>(stage.data.cols());
+      if (!figure::svg_supported(rows, cols))
+        throw std::runtime_error(stage.id + " is " + std::to_string(rows) + "x" +
+                                 std::to_string(cols) + ", too large for SVG (at most " +
+                                 std::to_string(figure::kMaxSvgCells) +
+                                 " cells): export it as PNG, NPY or CSV");
+      return figure::heatmap_svg(figure::stage_heatmap(trace, stage, figure_style(state)));
+    }
+    default:
+      return core::stage_file_bytes(trace, stage, data_format_of(kind));
+  }
+}
+
+std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, ExportKind kind,
+                                     int scale) {
+  if (!state.trace) return std::nullopt;
+  const std::shared_ptr<const core::Trace> trace = state.trace;  // the stage lives in it
+  const auto now = std::chrono::system_clock::now();
+  try {
+    const std::string bytes = stage_bytes(state, *trace, stage, kind, scale);
+    const fs::path dir = ready_export_folder(state);
+    const fs::path path =
+        core::write_new_file(dir, core::export_stem(stage.id, stage.head, variant_of(*trace), now),
+                             export_extension(kind), bytes);
+    remember_folder(state, dir);
+    notify(state, "Saved " + path.filename().string(), path.string(), false);
+    return path;
+  } catch (const std::exception& e) {
+    notify(state, std::string("Export failed: ") + e.what(), "", true);
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Every stage
+
+std::optional<fs::path> export_all_stages(AppState& state) {
+  if (!state.trace) return std::nullopt;
+  const std::shared_ptr<const core::Trace> trace = state.trace;
+  const auto now = std::chrono::system_clock::now();
+  fs::path dir;
+  try {
+    const auto session = session_of_trace(state);
+    if (!session)
+      throw std::runtime_error(
+          "the weights this trace ran with were replaced; recompute before exporting");
+    const fs::path parent = ready_export_folder(state);
+    if (!state.files.render_png)
+      throw std::runtime_error("PNG export needs the app's window (OpenGL)");
+    dir = core::create_new_folder(
+        parent, "attnscope_" + variant_of(*trace) + "_" + core::timestamp_text(now));
+    std::vector<const core::Stage*> stages;
+    for (const core::Stage& s : trace->stages) stages.push_back(&s);
+    const int scale = state.files.png_scale;
+    auto png = [&state, scale](const core::Trace& t, const core::Stage& s) {
+      return png_bytes(state, t, s, scale);
+    };
+    const auto pngs = core::export_stages(*trace, stages, dir, ".png", png, now);
+    const auto data =
+        core::export_stages(*trace, stages, dir, core::format_extension(state.files.all_format),
+                            core::data_renderer(state.files.all_format), now);
+    core::Session doc = *session;
+    doc.view_json = session_view_json(state);
+    core::save_session(dir / "session.json", doc, core::Overwrite::Never);
+    remember_folder(state, parent);
+    notify(state,
+           "Exported " + std::to_string(pngs.size() + data.size() + 1) + " files (" +
+               std::to_string(stages.size()) + " stages) to " + dir.filename().string(),
+           dir.string(), false);
+    return dir;
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);  // the folder is ours: created above
+    notify(state, std::string("Export failed: ") + e.what(), "", true);
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Imports
+
+std::string import_embeddings(AppState& state, const fs::path& path) {
+  try {
+    const core::ImportedEmbeddings imported = core::read_embeddings_file(path);
+    core::Inputs inputs =
+        core::apply_embeddings(imported, state.inputs.tokens, path.filename().string());
+    // Imported weights are for one d_in: a different width runs seeded again.
+    const bool drop_weights = state.explicit_parameters &&
+                              !core::validate_parameters(*state.explicit_parameters, state.config,
+                                                         static_cast<int>(inputs.embeddings.cols()))
+                                   .empty();
+    const auto rows = inputs.embeddings.rows(), cols = inputs.embeddings.cols();
+    state.inputs = std::move(inputs);
+    if (drop_weights) reset_to_seeded_weights(state);
+    state.pinned = CellRef{};
+    state.mark_dirty();
+    remember_folder(state, path.parent_path());
+    notify(state,
+           "Imported " + std::to_string(rows) + " x " + std::to_string(cols) + " embeddings from " +
+               path.filename().string() +
+               (drop_weights ? "; the imported weights did not fit them and were reset to seeded"
+                             : ""),
+           path.string(), false);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string import_weights(AppState& state, const fs::path& path) {
+  try {
+    const core::WeightSet set = core::read_weights(path);
+    core::Parameters params = core::parameters_from_weights(
+        set, state.config, static_cast<int>(state.inputs.embeddings.cols()));
+    auto p = std::make_shared<const core::Parameters>(std::move(params));
+    state.explicit_parameters = p;
+    state.files.imported = p;
+    state.files.imported_from = path.string();
+    state.mark_dirty();
+    remember_folder(state, fs::is_directory(path) ? path : path.parent_path());
+    notify(state,
+           "Running " + std::string(core::variant_book_name(state.config.variant)) +
+               " with the weights from " + path.filename().string() + " (not seeded)",
+           path.string(), false);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void reset_to_seeded_weights(AppState& state) {
+  state.explicit_parameters.reset();
+  state.files.imported.reset();
+  state.files.imported_from.clear();
+  state.mark_dirty();
+}
+
+std::string weights_origin(const AppState& state) {
+  if (!state.explicit_parameters) return {};
+  if (state.files.imported.lock() == state.explicit_parameters) return state.files.imported_from;
+  return "edited";
+}
+
+// ---------------------------------------------------------------------------
+// Sessions
+
+std::string open_session_file(AppState& state, const fs::path& path) {
+  try {
+    const std::string text = core::read_import_file(path);
+    apply_session_json(text, path.string(), state, SessionScope{false});
+    remember_folder(state, path.parent_path());
+    notify(state, "Opened session " + path.filename().string(), path.string(), false);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string save_session_file(AppState& state, const fs::path& path, bool replace) {
+  try {
+    if (path.filename().empty()) return "'" + path.string() + "' names a folder: give a file name";
+    core::require_folder(path.has_parent_path() ? path.parent_path() : fs::path("."));
+    const std::string text = session_json(state);
+    core::write_file_atomic(path, text,
+                            replace ? core::Overwrite::Replace : core::Overwrite::Never);
+    remember_folder(state, path.parent_path());
+    const bool draft = text.find("\"draft\"") != std::string::npos;
+    notify(state,
+           "Saved session " + path.filename().string() +
+               (draft ? " (the current edits do not run; it holds the last good run and the edits)"
+                      : ""),
+           path.string(), false);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Screenshots
+
+std::string screenshot_stem(std::chrono::system_clock::time_point t) {
+  return "screenshot_" + core::timestamp_text(t);
+}
+
+std::optional<fs::path> save_screenshot_png(AppState& state, const std::string& png) {
+  try {
+    if (png.empty()) throw std::runtime_error("the window could not be read");
+    const fs::path dir = ready_export_folder(state);
+    const fs::path path =
+        core::write_new_file(dir, screenshot_stem(std::chrono::system_clock::now()), ".png", png);
+    remember_folder(state, dir);
+    notify(state, "Saved screenshot " + path.filename().string(), path.string(), false);
+    return path;
+  } catch (const std::exception& e) {
+    notify(state, std::string("Screenshot failed: ") + e.what(), "", true);
+    return std::nullopt;
+  }
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,84 @@
+// files.hpp: the app's file operations, without widgets (panels/files_panel.cpp
+// draws them): exporting one stage (PNG, SVG, CSV, NPY, JSON), exporting
+// every stage, importing embeddings and weights, opening and saving
+// sessions, screenshots' names. Every file is written by core's safe writers
+// (files.hpp: temporary file + rename, never overwriting an export) and every
+// failure leaves the app's state and what was on disk as they were.
+//
+// Operations report through FilesState::notice (exports) or return the error
+// message ("" when it worked; dialogs show it next to the path field).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+#include "attnscope/session.hpp"
+#include "figure/stage_figure.hpp"
+
+namespace attnscope::gui {
+
+// What one stage can be exported as.
+enum class ExportKind { Png, Svg, Csv, Npy, Json };
+// ".png", ".svg", ...
+std::string_view export_extension(ExportKind k);
+
+// The export folder in effect: the chosen one, else core::default_export_folder().
+std::filesystem::path export_folder(const AppState& state);
+// Remembers `folder` as the most recent folder (front of the list, no duplicates).
+void remember_folder(AppState& state, const std::filesystem::path& folder);
+
+// How figures are drawn now: the palette and "Numbers in cells" of the View menu.
+figure::FigureStyle figure_style(const AppState& state);
+
+// Sets the notice (and prints nothing: the UI shows it).
+void notify(AppState& state, std::string message, std::string path, bool error);
+
+// The bytes of `stage` as `kind`; PNG needs FilesState::render_png. Throws
+// std::runtime_error (or core::FileError) with the reason.
+std::string stage_bytes(const AppState& state, const core::Trace& trace, const core::Stage& stage,
+                        ExportKind kind, int scale);
+
+// Writes `stage` of the trace on screen into the export folder as
+// <stage>[_h<head>]_<variant>_<YYYYmmdd-HHMMSS>.<ext> (-1, -2 ... when taken);
+// the default folder is created when missing, a chosen one must exist.
+// Returns the path, or nullopt after setting an error notice.
+std::optional<std::filesystem::path> export_stage(AppState& state, const core::Stage& stage,
+                                                  ExportKind kind, int scale = 1);
+
+// Every stage (every head) of the trace on screen into a new folder
+// <export folder>/attnscope_<variant>_<timestamp>: a PNG (at files.png_scale)
+// and a data file (files.all_format) per stage, plus session.json that
+// reproduces the run. All or nothing: on failure the new folder is removed.
+std::optional<std::filesystem::path> export_all_stages(AppState& state);
+
+// Replaces the embeddings with a CSV, NPY or JSON file's (core formats.hpp).
+// Returns "" or the message (file name and problem); on error nothing changes.
+std::string import_embeddings(AppState& state, const std::filesystem::path& path);
+// Runs the variant with the weights in a JSON file, an NPY file, or a folder
+// of NPY files (core weights.hpp), checked against the current config and
+// embeddings. Returns "" or the message; on error nothing changes.
+std::string import_weights(AppState& state, const std::filesystem::path& path);
+// Back to the weights torch.manual_seed(seed) draws.
+void reset_to_seeded_weights(AppState& state);
+// The file the running weights came from, "" when they are seeded, or
+// "edited" when they were edited in the app.
+std::string weights_origin(const AppState& state);
+
+// Opens a session file: the run, its weights and the view (stage, head,
+// pinned cell, colours); UI size preferences stay. Returns "" or the message;
+// on error nothing changes.
+std::string open_session_file(AppState& state, const std::filesystem::path& path);
+// Saves the session (gui/session.hpp's document) to `path`; an existing file
+// is replaced only when `replace`. Returns "" or the message.
+std::string save_session_file(AppState& state, const std::filesystem::path& path, bool replace);
+
+// The file name stem of a window screenshot: screenshot_<YYYYmmdd-HHMMSS>.
+std::string screenshot_stem(std::chrono::system_clock::time_point t);
+// Writes PNG bytes of a screenshot into the export folder; sets the notice.
+std::optional<std::filesystem::path> save_screenshot_png(AppState& state, const std::string& png);
+
+}  // namespace attnscope::gui

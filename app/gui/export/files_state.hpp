@@ -1,0 +1,79 @@
+// files_state.hpp: what the app remembers about files: the export folder and
+// recent folders, the open file dialog, the last notice ("Saved ... [Copy
+// path]"), where imported weights came from, and the off-screen PNG renderer
+// (set by main, which owns the GL context; null in headless tests).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/formats.hpp"
+
+namespace attnscope::figure {
+struct Heatmap;
+}
+
+namespace attnscope::gui {
+
+// RGBA pixels, top row first.
+struct RenderedImage {
+  int width = 0, height = 0;
+  std::vector<std::uint8_t> rgba;  // (height, width, 4)
+};
+
+// Renders a heatmap figure off screen at an integer scale (1, 2, 4); throws
+// std::runtime_error with a message a person can act on.
+using FigureRenderer = std::function<RenderedImage(const figure::Heatmap&, int scale)>;
+
+// The path-field dialogs that stand in for a native file dialog.
+enum class FileDialog {
+  None,
+  OpenSession,
+  SaveSession,
+  ImportEmbeddings,
+  ImportWeights,
+  ExportFolder,
+  ExportAll,
+};
+
+// The message after an export, import or save: the full path, copyable.
+struct Notice {
+  std::string message;  // one line: "Saved weights_h0_causal_...png" or the error
+  std::string path;     // the file or folder written ("" for errors)
+  bool error = false;
+  std::uint64_t serial = 0;  // bumps on every new notice (tests, re-showing)
+};
+
+struct FilesState {
+  std::filesystem::path export_folder;                  // empty: core::default_export_folder()
+  std::vector<std::string> recent_folders;              // most recent first, at most kMaxRecent
+  std::string last_folder;                              // where the path fields start
+  int png_scale = 2;                                    // 1, 2 or 4 (Export all, and the default)
+  core::DataFormat all_format = core::DataFormat::Npy;  // Export all's data files
+
+  // Explicit weights that came from a file, and which file: while
+  // AppState::explicit_parameters is this set, the UI names the file.
+  std::weak_ptr<const core::Parameters> imported;
+  std::string imported_from;
+
+  Notice notice;
+  FileDialog dialog = FileDialog::None;
+  std::string path_input;        // the dialog's path field
+  std::string dialog_error;      // why the last attempt failed (shown in the dialog)
+  bool confirm_replace = false;  // Save session: the file exists, asked to replace
+  std::string listed_folder;     // the folder the dialog lists (cached listing below)
+  std::vector<std::pair<std::string, bool>> listing;  // its entries: name, is a folder
+
+  int screenshot_countdown = 0;  // > 0: main grabs the window when it reaches 0
+  FigureRenderer render_png;     // null: PNG export is unavailable (no GL context)
+
+  static constexpr std::size_t kMaxRecent = 8;
+};
+
+}  // namespace attnscope::gui

@@ -1,0 +1,148 @@
+// dropout_panel.cpp: the dropout lab: keep mask, the 1/(1−p) scale, row sums
+// after dropout, train vs eval, the average over many seeds, the book's
+// standalone example and the PyTorch platform caveat. Numbers: core/teach.hpp.
+#include <algorithm>
+
+#include "attnscope/inspect.hpp"
+#include "panels/panels.hpp"
+#include "teach/teach.hpp"
+
+namespace attnscope::gui {
+
+void draw_dropout_lab(AppState& state) {
+  TeachState& ts = state.teach;
+  if (!begin_learn_window("Dropout lab", &ts.show_dropout, ImVec2(940, 760)) || !state.trace) {
+    ImGui::End();
+    return;
+  }
+  const core::Trace& t = *state.trace;
+  // The platform caveat first, in one short line: it decides whether the
+  // masks below are the ones a learner's PyTorch draws.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.4f, 1.0f));
+  text_wrapped(state, "PyTorch caveat: MKL builds draw other masks; these are non-MKL builds' "
+                      "(Debian, Apple silicon), as in the book.");
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("PyTorch wheels built with Intel MKL take a different Bernoulli path on "
+                      "x86 Linux, so their dropout masks differ from these and from the book's.\n"
+                      "The masks here are those of PyTorch builds without MKL (Debian's package,\n"
+                      "macOS on Apple silicon), which reproduce the book's printed tensors.");
+  const auto v = core::dropout_view(t, state.head);
+  if (!v) {
+    text_wrapped(state, "Dropout belongs to the causal variants (CausalAttention and the two "
+                        "multi-head modules). Pick one in the controls.");
+  } else {
+    bool training = state.config.training;
+    if (ImGui::Checkbox("training mode (uncheck: eval)", &training)) {
+      state.config.training = training;
+      state.mark_dirty();
+    }
+    ImGui::SameLine();
+    float p = static_cast<float>(state.config.dropout);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderFloat("p", &p, 0.0f, 1.0f, "%.2f")) {
+      state.config.dropout = p;
+      state.mark_dirty();
+    }
+    if (v->active)
+      text_wrapped(state,
+                   "Each weight is kept with probability 1 − p and then multiplied by 1/(1 − p) = "
+                   "1/(1 − " + num(static_cast<float>(v->p), 2) + ") = " + num(v->scale, 4) +
+                       "; the rest become 0. So a row no longer sums to 1 (see the sums), but on "
+                       "average each weight is what it was, and the next layer sees the same "
+                       "scale in training and in use.");
+    else
+      text_wrapped(state, "Dropout is inactive (eval mode or p = 0): the keep mask is all ones "
+                          "and the weights pass through unchanged, as in a model in use.");
+    const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
+    const ImVec2 box(w, w * 0.85f);
+    const int h = core::stage_head(t, state.head);
+    // A 0/1 mask: the sequential scale (the id picks it), not the signed one.
+    teach_heatmap(state, "teach/drop/keep", "dropout_mask", h, v->keep,
+                  "keep mask (1 kept, 0 dropped)", box);
+    ImGui::SameLine();
+    if (const core::Stage* s = t.find("weights", h))
+      teach_heatmap(state, "teach/drop/w", s->id, h, s->data, "weights before dropout", box);
+    ImGui::SameLine();
+    if (const core::Stage* s = t.find("dropped_weights", h))
+      teach_heatmap(state, "teach/drop/d", s->id, h, s->data, "weights after dropout", box);
+    std::string sums = "row sums after dropout:";
+    for (std::size_t r = 0; r < v->row_sums_after.size() && r < 16; ++r)
+      sums += "  " + t.tokens[r] + " " + num(v->row_sums_after[r], 3);
+    text_wrapped(state, sums);
+
+    ImGui::Separator();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    ImGui::SliderInt("seeds", &ts.average_seeds, 1, core::kDropoutAverageMaxSeeds);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    if (ImGui::InputInt("first seed", &ts.average_first_seed))
+      ts.average_first_seed = std::max(ts.average_first_seed, 0);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("The average runs torch.manual_seed(s) for s = first .. first + n - 1.");
+    const core::Stage* weights = t.find("weights", h);
+    const double pa = state.config.dropout;
+    const bool trivial = pa <= 0.0 || pa >= 1.0;
+    const bool fits = weights && weights->data.rows() <= core::kDropoutAverageMaxTokens;
+    ImGui::BeginDisabled(!fits || trivial);
+    if (ImGui::Button("Average the dropped weights over these seeds")) {
+      ts.average = core::dropout_average(weights->data, pa,
+                                         static_cast<std::uint64_t>(ts.average_first_seed),
+                                         ts.average_seeds);
+      ts.average_trace_version = state.trace_version;
+      ts.average_p = pa;
+      ++ts.average_count;
+    }
+    ImGui::EndDisabled();
+    if (!fits) ImGui::TextDisabled("(up to %d tokens)", core::kDropoutAverageMaxTokens);
+    if (trivial)
+      text_wrapped(state,
+                   pa <= 0.0 ? "With p = 0 nothing is dropped: every seed gives the weights "
+                               "themselves, so the average is the weights from the first seed "
+                               "on. Raise p to see the average converge."
+                             : "With p = 1 everything is dropped: every seed gives zeros, so the "
+                               "average is 0, not the weights (1/(1 − p) is undefined; PyTorch "
+                               "returns zeros). Lower p to see the average converge.");
+    if (!trivial && ts.average && ts.average_trace_version == state.trace_version) {
+      const auto& a = *ts.average;
+      const int last = ts.average_first_seed + static_cast<int>(a.max_error.size()) - 1;
+      text_wrapped(state, "Seeds " + std::to_string(ts.average_first_seed) + ".." +
+                              std::to_string(last) + ", p = " +
+                              num(static_cast<float>(ts.average_p), 2) +
+                              ": the mean of the dropped weights approaches the weights; the "
+                              "largest gap fell from " + num(a.max_error.front()) + " to " +
+                              num(a.max_error.back()) + ".");
+      teach_heatmap(state, "teach/drop/avg" + std::to_string(ts.average_count), "weights", h,
+                    a.mean, "mean over seeds", box);
+      ImGui::SameLine();
+      ImGui::PlotLines("##err", a.max_error.data(), static_cast<int>(a.max_error.size()), 0,
+                       "largest |mean − weights| vs seeds", 0.0f, a.max_error.front(),
+                       ImVec2(w * 1.5f, w * 0.6f));
+    }
+  }
+
+  ImGui::Separator();
+  text_wrapped(state, "The book's example (§3.5.2): torch.manual_seed(123), then nn.Dropout(0.5) "
+                      "on ones(6, 6) and on the causal weights of seed 789.");
+  for (const core::BookMatrix& b : core::book_matrices())
+    if (b.source == core::BookSource::DropoutOnes) {
+      const auto m = core::book_value(b, &t);
+      book_badge(b, core::check_book(b, &t));
+      if (m)
+        teach_heatmap(state, "teach/drop/ones", "dropped_weights", -1, *m,
+                      "dropout(ones(6, 6)), seed 123", ImVec2(300, 260));
+    }
+  for (const core::BookMatrix& b : core::book_matrices())
+    if (b.source == core::BookSource::DropoutWeights && core::book_applies(b, t)) {
+      ImGui::SameLine();
+      ImGui::BeginGroup();
+      book_badge(b, core::check_book(b, &t));
+      if (const auto m = core::book_value(b, &t))
+        teach_heatmap(state, "teach/drop/bookw", "dropped_weights", -1, *m,
+                      "dropout(causal weights), seed 123", ImVec2(300, 240));
+      ImGui::EndGroup();
+    }
+  ImGui::End();
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,145 @@
+// embedding_space_panel.cpp: the token vectors as points (2-D, or a 3-D view
+// you can rotate); dragging a point edits that embedding and every heatmap
+// follows. Only the inputs are drawn here; nothing is computed.
+#include <algorithm>
+#include <cmath>
+
+#include "panels/panels.hpp"
+#include "render/heatmap_view.hpp"
+#include "teach/teach.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+struct View {
+  ImVec2 origin;  // canvas centre, px
+  float scale;    // px per unit
+  float yaw, pitch;
+  bool three_d;
+};
+
+// Screen position of a point (x, y, z).
+ImVec2 project(const View& v, float x, float y, float z) {
+  if (!v.three_d) return ImVec2(v.origin.x + x * v.scale, v.origin.y - y * v.scale);
+  const float cy = std::cos(v.yaw), sy = std::sin(v.yaw);
+  const float cp = std::cos(v.pitch), sp = std::sin(v.pitch);
+  const float x1 = cy * x + sy * z, z1 = -sy * x + cy * z;
+  const float y1 = cp * y - sp * z1;
+  return ImVec2(v.origin.x + x1 * v.scale, v.origin.y - y1 * v.scale);
+}
+
+}  // namespace
+
+void draw_embedding_space(AppState& state) {
+  TeachState& ts = state.teach;
+  if (!begin_learn_window("Embedding space", &ts.show_embedding, ImVec2(620, 640))) {
+    ImGui::End();
+    return;
+  }
+  core::RowMatrix& e = state.inputs.embeddings;
+  const int d = static_cast<int>(e.cols());
+  const int T = static_cast<int>(e.rows());
+  if (d < 2 || T == 0) {
+    text_wrapped(state, "Needs embeddings with at least 2 dimensions.");
+    ImGui::End();
+    return;
+  }
+  ts.space_x = std::clamp(ts.space_x, 0, d - 1);
+  ts.space_y = std::clamp(ts.space_y, 0, d - 1);
+  ts.space_z = std::clamp(ts.space_z, 0, d - 1);
+  if (d >= 3) {
+    ImGui::Checkbox("3-D (drag with the right mouse button to rotate)", &ts.space_3d);
+  } else {
+    ts.space_3d = false;
+  }
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+  ImGui::SliderInt("x dim", &ts.space_x, 0, d - 1);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+  ImGui::SliderInt("y dim", &ts.space_y, 0, d - 1);
+  if (ts.space_3d) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    ImGui::SliderInt("z dim", &ts.space_z, 0, d - 1);
+  }
+  text_wrapped(state, ts.space_3d
+                          ? "Each dot is a token's embedding. Rotate with the right button to see "
+                            "which tokens point the same way: their dot products (scores) are large."
+                          : "Each dot is a token's embedding. Drag one: its row of the "
+                            "embeddings changes and every heatmap follows. Tokens pointing the "
+                            "same way from the origin have large dot products (scores).");
+
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float side = std::max(120.0f, std::min(avail.x, avail.y));
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("space", ImVec2(side, side),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const bool hovered = ImGui::IsItemHovered();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(p0, ImVec2(p0.x + side, p0.y + side), IM_COL32(25, 27, 32, 255));
+  dl->PushClipRect(p0, ImVec2(p0.x + side, p0.y + side), true);
+
+  float extent = 1.0f;
+  for (int r = 0; r < T; ++r)
+    for (int c : {ts.space_x, ts.space_y, ts.space_z})
+      extent = std::max(extent, std::abs(e(r, c)));
+  const View v{ImVec2(p0.x + side * 0.5f, p0.y + side * 0.5f), side * 0.42f / extent, ts.yaw,
+               ts.pitch, ts.space_3d};
+  const ImU32 axis = IM_COL32(120, 120, 130, 255);
+  const float z = 0;
+  dl->AddLine(project(v, -extent, 0, z), project(v, extent, 0, z), axis);
+  dl->AddLine(project(v, 0, -extent, z), project(v, 0, extent, z), axis);
+  if (ts.space_3d) dl->AddLine(project(v, 0, 0, -extent), project(v, 0, 0, extent), axis);
+  dl->AddText(project(v, extent, 0, z), axis, ("dim " + std::to_string(ts.space_x)).c_str());
+  dl->AddText(project(v, 0, extent, z), axis, ("dim " + std::to_string(ts.space_y)).c_str());
+  if (ts.space_3d)
+    dl->AddText(project(v, 0, 0, extent), axis, ("dim " + std::to_string(ts.space_z)).c_str());
+
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  int nearest = -1;
+  float best = 12.0f * 12.0f;
+  for (int r = 0; r < T; ++r) {
+    const ImVec2 q = project(v, e(r, ts.space_x), e(r, ts.space_y), ts.space_3d ? e(r, ts.space_z) : 0);
+    const ImU32 col = head_color(r % 8);
+    dl->AddLine(v.origin, q, (col & 0x00ffffff) | 0x60000000);
+    dl->AddCircleFilled(q, r == ts.space_drag ? 7.0f : 5.0f, col);
+    dl->AddText(ImVec2(q.x + 7, q.y - 8), IM_COL32_WHITE,
+                state.inputs.tokens.size() > static_cast<std::size_t>(r)
+                    ? state.inputs.tokens[static_cast<std::size_t>(r)].c_str()
+                    : "?");
+    const float dx = q.x - mouse.x, dy = q.y - mouse.y;
+    if (dx * dx + dy * dy < best) {
+      best = dx * dx + dy * dy;
+      nearest = r;
+    }
+  }
+  dl->PopClipRect();
+
+  if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) ts.space_drag = nearest;
+  if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) ts.space_drag = -1;
+  if (ts.space_drag >= 0 && ts.space_drag < T && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0)) {
+    const ImVec2 delta = ImGui::GetIO().MouseDelta;
+    if (!ts.space_3d) {
+      e(ts.space_drag, ts.space_x) += delta.x / v.scale;
+      e(ts.space_drag, ts.space_y) -= delta.y / v.scale;
+    } else {  // move in the screen plane: the inverse rotation of the drag
+      const float cy = std::cos(ts.yaw), sy = std::sin(ts.yaw);
+      const float cp = std::cos(ts.pitch), sp = std::sin(ts.pitch);
+      const float sx = delta.x / v.scale, syv = -delta.y / v.scale;
+      // screen x = (cy, 0, sy)·p ; screen y = (sp·sy, cp, −sp·cy)·p (rows of the rotation)
+      e(ts.space_drag, ts.space_x) += cy * sx + sp * sy * syv;
+      e(ts.space_drag, ts.space_y) += cp * syv;
+      if (ts.space_z != ts.space_x && ts.space_z != ts.space_y)
+        e(ts.space_drag, ts.space_z) += sy * sx - sp * cy * syv;
+    }
+    state.mark_dirty();
+  }
+  if (ts.space_3d && hovered && ImGui::IsMouseDragging(ImGuiMouseButton_Right, 0)) {
+    ts.yaw += ImGui::GetIO().MouseDelta.x * 0.01f;
+    ts.pitch = std::clamp(ts.pitch + ImGui::GetIO().MouseDelta.y * 0.01f, -1.5f, 1.5f);
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope::gui

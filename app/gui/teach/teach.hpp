@@ -1,0 +1,73 @@
+// teach.hpp: the Learn features of the app (issue 5): a guided walkthrough of
+// chapter 3, book-check badges, and one window per mechanism. Each window is
+// one file with `void draw_<name>(AppState&)`; all numbers come from
+// core/teach.hpp, these files only lay out and colour.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+
+namespace attnscope::gui {
+
+// The "Learn" menu (called from the menu bar).
+void draw_learn_menu(AppState& state);
+// Every open Learn window, and the walkthrough (called once per frame, last).
+void draw_learn_windows(AppState& state);
+// Book badges and "Learn more" links for the stepper's current step.
+void draw_stage_learn_links(AppState& state);
+
+// One walkthrough step: how it sets up the app, and what it says.
+struct WalkStep {
+  const char* section;  // the book's section, "3.3.1"
+  const char* title;
+  core::Variant variant;
+  int d_out, num_heads;
+  std::uint64_t seed;
+  double dropout;
+  Step step;
+  const char* pin_stage;  // cell to highlight ("" none)
+  int pin_row, pin_col;
+  const char* text;       // what is happening and why
+  const char* try_this;   // what to do next
+  bool* (*window)(TeachState&);  // a Learn window to open, or nullptr
+};
+const std::vector<WalkStep>& walkthrough_steps();
+// Sets up the app for step `k` of the walkthrough (inputs, config, stage, pin).
+void apply_walk_step(AppState& state, int k);
+// Starts the walkthrough at step `k`.
+void start_walkthrough(AppState& state, int k = 0);
+
+// Windows.
+void draw_walkthrough(AppState& state);
+void draw_book_check(AppState& state);
+void draw_softmax_unfolded(AppState& state);
+void draw_normalisation(AppState& state);
+void draw_masking(AppState& state);
+void draw_dropout_lab(AppState& state);
+void draw_sizes(AppState& state);
+void draw_head_split(AppState& state);
+void draw_compare(AppState& state);
+void draw_weights_editor(AppState& state);
+void draw_embedding_space(AppState& state);
+
+// Shared helpers (teach_util.cpp).
+// A small badge: green with a check mark when the app matches the book,
+// amber with the largest difference otherwise. Returns its width.
+void book_badge(const core::BookMatrix& book, const core::BookCheck& check);
+// A compact book badge for the title of stage `s`'s heatmap (✓ book, or the
+// largest difference), covering every book tensor read off that stage.
+// Its width, 0 when the book prints nothing of the stage in this run.
+float stage_book_badge_width(const AppState& state, const core::Stage& s);
+// Draws it at `at` (HeatmapResult::title_end); leaves the cursor alone.
+void stage_book_badge(const AppState& state, const core::Stage& s, ImVec2 at);
+// Draws `m` with the app's heatmap widget under `title`, in a box of `size`.
+void teach_heatmap(AppState& state, const std::string& slot, std::string id, int head,
+                   const core::RowMatrix& m, const std::string& title, ImVec2 size);
+// "0.2264" in the table font.
+std::string num(float v, int decimals = 4);
+// Opens a Learn window at a sensible size; false when collapsed.
+bool begin_learn_window(const char* title, bool* open, ImVec2 size);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,262 @@
+// walkthrough.cpp: the guided tour of chapter 3, in the book's order.
+//
+// Sections
+//   1. the steps (setup + words)
+//   2. setting up a step
+//   3. the window: text, "try this", book badges, Back / Next / Leave
+#include <algorithm>
+
+#include "attnscope/io.hpp"
+#include "panels/panels.hpp"
+#include "stage_info.hpp"
+#include "teach/teach.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+bool* open_softmax(TeachState& t) { return &t.show_softmax; }
+bool* open_normalisation(TeachState& t) { return &t.show_normalisation; }
+bool* open_masking(TeachState& t) { return &t.show_masking; }
+bool* open_dropout(TeachState& t) { return &t.show_dropout; }
+bool* open_heads(TeachState& t) { return &t.show_heads; }
+bool* open_sizes(TeachState& t) { return &t.show_sizes; }
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// 1. Steps
+
+const std::vector<WalkStep>& walkthrough_steps() {
+  using core::Variant;
+  static const std::vector<WalkStep> kSteps = {
+      {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores, "scores",
+       1, 1,
+       "Take \"journey\" as the query, x⁽²⁾. Its score with every token is a dot product, "
+       "ω_2j = x⁽²⁾ · x_j, so the journey row of this matrix is the book's attn_scores_2. "
+       "Vectors that point the same way get large scores.",
+       "Drag journey's second value (0.87) in the embeddings table and watch the journey row "
+       "and column change; the book badge then shows how far you are from the book.",
+       nullptr},
+      {"3.3.1", "From scores to weights", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax,
+       "weights", 1, 1,
+       "Scores are normalised into weights that sum to 1. Dividing by the row sum would do "
+       "that too (the book's attn_weights_2_tmp), but softmax exponentiates first: every weight "
+       "stays positive and larger scores get a larger share.",
+       "Compare the two rows in the Normalisation window that just opened: softmax gives "
+       "journey→journey 0.2379, plain division 0.2278.",
+       open_normalisation},
+      {"3.3.1", "The context vector z⁽²⁾", Variant::Simple, 2, 1, 123, 0.0, Step::Context,
+       "context", 1, 0,
+       "journey's context vector is the sum of all six input vectors, each multiplied by "
+       "journey's weight for it: z⁽²⁾ = Σ_j α_2j x_j = [0.4419, 0.6515, 0.5683]. It is a blend "
+       "of the inputs, leaning towards the tokens journey attends to.",
+       "Look at the inspector on the right: it lists each weight × input term of the "
+       "highlighted cell. Click another cell of the journey row.",
+       nullptr},
+      {"3.3.2", "All queries at once", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax, "weights",
+       4, 4,
+       "Doing this for every token is two matrix products: scores = X·Xᵀ and context = "
+       "weights · X. Each row is one query's softmax, so every row sums to 1; the whole matrix "
+       "is the book's attn_weights.",
+       "Press → to step to Context (all_context_vecs), then edit any embedding: only the cells "
+       "that read it change.",
+       nullptr},
+      {"3.4.1", "Trainable weights", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Projections,
+       "queries", 1, 0,
+       "SelfAttention_v1 gives the inputs three learnable projections: Q = X·W_query, "
+       "K = X·W_key, V = X·W_value, each 3×2. With seed 123 they are the book's torch.rand "
+       "matrices, and journey's query is query_2 = [0.4306, 1.4551].",
+       "Change the seed in the controls: every W changes and the badges show the difference; "
+       "set it back to 123 and they turn green again.",
+       nullptr},
+      {"3.4.1", "Scores for query 2", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Scores,
+       "scores", 1, 1,
+       "Scores are now query · key instead of input · input: ω_22 = q⁽²⁾ · k⁽²⁾ = 1.8524, the "
+       "highlighted cell. Queries and keys come from different matrices, so the scores matrix is "
+       "no longer symmetric.",
+       "Compare journey→starts with starts→journey (row 3, column 2): they differ now.",
+       nullptr},
+      {"3.4.1", "Scaled softmax for query 2", Variant::SelfAttentionV1, 2, 1, 123, 0.0,
+       Step::Softmax, "weights", 1, 1,
+       "Before the softmax the scores are divided by √d_k = √2. Without it, large dot products "
+       "in wide layers push softmax towards one-hot rows with tiny gradients. journey's row is "
+       "the book's attn_weights_2 = [0.1500, 0.2264, 0.2199, …].",
+       "In Softmax unfolded set √d_k to off, then to a large value: the weights get more peaked "
+       "or flatter and the row's entropy falls or rises.",
+       open_softmax},
+      {"3.4.1", "Context from values", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Context,
+       "context", 1, 0,
+       "The context vector is now a weighted sum of value vectors, z⁽²⁾ = Σ_j α_2j v_j = "
+       "[0.3061, 0.8210]. Doing every row at once gives the book's sa_v1(inputs).",
+       "Click the other column of the journey row and follow the terms in the inspector.",
+       nullptr},
+      {"3.4.2", "The compact class, nn.Linear", Variant::SelfAttentionV2, 2, 1, 789, 0.0,
+       Step::Context, "context", 1, 0,
+       "SelfAttention_v2 uses nn.Linear layers instead of torch.rand matrices. Their Kaiming "
+       "uniform start gives small weights of both signs, so with seed 789 the outputs are small "
+       "too: the book's sa_v2(inputs).",
+       "Step back to Q/K/V: the badges compare the W matrices with the printed .weight "
+       "(which nn.Linear stores transposed).",
+       nullptr},
+      {"3.5.1", "Hiding the future", Variant::Causal, 2, 1, 789, 0.0, Step::Masked,
+       "masked_scores", 1, 2,
+       "A language model predicts the next token, so a query may only look at itself and "
+       "earlier tokens. Every score above the diagonal is set to −∞ (hatched); exp(−∞) = 0, so "
+       "those keys get no weight.",
+       "The Masking window shows the book's two ways (zero then renormalise, or −∞ then "
+       "softmax) agree, and what goes wrong without renormalising.",
+       open_masking},
+      {"3.5.1", "Causal attention weights", Variant::Causal, 2, 1, 789, 0.0, Step::Softmax,
+       "weights", 1, 1,
+       "Each row now spreads its weight over the tokens up to itself: the first row is "
+       "[1, 0, …, 0] and journey's is [0.5517, 0.4483, 0, …]. Every row still sums to 1.",
+       "Drag a value of the last token (step): only the last row of the weights changes, "
+       "because no earlier query can see it.",
+       nullptr},
+      {"3.5.2", "Dropout on the weights", Variant::Causal, 2, 1, 789, 0.5, Step::Dropout,
+       "dropped_weights", 2, 0,
+       "In training, nn.Dropout(0.5) zeroes each weight with probability ½ and doubles the "
+       "rest (× 1/(1−p)), so rows stop summing to 1 but each weight keeps its expected value. "
+       "Here the mask is drawn after the weights' seed 789; the book's example reseeds with 123.",
+       "In the Dropout lab, average over many seeds and watch the error shrink; switch the "
+       "controls to eval and the mask becomes all ones.",
+       open_dropout},
+      {"3.5.3", "The CausalAttention class", Variant::Causal, 2, 1, 123, 0.0, Step::Context,
+       "context", 1, 0,
+       "CausalAttention packs the projections, the scaling, the mask buffer and dropout into "
+       "one module. With seed 123 and dropout 0.0 it prints the book's context_vecs for the "
+       "first item of the batch.",
+       "Raise dropout in the controls and watch the badge report how far the output moves.",
+       nullptr},
+      {"3.6.1", "Stacking heads: the wrapper", Variant::MultiheadWrapper, 2, 2, 123, 0.0,
+       Step::Concat, "output", 1, 2,
+       "MultiHeadAttentionWrapper runs two independent CausalAttention heads and puts their "
+       "6×2 outputs side by side: 6×4. Head 0 is built first from seed 123, so its columns "
+       "repeat the previous step's numbers.",
+       "Click the tiles in the heads grid to focus a head, or set heads to 4: the output "
+       "widens to 8 columns.",
+       nullptr},
+      {"3.6.2", "Splitting heads", Variant::Multihead, 2, 2, 123, 0.0, Step::SplitHeads,
+       "queries", 1, 0,
+       "MultiHeadAttention computes Q with one d_out-wide W_query and then cuts it into heads "
+       "with .view and .transpose(1, 2). With d_out = 2 and 2 heads, each head gets one "
+       "column, and one matrix product computes every head's queries.",
+       "The Head split window colours each head's columns from Q through the transpose and "
+       "back to the concatenation.",
+       open_heads},
+      {"3.6.2", "Mixing heads: out_proj", Variant::Multihead, 2, 2, 123, 0.0, Step::OutProj,
+       "output", 1, 0,
+       "The heads' context vectors are put side by side again (6×2) and mixed by out_proj, a "
+       "2×2 Linear layer with a bias. The result is the book's output of MultiHeadAttention.",
+       "The Sizes window counts this module's parameters and those of a GPT-2 sized layer "
+       "(2,360,064). That is the end: leave the walkthrough and keep exploring.",
+       open_sizes},
+  };
+  return kSteps;
+}
+
+// ---------------------------------------------------------------------------
+// 2. Setting up a step
+
+void apply_walk_step(AppState& state, int k) {
+  const auto& steps = walkthrough_steps();
+  k = std::clamp(k, 0, static_cast<int>(steps.size()) - 1);
+  const WalkStep& s = steps[static_cast<std::size_t>(k)];
+  state.teach.walk_step = k;
+  state.load_preset("book");  // the book's six tokens, as printed
+  core::Config c;
+  c.variant = s.variant;
+  c.d_out = s.d_out;
+  c.num_heads = s.num_heads;
+  c.seed = s.seed;
+  c.dropout = s.dropout;
+  c.qkv_bias = false;
+  c.training = true;
+  state.config = c;
+  state.explicit_parameters.reset();
+  state.ui.heads_refusal.clear();
+  state.step = s.step;
+  state.head = 0;
+  // Per-head stages of the head variants are pinned in head 0.
+  const std::string_view pin = s.pin_stage;
+  const int head = core::has_heads(s.variant) && pin != "output" && pin != "concat" ? 0 : -1;
+  state.pinned = !pin.empty() ? CellRef{s.pin_stage, head, s.pin_row, s.pin_col}
+                              : CellRef{};
+  if (s.window) *s.window(state.teach) = true;
+  if (s.window == open_softmax) {
+    state.teach.softmax_row = s.pin_row;
+    state.teach.scale_mode = 0;
+  }
+  state.mark_dirty();
+}
+
+void start_walkthrough(AppState& state, int k) {
+  state.teach.walk_active = true;
+  state.teach.walk_apply = k;
+}
+
+// ---------------------------------------------------------------------------
+// 3. The window
+
+void draw_walkthrough(AppState& state) {
+  TeachState& t = state.teach;
+  const auto& steps = walkthrough_steps();
+  const int n = static_cast<int>(steps.size());
+  t.walk_step = std::clamp(t.walk_step, 0, n - 1);
+  const WalkStep& s = steps[static_cast<std::size_t>(t.walk_step)];
+
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const float font = ImGui::GetFontSize();
+  // First shown bottom right, over the inspector's lower part; the learner
+  // may move it. As its text grows and shrinks per step it is kept on screen.
+  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + vp->WorkSize.x - font * 0.6f,
+                                 vp->WorkPos.y + vp->WorkSize.y - font * 0.6f),
+                          ImGuiCond_FirstUseEver, ImVec2(1.0f, 1.0f));
+  bool open = true;
+  const bool shown = ImGui::Begin("Walkthrough: chapter 3", &open,
+                                  ImGuiWindowFlags_NoSavedSettings |
+                                      ImGuiWindowFlags_AlwaysAutoResize);
+  {
+    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+    const ImVec2 max(vp->WorkPos.x + vp->WorkSize.x, vp->WorkPos.y + vp->WorkSize.y);
+    const ImVec2 kept(std::clamp(pos.x, vp->WorkPos.x, std::max(vp->WorkPos.x, max.x - size.x)),
+                      std::clamp(pos.y, vp->WorkPos.y, std::max(vp->WorkPos.y, max.y - size.y)));
+    if (kept.x != pos.x || kept.y != pos.y) ImGui::SetWindowPos(kept);
+  }
+  if (shown) {
+    ImGui::PushTextWrapPos(font * 23);
+    ImGui::TextDisabled("Step %d of %d  ·  §%s", t.walk_step + 1, n, s.section);
+    if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+    ImGui::TextUnformatted(display(state, s.title).c_str());
+    if (state.ui.font_heading) ImGui::PopFont();
+    text_wrapped(state, s.text);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.85f, 0.55f, 1.0f));
+    text_wrapped(state, std::string("Try this: ") + s.try_this);
+    ImGui::PopStyleColor();
+    // The book's numbers this step shows, checked against the app's.
+    if (state.trace) {
+      const StepMatrices mats = step_matrices(state.step, *state.trace, state.head);
+      for (const core::Stage* m : mats.outputs)
+        for (const core::BookMatrix* b : core::book_matrices_for_stage(*state.trace, m->id))
+          book_badge(*b, core::check_book(*b, state.trace.get()));
+    }
+    ImGui::PopTextWrapPos();
+    ImGui::Separator();
+    ImGui::BeginDisabled(t.walk_step == 0);
+    if (ImGui::Button("< Back")) t.walk_apply = t.walk_step - 1;
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(t.walk_step + 1 >= n);
+    if (ImGui::Button("Next >")) t.walk_apply = t.walk_step + 1;
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (ImGui::Button("Set up again")) t.walk_apply = t.walk_step;
+    ImGui::SameLine();
+    if (ImGui::Button("Leave walkthrough")) open = false;
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Keep everything as it is now and explore freely.");
+  }
+  ImGui::End();
+  if (!open) t.walk_active = false;
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,358 @@
+// export_files_test.cpp: the app's file features without a window: stage
+// exports (names, never overwriting, the notice, unwritable folders), Export
+// all (every stage + data + a session that reproduces the run), session save
+// -> open -> identical trace, and every bad import giving its message and
+// changing nothing. PNG bytes come from a stand-in renderer here; the real
+// off-screen renderer is tested under Xvfb (export_png_test.cpp).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/formats.hpp"
+#include "attnscope/io.hpp"
+#include "attnscope/rng.hpp"
+#include "attnscope/session.hpp"
+#include "attnscope/weights.hpp"
+#include "export/files.hpp"
+#include "figure/heatmap_figure.hpp"
+#include "session.hpp"
+
+namespace attnscope::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("attnscope-files-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "out");
+    state_.load_preset("book");
+    state_.config.variant = core::Variant::MultiheadWrapper;
+    state_.config.num_heads = 2;
+    state_.files.export_folder = dir_ / "out";
+    // A stand-in for the GL renderer: a figure-sized image, 1 px per logical px x scale.
+    state_.files.render_png = [](const figure::Heatmap& h, int scale) {
+      const figure::Scene sc = figure::layout_heatmap(h);
+      RenderedImage img;
+      img.width = sc.width * scale;
+      img.height = sc.height * scale;
+      img.rgba.assign(
+          static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) * 4, 200);
+      return img;
+    };
+    state_.finish_recompute();
+    ASSERT_TRUE(state_.trace);
+  }
+  void TearDown() override {
+    ::chmod((dir_ / "out").c_str(), 0755);
+    fs::remove_all(dir_);
+  }
+  std::set<std::string> files_in(const fs::path& d) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(d)) names.insert(e.path().filename().string());
+    return names;
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+  fs::path dir_;
+  AppState state_;
+};
+
+// Everything a bad import must leave as it was.
+struct Snapshot {
+  explicit Snapshot(const AppState& s)
+      : tokens(s.inputs.tokens),
+        embeddings(s.inputs.embeddings),
+        variant(s.config.variant),
+        d_out(s.config.d_out),
+        params(s.explicit_parameters),
+        version(s.trace_version) {}
+  void expect_same(const AppState& s) const {
+    EXPECT_EQ(s.inputs.tokens, tokens);
+    EXPECT_EQ(s.inputs.embeddings, embeddings);
+    EXPECT_EQ(s.config.variant, variant);
+    EXPECT_EQ(s.config.d_out, d_out);
+    EXPECT_EQ(s.explicit_parameters, params);
+    EXPECT_FALSE(s.dirty);
+    EXPECT_EQ(s.trace_version, version);
+  }
+  std::vector<std::string> tokens;
+  core::RowMatrix embeddings;
+  core::Variant variant;
+  int d_out;
+  std::shared_ptr<const core::Parameters> params;
+  std::uint64_t version;
+};
+
+void expect_same_trace(const core::Trace& a, const core::Trace& b) {
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.explicit_weights, b.explicit_weights);
+  for (std::size_t k = 0; k < a.stages.size(); ++k) {
+    EXPECT_EQ(a.stages[k].id, b.stages[k].id);
+    EXPECT_EQ(a.stages[k].head, b.stages[k].head);
+    // Bit for bit; NaN-free, and -inf == -inf.
+    EXPECT_TRUE(a.stages[k].data.cwiseEqual(b.stages[k].data).all()) << a.stages[k].id;
+  }
+}
+
+TEST_F(Files, AStageIsExportedUnderTheNamingRuleAndNeverOverwritten) {
+  const core::Stage& w = *state_.trace->find("weights", 1);
+  const auto a = export_stage(state_, w, ExportKind::Npy);
+  const auto b = export_stage(state_, w, ExportKind::Npy);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);
+  EXPECT_TRUE(a->filename().string().starts_with("weights_h1_multihead_wrapper_"));
+  EXPECT_EQ(a->extension(), ".npy");
+  EXPECT_EQ(b->stem().string(), a->stem().string() + "-1");  // the same second: -1
+  EXPECT_EQ(core::parse_npy(core::read_import_file(*a), "a", core::NpyRank::Matrix,
+                            core::NonFinite::Allow),
+            w.data);
+  // The notice names the full path.
+  EXPECT_FALSE(state_.files.notice.error);
+  EXPECT_EQ(state_.files.notice.path, b->string());
+  EXPECT_EQ(state_.files.recent_folders.front(), (dir_ / "out").string());
+}
+
+TEST_F(Files, EveryKindOfExportWritesItsFormat) {
+  const core::Stage& m = *state_.trace->find("masked_scores", 0);
+  for (ExportKind k :
+       {ExportKind::Png, ExportKind::Svg, ExportKind::Csv, ExportKind::Npy, ExportKind::Json}) {
+    const auto p = export_stage(state_, m, k, 2);
+    ASSERT_TRUE(p) << state_.files.notice.message;
+    EXPECT_EQ(p->extension().string(), std::string(export_extension(k)));
+    const std::string bytes = core::read_import_file(*p);
+    if (k == ExportKind::Png) {
+      EXPECT_EQ(bytes.substr(1, 3), "PNG");
+    }
+    if (k == ExportKind::Svg) {
+      // Drawn as the screen draws it: the palette and the −∞ cells.
+      EXPECT_NE(bytes.find("class=\"cell masked\""), std::string::npos);
+      EXPECT_NE(bytes.find("\xE2\x88\x92\xE2\x88\x9E"), std::string::npos);
+    }
+    if (k == ExportKind::Json) {
+      EXPECT_EQ(core::parse_stage_json(bytes, "j").stage.data.size(), m.data.size());
+    }
+  }
+}
+
+TEST_F(Files, SvgUsesThePaletteAndNumberSettingOnScreen) {
+  const core::Stage& s = *state_.trace->find("scores", 0);
+  state_.ui.palette = Palette::ColorBlindSafe;
+  state_.ui.show_values = false;
+  const std::string svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
+  const auto range = figure::value_range(s.data, figure::ScaleKind::Diverging);
+  // The screen's texture colours (colorize), cell for cell.
+  const auto c = figure::colorize(s.data, range, figure::Colormap::PuOr).at(1, 2);
+  EXPECT_NE(svg.find(figure::hex(c)), std::string::npos);
+  EXPECT_EQ(svg.find("class=\"value\""), std::string::npos);
+}
+
+TEST_F(Files, AMissingOrUnwritableFolderGivesAClearMessageAndWritesNothing) {
+  state_.files.export_folder = dir_ / "missing";
+  EXPECT_FALSE(export_stage(state_, state_.trace->stages[0], ExportKind::Csv));
+  EXPECT_TRUE(state_.files.notice.error);
+  EXPECT_NE(state_.files.notice.message.find("missing"), std::string::npos)
+      << state_.files.notice.message;
+  EXPECT_FALSE(fs::exists(dir_ / "missing"));  // a chosen folder is never created
+  if (::geteuid() != 0) {                      // root writes anywhere
+    state_.files.export_folder = dir_ / "out";
+    ::chmod((dir_ / "out").c_str(), 0555);
+    EXPECT_FALSE(export_stage(state_, state_.trace->stages[0], ExportKind::Csv));
+    EXPECT_NE(state_.files.notice.message.find("permission denied"), std::string::npos)
+        << state_.files.notice.message;
+    EXPECT_TRUE(files_in(dir_ / "out").empty());
+  }
+}
+
+TEST_F(Files, WithoutAGlContextPngExportSaysSoAndWritesNothing) {
+  state_.files.render_png = nullptr;
+  EXPECT_FALSE(export_stage(state_, state_.trace->stages[0], ExportKind::Png, 2));
+  EXPECT_NE(state_.files.notice.message.find("OpenGL"), std::string::npos);
+  EXPECT_TRUE(files_in(dir_ / "out").empty());
+}
+
+TEST_F(Files, ExportAllWritesEveryStageAsPngAndDataPlusASessionThatReproducesIt) {
+  state_.files.all_format = core::DataFormat::Csv;
+  state_.files.png_scale = 1;
+  const auto folder = export_all_stages(state_);
+  ASSERT_TRUE(folder) << state_.files.notice.message;
+  EXPECT_EQ(folder->parent_path(), dir_ / "out");
+  EXPECT_TRUE(folder->filename().string().starts_with("attnscope_multihead_wrapper_"));
+  const auto names = files_in(*folder);
+  const std::size_t n = state_.trace->stages.size();
+  std::size_t pngs = 0, csvs = 0;
+  for (const auto& f : names) {
+    pngs += f.ends_with(".png");
+    csvs += f.ends_with(".csv");
+  }
+  EXPECT_EQ(pngs, n);
+  EXPECT_EQ(csvs, n);
+  ASSERT_TRUE(names.count("session.json"));
+  const core::Session s = core::load_session(*folder / "session.json");
+  expect_same_trace(core::run_session(s), *state_.trace);
+  EXPECT_EQ(state_.files.notice.path, folder->string());
+}
+
+TEST_F(Files, ExportAllIsAllOrNothing) {
+  int calls = 0;
+  state_.files.render_png = [&calls](const figure::Heatmap&, int) -> RenderedImage {
+    if (++calls == 3) throw std::runtime_error("the GPU gave up");
+    return RenderedImage{1, 1, {0, 0, 0, 255}};
+  };
+  EXPECT_FALSE(export_all_stages(state_));
+  EXPECT_TRUE(state_.files.notice.error);
+  EXPECT_NE(state_.files.notice.message.find("the GPU gave up"), std::string::npos);
+  EXPECT_TRUE(files_in(dir_ / "out").empty());  // the new folder is gone again
+}
+
+TEST_F(Files, SessionSaveThenOpenGivesTheIdenticalTraceWithImportedWeights) {
+  // Weights from a "notebook": the seeded ones of another seed.
+  core::Config other = state_.config;
+  other.seed = 7;
+  core::TorchGenerator gen(other.seed);
+  const core::Parameters p = core::init_parameters(other, 3, gen);
+  write("w.json", core::weights_json(p, other));
+  ASSERT_EQ(import_weights(state_, dir_ / "w.json"), "");
+  state_.config.dropout = 0.5;  // dropout masks must come back too
+  state_.step = Step::Softmax;
+  state_.head = 1;
+  state_.finish_recompute();
+  ASSERT_TRUE(state_.trace->explicit_weights);
+  ASSERT_EQ(save_session_file(state_, dir_ / "s.json", false), "");
+  EXPECT_NE(save_session_file(state_, dir_ / "s.json", false), "");  // exists: not replaced
+  EXPECT_EQ(save_session_file(state_, dir_ / "s.json", true), "");
+
+  AppState b;
+  b.load_preset("shiny");
+  ASSERT_EQ(open_session_file(b, dir_ / "s.json"), "");
+  b.finish_recompute();
+  ASSERT_TRUE(b.trace);
+  expect_same_trace(*b.trace, *state_.trace);
+  EXPECT_EQ(b.step, Step::Softmax);
+  EXPECT_EQ(b.head, 1);
+  EXPECT_NE(weights_origin(b), "");
+  // core reads the same file as a plain session.
+  expect_same_trace(core::run_session(core::load_session(dir_ / "s.json")), *state_.trace);
+}
+
+TEST_F(Files, ImportedWeightsRunInsteadOfSeededAndResetGoesBack) {
+  const core::Trace seeded = *state_.trace;
+  core::Config other = state_.config;
+  other.seed = 99;
+  core::TorchGenerator gen(other.seed);
+  write("w.json", core::weights_json(core::init_parameters(other, 3, gen), other));
+  ASSERT_EQ(import_weights(state_, dir_ / "w.json"), "");
+  EXPECT_EQ(weights_origin(state_), (dir_ / "w.json").string());
+  state_.finish_recompute();
+  EXPECT_TRUE(state_.trace->explicit_weights);
+  EXPECT_FALSE(state_.trace->find("weights", 0)->data.isApprox(seeded.find("weights", 0)->data));
+  reset_to_seeded_weights(state_);
+  state_.finish_recompute();
+  EXPECT_EQ(weights_origin(state_), "");
+  expect_same_trace(*state_.trace, seeded);
+}
+
+TEST_F(Files, ImportedEmbeddingsReplaceTheInputsWithTheirTokenNames) {
+  write("e.csv", ",x,y,z\nI,0.1,0.2,0.3\nlike,0.4,0.5,0.6\ncats,0.7,0.8,0.9\n");
+  ASSERT_EQ(import_embeddings(state_, dir_ / "e.csv"), "");
+  EXPECT_EQ(state_.inputs.tokens, (std::vector<std::string>{"I", "like", "cats"}));
+  EXPECT_FLOAT_EQ(state_.inputs.embeddings(2, 1), 0.8f);
+  EXPECT_NE(state_.files.notice.message.find("e.csv"), std::string::npos);
+}
+
+TEST_F(Files, EveryBadImportGivesItsMessageAndChangesNothing) {
+  struct Case {
+    std::string file, content, expect;
+    bool weights;
+  };
+  const std::vector<Case> cases = {
+      {"missing.csv", "", "no such file", false},
+      {"ragged.csv", "1,2,3\n4,5\n", "line 2 has 2 cells", false},
+      {"word.csv", "1,2,abc\n", "'abc' is not a number", false},
+      {"nan.csv", "1,2,nan\n", "finite", false},
+      {"rows.csv", "1,2,3\n4,5,6\n", "2 rows but there are 6 tokens", false},
+      {"three.npy", std::string("\x93NUMPY\x01\x00", 8), "", false},
+      {"bad.json", "{\"embeddings\": [[1, 2], [3]]}", "", false},
+      {"missing.json", "", "no such file", true},
+      {"short.json", "{\"W_query\": [[1, 0], [0, 1], [1, 1]], \"W_key\": [[1, 0], [0, 1], [1, 1]]}",
+       "W_value is missing", true},
+      {"shape.json",
+       "{\"W_query\": [[1, 0, 0], [0, 1, 0]], \"W_key\": [[1, 0], [0, 1], [1, 1]], "
+       "\"W_value\": [[1, 0], [0, 1], [1, 1]]}",
+       "W_query", true},
+      {"notjson.json", "{W_query", "", true},
+  };
+  state_.config.variant = core::Variant::Causal;
+  state_.mark_dirty();
+  state_.finish_recompute();
+  for (const Case& c : cases) {
+    if (!c.content.empty()) write(c.file, c.content);
+    const Snapshot before(state_);
+    const std::string err = c.weights ? import_weights(state_, dir_ / c.file)
+                                      : import_embeddings(state_, dir_ / c.file);
+    EXPECT_NE(err, "") << c.file;
+    EXPECT_NE(err.find(c.file), std::string::npos) << "names the file: " << err;
+    if (!c.expect.empty()) {
+      EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+    }
+    before.expect_same(state_);
+  }
+}
+
+TEST_F(Files, ABadSessionFileGivesItsMessageAndChangesNothing) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"junk.json", "{not json"},
+      {"newer.json", "{\"attnscope_session\": 2, \"run\": {}}"},
+      {"typo.json",
+       "{\"attnscope_session\": 1, \"run\": {\"tokens\": [\"a\"], \"embeddings\": [[1]]}, "
+       "\"wieghts\": {}}"},
+      {"weights.json",
+       "{\"attnscope_session\": 1, \"run\": {\"variant\": \"causal\", \"tokens\": [\"a\"], "
+       "\"embeddings\": [[1, 2]]}, "
+       "\"weights\": {\"W_query\": [[1]]}}"},
+  };
+  for (const auto& [name, text] : cases) {
+    write(name, text);
+    const Snapshot before(state_);
+    const std::string err = open_session_file(state_, dir_ / name);
+    EXPECT_NE(err.find(name), std::string::npos) << err;
+    before.expect_same(state_);
+  }
+  EXPECT_NE(open_session_file(state_, dir_ / "newer.json").find("newer"), std::string::npos);
+}
+
+TEST_F(Files, AnInvalidEditIsSavedAsADraftBesideTheLastGoodRun) {
+  state_.config.variant = core::Variant::Multihead;
+  state_.config.d_out = 3;  // not divisible by 2 heads
+  state_.mark_dirty();
+  state_.finish_recompute();
+  ASSERT_FALSE(state_.error.empty());
+  ASSERT_EQ(save_session_file(state_, dir_ / "draft.json", false), "");
+  // core sees the last good run (the trace on screen) ...
+  expect_same_trace(core::run_session(core::load_session(dir_ / "draft.json")), *state_.trace);
+  // ... and the app gets the edits back.
+  AppState b;
+  ASSERT_EQ(open_session_file(b, dir_ / "draft.json"), "");
+  EXPECT_EQ(b.config.d_out, 3);
+  EXPECT_EQ(b.config.variant, core::Variant::Multihead);
+}
+
+TEST(Screenshot, NamesFollowTheExportRule) {
+  EXPECT_TRUE(screenshot_stem(std::chrono::system_clock::now()).starts_with("screenshot_20"));
+}
+
+}  // namespace
+}  // namespace attnscope::gui

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""attnscope's exports end to end under Xvfb (run inside xvfb-run; see CMakeLists.txt).
+
+  1. --export-png DIR: one PNG per stage (every head), paths printed in trace
+     order, named by the export rule; at --scale 2 every image is exactly twice
+     its 1x size; images are not blank.
+  2. --export-png into a missing folder, or with a bad --scale: exit 2, one
+     "error: " line naming the problem, nothing written.
+  3. A running app: F12 writes a screenshot of the window into
+     $XDG_PICTURES_DIR/attnscope; Ctrl+Q exits cleanly.
+
+Standard library only.
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILURES.append(what)
+    return ok
+
+
+def png_info(path):
+    """(width, height, number of distinct byte values in the pixel data)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG"
+    w, h = struct.unpack(">II", data[16:24])
+    pos, idat = 8, b""
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        if data[pos + 4:pos + 8] == b"IDAT":
+            idat += data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    return w, h, len(set(raw[::7]))
+
+
+# <stage>[_h<head>]_<variant>_<YYYYmmdd-HHMMSS>[-n].png, for this test's variant.
+NAME = re.compile(r"^(?P<stage>[A-Za-z_]+?)(_h(?P<head>\d+))?_multihead_\d{8}-\d{6}(-\d+)?\.png$")
+
+
+def export(app, out, *flags, env=None):
+    return subprocess.run([app, "--export-png", out, *flags], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(args.work, "config"))
+
+    # 1. --export-png at 1x and 2x.
+    sizes = {}
+    for scale in (1, 2):
+        out = os.path.join(args.work, f"png{scale}")
+        os.makedirs(out)
+        p = export(args.app, out, "--preset", "book", "--variant", "multihead", "--heads", "2",
+                   "--d-out", "4", "--scale", str(scale), env=env)
+        check(p.returncode == 0, f"--export-png --scale {scale} exits 0 ({p.stderr.strip()[:200]})")
+        paths = p.stdout.split()
+        check(sorted(os.path.join(out, f) for f in os.listdir(out)) == sorted(paths),
+              f"every printed path exists and nothing else was written ({len(paths)} files)")
+        names = [os.path.basename(x) for x in paths]
+        check(all(NAME.match(n) for n in names), f"names follow the export rule: {names[:3]}...")
+        check(any("_h1_" in n for n in names) and any(n.startswith("weights_h0") for n in names),
+              "every head of per-head stages is exported")
+        for path in paths:
+            w, h, distinct = png_info(path)
+            key = NAME.match(os.path.basename(path))
+            sizes.setdefault((key["stage"], key["head"]), {})[scale] = (w, h)
+            if distinct < 20:
+                check(False, f"{path} is not blank ({distinct} distinct bytes)")
+    doubled = [k for k, v in sizes.items() if v.get(2) == (2 * v[1][0], 2 * v[1][1])]
+    check(len(doubled) == len(sizes) and len(sizes) > 20,
+          f"every 2x PNG is exactly twice its 1x size ({len(doubled)} of {len(sizes)})")
+
+    # 2. Bad folders and scales: exit 2, one line, nothing written.
+    missing = os.path.join(args.work, "missing")
+    p = export(args.app, missing, "--preset", "book", env=env)
+    check(p.returncode == 2 and p.stderr.startswith("error: ") and "missing" in p.stderr
+          and not os.path.exists(missing), f"a missing folder is refused: {p.stderr.strip()}")
+    p = export(args.app, os.path.join(args.work, "png1"), "--scale", "5", env=env)
+    check(p.returncode == 2 and "--scale" in p.stderr, f"--scale 5 is refused: {p.stderr.strip()}")
+
+    # 3. F12 in a running app.
+    pics = os.path.join(args.work, "pictures")
+    app_env = dict(env, XDG_PICTURES_DIR=pics)
+    proc = subprocess.Popen([args.app, "--no-session", "--size", "1000x700"], env=app_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wid = None
+        for _ in range(100):
+            r = subprocess.run(["xdotool", "search", "--name", "^attnscope$"], capture_output=True, text=True)
+            if r.stdout.strip():
+                wid = r.stdout.split()[0]
+                break
+            time.sleep(0.1)
+        check(wid is not None, "the app's window appears")
+        time.sleep(1.0)
+        subprocess.run(["xdotool", "windowactivate", "--sync", wid], capture_output=True)
+        subprocess.run(["xdotool", "key", "--window", wid, "F12"])
+        shots = []
+        for _ in range(50):
+            folder = os.path.join(pics, "attnscope")
+            shots = [f for f in os.listdir(folder)] if os.path.isdir(folder) else []
+            if shots:
+                break
+            time.sleep(0.1)
+        if check(len(shots) == 1 and shots[0].startswith("screenshot_") and shots[0].endswith(".png"),
+                 f"F12 writes one screenshot into $XDG_PICTURES_DIR/attnscope: {shots}"):
+            w, h, distinct = png_info(os.path.join(pics, "attnscope", shots[0]))
+            check((w, h) == (1000, 700) and distinct > 20, f"the screenshot is the window ({w}x{h})")
+        subprocess.run(["xdotool", "key", "--window", wid, "ctrl+q"])
+        proc.wait(timeout=20)
+        check(proc.returncode == 0, f"Ctrl+Q exits cleanly ({proc.returncode})")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

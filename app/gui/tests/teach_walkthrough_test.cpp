@@ -1,0 +1,269 @@
+// teach_walkthrough_test.cpp: the Learn features drawn without a window
+// (ImGui's null backend, as headless_frame_test.cpp): the walkthrough driven
+// from its first step to its last, every Learn window in every variant, and
+// the edits they make (weights, embeddings) reaching the engine.
+#include <gtest/gtest.h>
+
+#include "app_state.hpp"
+#include "attnscope/teach.hpp"
+#include "fonts.hpp"
+#include "imgui.h"
+#include "imgui_internal.h"
+#include "stage_info.hpp"
+#include "teach/teach.hpp"
+#include "ui.hpp"
+
+namespace attnscope::gui {
+namespace {
+
+class Teach : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    state.load_preset("book");
+    setup_fonts_and_style(state);
+    unsigned char* pixels = nullptr;
+    int w = 0, h = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+  int frame() {
+    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
+    ImGui::NewFrame();
+    draw_ui(state);
+    ImGui::Render();
+    return ImGui::GetDrawData()->TotalVtxCount;
+  }
+  void frames(int n) {
+    for (int k = 0; k < n; ++k) frame();
+  }
+  void open_all() {
+    TeachState& t = state.teach;
+    t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout = t.show_heads =
+        t.show_compare = t.show_weights = t.show_embedding = t.show_sizes = t.show_book = true;
+  }
+  AppState state;
+};
+
+TEST_F(Teach, WalkthroughRunsFromFirstToLastStepWithTheBooksNumbers) {
+  const auto& steps = walkthrough_steps();
+  ASSERT_EQ(steps.size(), 16u);
+  start_walkthrough(state, 0);
+  frames(3);
+  ASSERT_TRUE(state.teach.walk_active);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const WalkStep& s = steps[k];
+    EXPECT_EQ(state.teach.walk_step, static_cast<int>(k));
+    ASSERT_TRUE(state.trace);
+    EXPECT_EQ(state.trace->config.variant, s.variant) << s.title;
+    EXPECT_EQ(state.step, s.step) << s.title;
+    EXPECT_TRUE(state.error.empty()) << state.error;
+    // The highlighted cell survived the recompute.
+    if (*s.pin_stage) {
+      EXPECT_TRUE(state.pinned.valid()) << s.title;
+      EXPECT_NE(state.trace->find(state.pinned.stage, state.pinned.head), nullptr) << s.title;
+    }
+    if (s.window) {
+      EXPECT_TRUE(*s.window(state.teach)) << s.title;
+    }
+    // Every book tensor this step shows is green.
+    const StepMatrices m = step_matrices(state.step, *state.trace, state.head);
+    int badges = 0;
+    for (const core::Stage* st : m.outputs)
+      for (const core::BookMatrix* b : core::book_matrices_for_stage(*state.trace, st->id)) {
+        EXPECT_TRUE(core::check_book(*b, state.trace.get()).matches) << s.title << " " << b->name;
+        ++badges;
+      }
+    // The book prints no scaled masked scores and no split Q: no badge there.
+    if (s.dropout == 0.0 && s.step != Step::Masked && s.step != Step::SplitHeads) {
+      EXPECT_GT(badges, 0) << s.title << " " << step_id(s.step);
+    }
+    EXPECT_GT(frame(), 1000);
+    state.teach.walk_apply = static_cast<int>(k) + 1 < static_cast<int>(steps.size())
+                                 ? static_cast<int>(k) + 1
+                                 : -1;  // what Next does
+    frames(2);
+  }
+  // Back, then leave: the app keeps the last setup and the walkthrough closes.
+  state.teach.walk_apply = state.teach.walk_step - 1;
+  frames(2);
+  EXPECT_EQ(state.teach.walk_step, static_cast<int>(steps.size()) - 2);
+  state.teach.walk_active = false;
+  frames(2);
+  EXPECT_EQ(state.trace->config.variant, core::Variant::Multihead);
+  EXPECT_EQ(state.step, Step::SplitHeads);
+}
+
+TEST_F(Teach, AnEditDuringTheWalkthroughTurnsTheBadgeIntoADifference) {
+  start_walkthrough(state, 0);
+  frames(3);
+  state.inputs.embeddings(1, 1) += 0.25f;  // "drag journey's second value"
+  state.mark_dirty();
+  frames(2);
+  const auto books = core::book_matrices_for_stage(*state.trace, "scores");
+  ASSERT_FALSE(books.empty());
+  for (const core::BookMatrix* b : books) {
+    const core::BookCheck c = core::check_book(*b, state.trace.get());
+    EXPECT_FALSE(c.matches) << b->name;
+    // x_2 · x_2 grows by 2 · 0.87 · 0.25 + 0.25² (attn_weights_2_tmp divides it away).
+    if (b->source == core::BookSource::Stage) {
+      EXPECT_NEAR(c.max_diff, 0.4975f, 1e-4f) << b->name;
+    }
+  }
+}
+
+TEST_F(Teach, EveryLearnWindowDrawsInEveryVariant) {
+  open_all();
+  for (core::Variant v : core::kAllVariants) {
+    state.config.variant = v;
+    state.config.d_out = 4;
+    state.config.num_heads = 2;
+    state.config.dropout = 0.5;
+    state.mark_dirty();
+    frames(2);
+    ASSERT_TRUE(state.error.empty()) << state.error;
+    for (Step step : steps_for(v)) {
+      state.step = step;
+      EXPECT_GT(frame(), 1000) << core::variant_id(v) << " " << step_id(step);
+    }
+    state.teach.compare_a = state.trace;  // pin A, then change the seed: B differs
+    state.config.seed = 789;
+    state.mark_dirty();
+    frames(3);
+    state.config.seed = 123;
+  }
+}
+
+TEST_F(Teach, TheDropoutAverageIsComputedOnDemandForTheCurrentTrace) {
+  state.config.variant = core::Variant::Causal;
+  state.config.dropout = 0.5;
+  state.teach.show_dropout = true;
+  state.mark_dirty();
+  frames(2);
+  EXPECT_FALSE(state.teach.average);  // nothing per frame
+  const core::Stage* w = state.trace->find("weights");
+  state.teach.average = core::dropout_average(w->data, 0.5, 1, 200);
+  state.teach.average_trace_version = state.trace_version;
+  frames(2);
+  ASSERT_TRUE(state.teach.average);
+  EXPECT_LT(state.teach.average->max_error.back(), state.teach.average->max_error.front());
+}
+
+TEST_F(Teach, EditedWeightsRunThroughTheEngineAndResetReturnsToSeeded) {
+  state.config.variant = core::Variant::SelfAttentionV1;
+  state.mark_dirty();
+  frames(2);
+  const core::RowMatrix seeded = state.trace->find("context")->data;
+  auto p = core::parameters_of(*state.trace);
+  ASSERT_TRUE(p);
+  p->qkv[0].value.weight(0, 0) += 1.0f;
+  state.explicit_parameters = std::make_shared<const core::Parameters>(*p);
+  state.mark_dirty();
+  state.teach.show_weights = true;
+  frames(2);
+  EXPECT_TRUE(state.trace->explicit_weights);
+  EXPECT_NE(state.trace->find("context")->data, seeded);
+  state.explicit_parameters.reset();  // "Reset to seeded"
+  state.mark_dirty();
+  frames(2);
+  EXPECT_EQ(state.trace->find("context")->data, seeded);
+}
+
+TEST_F(Teach, CompareShowsExactDifferencesBetweenPinnedAndCurrent) {
+  state.config.variant = core::Variant::Causal;
+  state.mark_dirty();
+  frames(2);
+  state.teach.show_compare = true;
+  state.teach.compare_a = state.trace;
+  state.config.seed = 789;
+  state.mark_dirty();
+  frames(3);
+  const auto d = core::compare_stage(*state.teach.compare_a, *state.trace, "weights", -1);
+  ASSERT_TRUE(d);
+  EXPECT_GT(d->max_abs, 0.0f);
+  EXPECT_EQ(d->diff(5, 0), state.trace->find("weights")->data(5, 0) -
+                               state.teach.compare_a->find("weights")->data(5, 0));
+}
+
+TEST_F(Teach, LearnWindowsOpenInTheCentreClearOfTheStepperAndTheWalkthrough) {
+  start_walkthrough(state, 11);  // dropout, p 0.5
+  frames(3);
+  open_all();
+  frames(3);
+  const ImGuiWindow* walk = ImGui::FindWindowByName("Walkthrough: chapter 3");
+  ASSERT_NE(walk, nullptr);
+  const ImRect walk_r = walk->Rect();
+  for (const char* name : {"Dropout lab", "Normalisation compared", "Head split",
+                           "Weights editor", "Softmax unfolded", "Book check"}) {
+    const ImGuiWindow* w = ImGui::FindWindowByName(name);
+    ASSERT_NE(w, nullptr) << name;
+    const ImRect r = w->Rect();
+    EXPECT_FALSE(r.Overlaps(walk_r)) << name;
+    EXPECT_GT(r.Min.y, 200.0f) << name << ": below the stage strip and explanation";
+    EXPECT_LE(r.Max.y, 1000.0f) << name;
+    EXPECT_GT(r.Min.x, 300.0f) << name << ": right of the controls";
+  }
+  // The walkthrough can be moved: its position is the learner's after the first frame.
+  ImGui::SetWindowPos("Walkthrough: chapter 3", ImVec2(500, 300));
+  frames(2);
+  EXPECT_EQ(walk->Pos.x, 500.0f);
+  EXPECT_EQ(walk->Pos.y, 300.0f);
+}
+
+TEST_F(Teach, DropoutAverageAtPZeroOrOneIsExplainedNotReplaced) {
+  state.config.variant = core::Variant::Causal;
+  state.teach.show_dropout = true;
+  for (double p : {0.0, 1.0}) {
+    state.config.dropout = p;
+    state.mark_dirty();
+    frames(2);
+    EXPECT_GT(frame(), 1000);
+    EXPECT_FALSE(state.teach.average);  // the button is disabled, nothing computed
+  }
+  // The first seed shifts the seeds averaged over.
+  const core::Stage* w = state.trace->find("weights");
+  const auto a1 = core::dropout_average(w->data, 0.5, 1, 1);
+  const auto a7 = core::dropout_average(w->data, 0.5, 7, 1);
+  EXPECT_EQ(a7->mean, core::apply_dropout(w->data, 0.5, 7));
+  EXPECT_NE(a1->mean, a7->mean);
+}
+
+TEST_F(Teach, WeightsEditorShowsBiasesAndLargeMatrices) {
+  state.config.variant = core::Variant::Multihead;
+  state.config.qkv_bias = true;
+  state.config.d_out = 80;  // wider than a table's 64 columns and the old 16 × 16 limit
+  state.config.num_heads = 2;
+  state.teach.show_weights = true;
+  state.mark_dirty();
+  frames(3);
+  ASSERT_TRUE(state.error.empty()) << state.error;
+  EXPECT_GT(frame(), 1000);
+  const auto p = core::parameters_of(*state.trace);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->qkv[0].query.bias.cols(), 80);
+  EXPECT_EQ(p->out.bias.cols(), 80);
+}
+
+TEST_F(Teach, StageTilesCarryBookBadgesForTheNewTensors) {
+  state.config.variant = core::Variant::SelfAttentionV1;
+  state.step = Step::Scores;
+  state.mark_dirty();
+  frames(2);
+  const core::Stage* scores = state.trace->find("scores");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_GT(stage_book_badge_width(state, *scores), 0.0f);
+  EXPECT_EQ(core::check_book_stage(*state.trace, "scores").count, 2);  // + attn_score_22
+  const core::Stage* scaled = state.trace->find("scaled_scores");
+  ASSERT_NE(scaled, nullptr);
+  EXPECT_EQ(stage_book_badge_width(state, *scaled), 0.0f);
+  state.teach.show_normalisation = true;
+  state.teach.show_heads = true;
+  EXPECT_GT(frame(), 1000);
+}
+
+}  // namespace
+}  // namespace attnscope::gui
