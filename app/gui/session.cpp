@@ -160,13 +160,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
         throw SessionError("the draft's token count does not match its embeddings");
       inputs = core::Inputs{*spec.tokens, *spec.embeddings};
-      if (spec.variant) config.variant = *spec.variant;
-      if (spec.d_out) config.d_out = *spec.d_out;
-      if (spec.num_heads) config.num_heads = *spec.num_heads;
-      if (spec.dropout) config.dropout = *spec.dropout;
-      if (spec.seed) config.seed = *spec.seed;
-      if (spec.qkv_bias) config.qkv_bias = *spec.qkv_bias;
-      if (spec.training) config.training = *spec.training;
+      core::apply_config_fields(spec, config);
     }
 
     const auto step = parse_step(view.value("stage", std::string("inputs")));

@@ -272,8 +272,7 @@ RunSpec merge(RunSpec base, const RunSpec& top) {
   return base;
 }
 
-void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
-  config = Config{};
+void apply_config_fields(const RunSpec& spec, Config& config) {
   if (spec.variant) config.variant = *spec.variant;
   if (spec.d_out) config.d_out = *spec.d_out;
   if (spec.num_heads) config.num_heads = *spec.num_heads;
@@ -281,6 +280,11 @@ void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
   if (spec.seed) config.seed = *spec.seed;
   if (spec.qkv_bias) config.qkv_bias = *spec.qkv_bias;
   if (spec.training) config.training = *spec.training;
+}
+
+void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
+  config = Config{};
+  apply_config_fields(spec, config);
 
   std::optional<RunSpec> preset;
   if (spec.preset) {

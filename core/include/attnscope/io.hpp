@@ -42,6 +42,9 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source);
 std::string read_text_file(const std::string& path);
 // Overlays every field set in `top` onto `base`.
 RunSpec merge(RunSpec base, const RunSpec& top);
+// Sets every config field `spec` gives (variant, d_out, ...) on `config`,
+// leaving the others as they are; no validation.
+void apply_config_fields(const RunSpec& spec, Config& config);
 // Applies defaults and the preset, checks limits; throws ParseError.
 void resolve(const RunSpec& spec, Config& config, Inputs& inputs);
 
