@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -251,14 +252,68 @@ void for_row_blocks(Eigen::Index rows, double cost_per_row, Fn&& fn) {
   fn(Eigen::Index{0}, rows);
 }
 
-// x . weight + bias with the rows split across threads.
+// Columns [col, col + cols) of y = x . p.weight + p.bias.
+struct ColumnBlock {
+  const Projection* p;
+  RowMatrix* y;
+  Eigen::Index col, cols;
+};
+
+void run_block(const RowMatrix& x, const ColumnBlock& b) {
+  auto dst = b.y->middleCols(b.col, b.cols);
+  dst.noalias() = x * b.p->weight.middleCols(b.col, b.cols);
+  if (b.p->bias.size() > 0) dst.rowwise() += b.p->bias.row(0).segment(b.col, b.cols);
+}
+
+// Sizes y and cuts x . p.weight into column blocks for the threads to share.
+// By columns, not by rows of x: every block then packs only its own share of
+// the weights (Eigen repacks the whole right-hand side for every product, and
+// with row blocks at T = 256 that packing cost as much as the products). The
+// blocks are at least kMinBlockCols wide, so x is packed only a few times.
+void add_column_blocks(std::vector<ColumnBlock>& blocks, const RowMatrix& x, const Projection& p,
+                       RowMatrix& y, int threads) {
+  constexpr Eigen::Index kMinBlockCols = 256;
+  const Eigen::Index n = p.weight.cols();
+  y.resize(x.rows(), n);
+  const Eigen::Index count = std::clamp<Eigen::Index>(n / kMinBlockCols, 1, 2 * threads);
+  for (Eigen::Index b = 0; b < count; ++b) {
+    const Eigen::Index begin = n * b / count, end = n * (b + 1) / count;
+    if (end > begin) blocks.push_back(ColumnBlock{&p, &y, begin, end - begin});
+  }
+}
+
+int worth_threads(double flops) {
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+  constexpr double kMinParallelFlops = 4e6;  // ~40 us of work
+  if (!omp_in_parallel() && flops >= kMinParallelFlops) return omp_get_max_threads();
+#endif
+  (void)flops;
+  return 1;
+}
+
+// Runs every job once, in parallel when threads > 1, longest-first order
+// being the caller's: dynamic scheduling hands the next job to whichever
+// thread is free, so serial side jobs (the dropout draws, copies) hide behind
+// the column blocks of the products.
+void run_jobs(std::vector<std::function<void()>>& jobs, int threads) {
+  const auto n = static_cast<int>(jobs.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && n > 1)
+  for (int i = 0; i < n; ++i) jobs[static_cast<std::size_t>(i)]();
+}
+
+double projection_flops(const RowMatrix& x, Eigen::Index out_cols) {
+  return 2.0 * static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(out_cols);
+}
+
+// x . weight + bias, the column blocks shared among the threads.
 RowMatrix project_fast(const RowMatrix& x, const Projection& p) {
-  RowMatrix y(x.rows(), p.weight.cols());
-  const double cost = 2.0 * static_cast<double>(x.cols() * p.weight.cols());
-  for_row_blocks(x.rows(), cost, [&](Eigen::Index begin, Eigen::Index end) {
-    y.middleRows(begin, end - begin).noalias() = x.middleRows(begin, end - begin) * p.weight;
-    if (p.bias.size() > 0) y.middleRows(begin, end - begin).rowwise() += p.bias.row(0);
-  });
+  RowMatrix y;
+  const int threads = worth_threads(projection_flops(x, p.weight.cols()));
+  std::vector<ColumnBlock> blocks;
+  add_column_blocks(blocks, x, p, y, threads);
+  std::vector<std::function<void()>> jobs;
+  for (const ColumnBlock& b : blocks) jobs.emplace_back([&x, b] { run_block(x, b); });
+  run_jobs(jobs, threads);
   return y;
 }
 
@@ -380,17 +435,37 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   const int heads = split || wrapper ? config.num_heads : 1;
   const int stage_head_base = split || wrapper ? 0 : -1;
 
-  // Whole-layer projections (all variants but the wrapper, whose heads own theirs).
+  // First phase, as one set of jobs for the threads to share: the dropout
+  // draws (one serial mt19937 stream), the copies of the parameters into
+  // their stages, and the whole-layer Q/K/V products in column blocks (all
+  // variants but the wrapper, whose heads own their projections).
+  std::vector<std::uint8_t> keep;
+  std::vector<Stage> parameter_stages, out_parameter_stages;
   RowMatrix queries, keys, values;
-  if (!wrapper) {
-    const auto& qkv = params.qkv.front();
-    push_projection_stages(trace.stages, qkv, -1);
-    queries = project_fast(x, qkv.query);
-    keys = project_fast(x, qkv.key);
-    values = project_fast(x, qkv.value);
+  {
+    std::vector<std::function<void()>> jobs;
+    jobs.emplace_back([&] { keep = draw_dropout(opt, heads, T, gen); });
+    double flops = 0.0;
+    std::vector<ColumnBlock> blocks;
+    if (!wrapper) {
+      const auto& qkv = params.qkv.front();
+      jobs.emplace_back([&] { push_projection_stages(parameter_stages, qkv, -1); });
+      if (split)
+        jobs.emplace_back([&] {
+          out_parameter_stages.push_back(Stage{"W_out", -1, params.out.weight});
+          out_parameter_stages.push_back(Stage{"b_out", -1, params.out.bias});
+        });
+      flops = projection_flops(x, 3 * qkv.query.weight.cols());
+      const int threads = worth_threads(flops);
+      add_column_blocks(blocks, x, qkv.query, queries, threads);
+      add_column_blocks(blocks, x, qkv.key, keys, threads);
+      add_column_blocks(blocks, x, qkv.value, values, threads);
+    }
+    for (const ColumnBlock& b : blocks) jobs.emplace_back([&x, b] { run_block(x, b); });
+    run_jobs(jobs, worth_threads(flops));
+    for (Stage& st : parameter_stages) trace.stages.push_back(std::move(st));
   }
 
-  const std::vector<std::uint8_t> keep = draw_dropout(opt, heads, T, gen);
   const float dropout_scale = 1.0f / static_cast<float>(1.0 - opt.dropout);
   const Eigen::Index width = split ? config.d_out / heads : config.d_out;  // per-head d_v
 
@@ -445,8 +520,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     } else {
       RowMatrix output = project_fast(concat, params.out);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
-      trace.stages.push_back(Stage{"W_out", -1, params.out.weight});
-      trace.stages.push_back(Stage{"b_out", -1, params.out.bias});
+      for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});
     }
   }
