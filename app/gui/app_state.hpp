@@ -152,7 +152,8 @@ struct AppState {
   // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
   std::optional<ComputeResult> incoming;
   double upload_budget_ms = 6.0;
-  bool preparing() const { return incoming.has_value(); }
+  // A new trace or a heatmap's colours are still being prepared over frames.
+  bool preparing() const { return incoming.has_value() || textures.pending(); }
   // The last trace run_job built (not a const object): when it is the one
   // on screen, keep_only_the_view() may drop its stages in place.
   std::weak_ptr<core::Trace> own_trace;

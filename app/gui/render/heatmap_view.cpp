@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "export/files_ui.hpp"
 #include "fonts.hpp"
@@ -333,7 +334,16 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const CellSpan rs = visible_cells(origin.y, cell, area_min.y, vis_max.y, rows);
   const CellSpan cs = visible_cells(origin.x, cell, area_min.x, vis_max.x, cols);
   dl->PushClipRect(area_min, area_max, true);
-  dl->AddImage(tex.id, origin, img_max);
+  if (tex.ready) {
+    dl->AddImage(tex.id, origin, img_max);
+  } else {  // still being coloured (TextureCache::get): a placeholder with progress
+    dl->AddRectFilled(origin, img_max, IM_COL32(48, 50, 56, 255));
+    const ImVec2 mid((area_min.x + vis_max.x) * 0.5f, (area_min.y + vis_max.y) * 0.5f);
+    char text[48];
+    std::snprintf(text, sizeof text, "colouring %d%%", static_cast<int>(tex.progress * 100.0f));
+    const ImVec2 ts = ImGui::CalcTextSize(text);
+    dl->AddText(ImVec2(mid.x - ts.x * 0.5f, mid.y - ts.y * 0.5f), dim_col, text);
+  }
 
   auto cell_min = [&](int r, int c) {
     return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell);
@@ -361,7 +371,8 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const bool negatives = tex.range.data_min < 0.0f;  // a "-" needs one more character
   const float w4 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.0000" : "0.0000").x;
   const float w2 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.00" : "0.00").x;
-  const int decimals = state.ui.show_values ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
+  const int decimals =
+      state.ui.show_values && tex.has_range ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
   if (decimals > 0) {
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c) {
@@ -482,7 +493,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
             std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
       }
     }
-    draw_colour_bar(dl, place, map, tex.range, kind, uni, px);
+    if (tex.has_range) draw_colour_bar(dl, place, map, tex.range, kind, uni, px);
   }
 
   // Tooltip: which query/key, and the engine's value.

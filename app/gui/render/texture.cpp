@@ -14,27 +14,97 @@ void NullTexture::upload(const RgbaImage& image) {
 
 HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_version,
                                  const core::Stage& stage, ScaleKind kind, Colormap map) {
+  using Clock = std::chrono::steady_clock;
   Entry& e = entries_[slot];
   e.last_used = frame_;
-  const bool fresh = !e.texture;
-  if (fresh) e.texture = make_texture();
-  const bool data_changed = fresh || e.trace_version != trace_version || e.stage_id != stage.id ||
-                            e.head != stage.head || e.kind != kind;
-  if (data_changed) e.range = value_range(stage.data, kind);
-  if (data_changed || e.map != map) {
-    e.texture->upload(colorize(stage.data, e.range, map));
+  const Want want{trace_version, stage.id, stage.head, kind, map};
+  const bool shows_it = e.texture && e.trace_version == trace_version && e.stage_id == stage.id &&
+                        e.head == stage.head && e.kind == kind && e.map == map;
+  if (shows_it) {
+    e.work = Work{};
+    return HeatmapTexture{e.texture->id(), e.range};
+  }
+  // Only the colours changed: the range stays.
+  const bool same_data = e.texture && e.trace_version == trace_version &&
+                         e.stage_id == stage.id && e.head == stage.head && e.kind == kind;
+  Work& w = e.work;
+  if (!w.active || !(w.want == want)) {
+    w = Work{};
+    w.want = want;
+    w.active = true;
+    if (same_data) {
+      w.range = e.range;
+      w.has_range = true;
+    }
+  }
+  const core::RowMatrix& m = stage.data;
+  constexpr Eigen::Index kSmallCells = 64 * 1024;  // well under a millisecond: no budget
+  const bool small = m.size() <= kSmallCells;
+  const auto start = Clock::now();
+  auto spent = [&] {
+    return frame_spent_ms_ + std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  // The first large stage of a frame always makes progress; later ones only
+  // while the frame's budget lasts.
+  auto may_work = [&] { return small || !frame_progressed_ || spent() < frame_budget_ms_; };
+  auto finish_frame_work = [&] {
+    if (!small) {
+      frame_spent_ms_ = spent();
+      frame_progressed_ = true;
+    }
+  };
+
+  if (!w.has_range && may_work()) {
+    w.range = value_range(m, kind);
+    w.has_range = true;
+    if (!small) frame_progressed_ = true;
+  }
+  if (w.has_range && w.image.pixels.empty() && m.size() > 0) {
+    w.image.width = static_cast<int>(m.cols());
+    w.image.height = static_cast<int>(m.rows());
+    w.image.pixels.resize(static_cast<std::size_t>(m.size()) * 4);
+  }
+  const auto band = std::max<Eigen::Index>(1, kSmallCells / std::max<Eigen::Index>(1, m.cols()));
+  while (w.has_range && w.rows_done < m.rows() && may_work()) {
+    const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - w.rows_done);
+    const RgbaImage img = colorize(m.middleRows(w.rows_done, rows), w.range, map);
+    std::memcpy(w.image.pixels.data() + static_cast<std::size_t>(w.rows_done * m.cols()) * 4,
+                img.pixels.data(), img.pixels.size());
+    w.rows_done += static_cast<int>(rows);
+    if (!small) frame_progressed_ = true;
+  }
+  // The upload (a few ms in software GL) starts a frame's work, or fits in
+  // what is left of the budget.
+  const bool coloured = w.has_range && w.rows_done >= m.rows();
+  if (coloured && (small || spent() < frame_budget_ms_ * 0.5 || !frame_progressed_)) {
+    if (!e.texture) e.texture = make_texture();
+    e.texture->upload(w.image);
     ++uploads_;
     e.trace_version = trace_version;
     e.stage_id = stage.id;
     e.head = stage.head;
     e.kind = kind;
     e.map = map;
+    e.range = w.range;
+    finish_frame_work();
+    w = Work{};
+    return HeatmapTexture{e.texture->id(), e.range};
   }
-  return HeatmapTexture{e.texture->id(), e.range};
+  finish_frame_work();
+  pending_ = true;
+  HeatmapTexture not_ready;
+  not_ready.ready = false;
+  not_ready.has_range = w.has_range;
+  not_ready.range = w.range;
+  not_ready.progress = m.rows() > 0 ? static_cast<float>(w.rows_done) / static_cast<float>(m.rows()) : 0.0f;
+  return not_ready;
 }
 
 void TextureCache::collect(int frame) {
   frame_ = frame;
+  frame_spent_ms_ = 0.0;
+  frame_progressed_ = false;
+  pending_ = false;
   constexpr int kKeepFrames = 120;  // a slot unseen this long is gone from the screen
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (frame - it->second.last_used > kKeepFrames)

@@ -39,10 +39,15 @@ class NullTexture final : public Texture {
   int width = 0, height = 0;
 };
 
-// A coloured stage ready to draw.
+// A coloured stage ready to draw, or (ready == false) one still being
+// coloured over the next frames: then id is null and the view draws a
+// placeholder; range is valid once has_range.
 struct HeatmapTexture {
   ImTextureID id = nullptr;
   ValueRange range;  // the colour bar's range
+  bool ready = true;
+  bool has_range = true;
+  float progress = 1.0f;  // share of the colouring done, for the placeholder
 };
 
 class TextureCache {
@@ -51,11 +56,20 @@ class TextureCache {
   void set_factory(TextureFactory factory) { factory_ = std::move(factory); }
 
   // The texture for `slot` showing `stage` of trace `trace_version` coloured
-  // with `map`; colours and uploads only when one of those changed.
+  // with `map`; colours and uploads only when one of those changed. Small
+  // stages are coloured at once; large ones (a step change at T = 1024 needs
+  // a dozen 1024 x 1024 textures) share frame_budget_ms per frame and come
+  // back not ready until done, so no frame freezes.
   HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
                      ScaleKind kind, Colormap map);
+  // Milliseconds per frame get() may spend colouring and uploading large
+  // stages (the first large one of a frame always makes some progress).
+  void set_frame_budget(double ms) { frame_budget_ms_ = ms; }
+  // A get() of the last frame returned a texture not ready yet: draw another.
+  bool pending() const { return pending_; }
 
-  // Frees textures whose slot was not drawn for a while (call once a frame).
+  // Frees textures whose slot was not drawn for a while (call once a frame,
+  // before drawing).
   void collect(int frame);
 
   // Double buffering for a new trace `next`, to be shown as `next_version`:
@@ -83,8 +97,26 @@ class TextureCache {
     int rows_done = 0;
     std::unique_ptr<Texture> texture;  // set once uploaded: ready
   };
+  // What a slot should show, and the colouring of it in progress.
+  struct Want {
+    std::uint64_t trace_version = 0;
+    std::string stage_id;
+    int head = -2;
+    ScaleKind kind = ScaleKind::Diverging;
+    Colormap map = Colormap::Viridis;
+    bool operator==(const Want&) const = default;
+  };
+  struct Work {
+    Want want;
+    bool active = false;
+    bool has_range = false;
+    ValueRange range;
+    RgbaImage image;
+    int rows_done = 0;
+  };
   struct Entry {
     Next next;
+    Work work;
     std::unique_ptr<Texture> texture;
     std::uint64_t trace_version = 0;
     std::string stage_id;
@@ -98,6 +130,10 @@ class TextureCache {
   TextureFactory factory_;
   long uploads_ = 0;
   int frame_ = 0;
+  double frame_budget_ms_ = 6.0;
+  double frame_spent_ms_ = 0.0;  // by get() in this frame
+  bool frame_progressed_ = false;
+  bool pending_ = false;
   std::unique_ptr<Texture> make_texture() const;
 };
 

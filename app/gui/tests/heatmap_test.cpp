@@ -195,5 +195,57 @@ TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
+  TextureCache cache;
+  cache.set_frame_budget(0.0);  // only the first large stage of a frame moves, one band at a time
+  const core::Stage big{"weights", 0, core::RowMatrix::Constant(1024, 1024, 0.25f)};
+  const core::Stage other{"weights", 1, core::RowMatrix::Constant(1024, 1024, 0.5f)};
+  const core::Stage small{"scores", -1, mat({{1, 2}, {3, 4}})};
+  int frame = 1, frames_to_ready = 0;
+  HeatmapTexture a, b;
+  for (; frame < 100; ++frame) {
+    cache.collect(frame);
+    a = cache.get("a", 1, big, ScaleKind::Sequential, Colormap::Viridis);
+    b = cache.get("b", 1, other, ScaleKind::Sequential, Colormap::Viridis);
+    const HeatmapTexture s = cache.get("s", 1, small, ScaleKind::Diverging, Colormap::RdBu);
+    EXPECT_TRUE(s.ready) << "a small stage is coloured at once, whatever the budget";
+    if (frame == 1) {
+      EXPECT_FALSE(a.ready);
+      EXPECT_FALSE(b.ready) << "the second large stage waits for a later frame";
+      EXPECT_TRUE(cache.pending()) << "the app must draw another frame";
+    }
+    if (!a.ready) {
+      EXPECT_FALSE(b.ready) << "stages are finished one after another";
+    }
+    if (a.ready && b.ready) break;
+    ++frames_to_ready;
+  }
+  // 16 bands of 64 rows, the range and the upload for each of the two, one step a frame.
+  EXPECT_GE(frames_to_ready, 30);
+  EXPECT_LT(frame, 100) << "colouring finishes";
+  EXPECT_TRUE(a.has_range);
+  EXPECT_FLOAT_EQ(a.range.data_max, 0.25f);
+  EXPECT_EQ(cache.uploads(), 3);  // each stage once (the small one too)
+  cache.collect(++frame);
+  EXPECT_TRUE(cache.get("a", 1, big, ScaleKind::Sequential, Colormap::Viridis).ready);
+  EXPECT_FALSE(cache.pending());
+  EXPECT_EQ(cache.uploads(), 3) << "a shown stage is not coloured again";
+
+  // A new palette: not ready for a frame or more, but the range is kept.
+  cache.collect(++frame);
+  const HeatmapTexture c = cache.get("a", 1, big, ScaleKind::Sequential, Colormap::Cividis);
+  EXPECT_FALSE(c.ready);
+  EXPECT_TRUE(c.has_range);
+
+  // With the default budget a step change at T = 1024 still finishes in a few frames.
+  TextureCache normal;
+  int n = 1;
+  for (; n < 100; ++n) {
+    normal.collect(n);
+    if (normal.get("a", 1, big, ScaleKind::Sequential, Colormap::Viridis).ready) break;
+  }
+  EXPECT_LT(n, 100);
+}
+
 }  // namespace
 }  // namespace attnscope::gui
