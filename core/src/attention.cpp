@@ -226,8 +226,9 @@ void forward_multihead_reference(Trace& trace, const Config& config, const RowMa
 // - dropout keep-flags for all heads are drawn up front, in the order PyTorch
 //   draws them, so that the heads can then run in parallel (OpenMP);
 // - causal context products skip the zero upper triangle;
-// - a few coarse parallel regions (row blocks, or whole heads) instead of
-//   Eigen's per-product threading.
+// - a few coarse parallel regions instead of Eigen's per-product threading:
+//   projection column blocks together with the dropout draws and parameter
+//   copies, then whole heads (or row blocks of one head), then out_proj.
 
 // Runs fn(begin, end) over row blocks of [0, rows), in parallel when the
 // work (rows x cost_per_row flops) is worth a parallel region and we are not
