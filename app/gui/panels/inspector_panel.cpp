@@ -10,6 +10,7 @@
 //   5. anything else: the row and where it comes from
 //   6. the panel
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,17 @@ ImVec2 table_size(int rows, int max_rows = 14) {
 
 const ImU32 kPinnedRow = IM_COL32(255, 200, 60, 70);
 
+// Begins one of the inspector's tables: these columns under a header row
+// that stays in view, the first `frozen_cols` columns too when scrolled sideways.
+bool begin_table(const char* id, std::initializer_list<const char*> columns, ImVec2 size,
+                 int frozen_cols) {
+  if (!ImGui::BeginTable(id, static_cast<int>(columns.size()), kTable, size)) return false;
+  ImGui::TableSetupScrollFreeze(frozen_cols, 1);
+  for (const char* c : columns) ImGui::TableSetupColumn(c);
+  ImGui::TableHeadersRow();
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // 2. Score
 
@@ -110,13 +122,7 @@ void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
                       token(t, j).c_str());
   mono_push(s);
   const int n = static_cast<int>(b->query.size());
-  if (ImGui::BeginTable("score", 4, kTable, table_size(n + 1))) {
-    ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("d");
-    ImGui::TableSetupColumn(qn);
-    ImGui::TableSetupColumn(kn);
-    ImGui::TableSetupColumn("product");
-    ImGui::TableHeadersRow();
+  if (begin_table("score", {"d", qn, kn, "product"}, table_size(n + 1), 0)) {
     ImGuiListClipper clip;
     clip.Begin(n);
     while (clip.Step())
@@ -177,14 +183,9 @@ void softmax_section(AppState& s, const core::Trace& t, int head, int i, int j) 
   text_wrapped(s, "max = " + num(s, b->row_max) + "    Σ exp = " + num(s, b->sum));
   mono_push(s);
   const int n = static_cast<int>(b->logits.size());
-  if (ImGui::BeginTable("softmax", 5, kTable, table_size(n, 12))) {
-    ImGui::TableSetupScrollFreeze(1, 1);
-    ImGui::TableSetupColumn("key");
-    ImGui::TableSetupColumn("score");
-    ImGui::TableSetupColumn(display(s, "− max").c_str());
-    ImGui::TableSetupColumn("exp");
-    ImGui::TableSetupColumn("weight");
-    ImGui::TableHeadersRow();
+  const std::string minus_max = display(s, "− max");
+  if (begin_table("softmax", {"key", "score", minus_max.c_str(), "exp", "weight"},
+                  table_size(n, 12), 1)) {
     ImGuiListClipper clip;
     clip.Begin(n);
     while (clip.Step())
@@ -246,13 +247,9 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
   ImGui::PopStyleColor();
   mono_push(s);
   const int n = static_cast<int>(b->weights.size());
-  if (ImGui::BeginTable("context", 4, kTable, table_size(n + 1, 12))) {
-    ImGui::TableSetupScrollFreeze(1, 1);
-    ImGui::TableSetupColumn("key j");
-    ImGui::TableSetupColumn("w_ij");
-    ImGui::TableSetupColumn((vn + col).c_str());
-    ImGui::TableSetupColumn(display(s, "w·" + vn + col).c_str());
-    ImGui::TableHeadersRow();
+  const std::string v_col = vn + col, product_col = display(s, "w·" + vn + col);
+  if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},
+                  table_size(n + 1, 12), 1)) {
     ImGuiListClipper clip;
     clip.Begin(n);
     while (clip.Step())
