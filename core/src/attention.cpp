@@ -270,13 +270,14 @@ void run_block(const RowMatrix& x, const ColumnBlock& b) {
 // By columns, not by rows of x: every block then packs only its own share of
 // the weights (Eigen repacks the whole right-hand side for every product, and
 // with row blocks at T = 256 that packing cost as much as the products). The
-// blocks are at least kMinBlockCols wide, so x is packed only a few times.
+// blocks are about kMinBlockCols wide or wider, so x is packed only a few times.
 void add_column_blocks(std::vector<ColumnBlock>& blocks, const RowMatrix& x, const Projection& p,
                        RowMatrix& y, int threads) {
   constexpr Eigen::Index kMinBlockCols = 256;
   const Eigen::Index n = p.weight.cols();
   y.resize(x.rows(), n);
-  const Eigen::Index count = std::clamp<Eigen::Index>(n / kMinBlockCols, 1, 2 * threads);
+  // A multiple of the thread count, so that no thread is left with one block more.
+  const Eigen::Index count = threads * std::max<Eigen::Index>(1, n / (threads * kMinBlockCols));
   for (Eigen::Index b = 0; b < count; ++b) {
     const Eigen::Index begin = n * b / count, end = n * (b + 1) / count;
     if (end > begin) blocks.push_back(ColumnBlock{&p, &y, begin, end - begin});
