@@ -4,19 +4,24 @@
 // Sections
 //   1. wake-ups: GLFW callbacks that tell the idle loop something happened
 //   2. window and ImGui setup
-//   3. the loop: wait when idle, draw a few frames after every event
-//   4. --screenshot, session save, shutdown
+//   3. the loop: wait when idle, draw a few frames after every event,
+//      autosave the session shortly after changes
+//   4. --screenshot, the last session save, shutdown
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "app_state.hpp"
+#include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
+#include "autosave.hpp"
 #include "fonts.hpp"
 #include "frame_bench.hpp"
 #include "imgui.h"
@@ -130,6 +135,34 @@ std::string glfw_error() {
   return what ? what : "unknown reason";
 }
 
+// The autosave's news for the user: a banner in the window and one line on
+// stderr. True when there was news (the frame must be drawn).
+bool show_autosave_report(gui::Autosave& autosave, gui::AppState& state, Wake& wake) {
+  const auto report = autosave.take_report();
+  if (!report) return false;
+  if (report->failed) {
+    state.ui.autosave_warning = report->message;
+    std::cerr << "warning: " << report->message << "\n";
+  } else {
+    state.ui.autosave_warning.clear();
+    std::cerr << "note: " << report->message << "\n";
+  }
+  ++wake.events;  // draw the banner (or its removal) over the next frames
+  return true;
+}
+
+// Writes imgui.ini (window positions of the Learn windows) atomically, like
+// the session, instead of ImGui's own fopen/fwrite that a kill can truncate.
+void save_imgui_ini(const std::string& path) {
+  if (path.empty()) return;
+  std::size_t size = 0;
+  const char* text = ImGui::SaveIniSettingsToMemory(&size);
+  if (const std::string err = gui::write_file_atomic(path, std::string_view(text, size));
+      !err.empty())
+    std::cerr << "warning: the window layout was not saved: " << err << "\n";
+  ImGui::GetIO().WantSaveIniSettings = false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,10 +174,13 @@ int main(int argc, char** argv) {
   state.load_preset("book");
   const auto dir = gui::config_dir();
   const auto session_file = dir.empty() ? dir : dir / "session.json";
+  // A save cut short (the app was killed mid-write) leaves its temporary file.
+  if (opts.save_session() && !dir.empty()) core::remove_stale_temp_files(dir);
+  gui::SessionRestore restored;
   if (opts.restore_session() && !dir.empty()) {
-    state.ui.session_warning = gui::load_session(session_file, state, opts.save_session());
-    if (!state.ui.session_warning.empty())
-      std::cerr << "warning: " << state.ui.session_warning << "\n";
+    restored = gui::load_session(session_file, state, opts.save_session());
+    state.ui.session_warning = restored.warning;
+    if (!restored.warning.empty()) std::cerr << "warning: " << restored.warning << "\n";
   }
   try {
     gui::apply_launch_options(opts, state);
@@ -179,12 +215,14 @@ int main(int argc, char** argv) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  // imgui.ini lives next to the session, never in the working directory.
-  const std::string ini_path = dir.empty() ? std::string() : (dir / "imgui.ini").string();
-  io.IniFilename = opts.save_session() && !ini_path.empty() ? ini_path.c_str() : nullptr;
-  if (io.IniFilename) {
+  // imgui.ini lives next to the session, never in the working directory;
+  // main reads and writes it (atomically), not ImGui.
+  const std::string ini_path =
+      dir.empty() || !opts.save_session() ? std::string() : (dir / "imgui.ini").string();
+  io.IniFilename = nullptr;
+  if (!ini_path.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    if (std::filesystem::is_regular_file(ini_path, ec)) ImGui::LoadIniSettingsFromDisk(ini_path.c_str());
   }
   float xs = 1.0f, ys = 1.0f;
   glfwGetWindowContentScale(window, &xs, &ys);
@@ -217,6 +255,14 @@ int main(int argc, char** argv) {
   // -------------------------------------------------------------------------
   // 3. The loop
 
+  // The last session, saved shortly after every change (autosave.hpp) and on
+  // exit; not when a file that could not be set aside would be overwritten.
+  std::unique_ptr<gui::Autosave> autosave;
+  if (opts.save_session() && !session_file.empty() && restored.may_save)
+    autosave = std::make_unique<gui::Autosave>(session_file, restored.text);
+  using Clock = gui::Autosave::Clock;
+  if (autosave) autosave->note_activity(Clock::now());  // launch flags may have changed the run
+
   int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
   int frame = 0, same_frames = 0, last_vertices = -1;
   bool screenshot_ok = true;
@@ -224,15 +270,28 @@ int main(int argc, char** argv) {
   std::uint64_t shown_version = state.trace_version;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
     if (opts.bench_frames) bench.begin_frame();
+    bool draw = true;
     if (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty) {
       glfwPollEvents();
     } else {
-      // Idle: sleep until input arrives. The timeout only serves the text
-      // caret's blink and signals; a wake-up with no event draws nothing,
-      // unless the worker is computing (its result posts an empty event).
-      glfwWaitEventsTimeout(0.5);
-      if (wake.events == 0 && !io.WantTextInput && !state.dirty && !state.computing()) continue;
+      // Idle: sleep until input arrives. The timeout serves the text caret's
+      // blink, signals and a due autosave; a wake-up with no event draws
+      // nothing, unless the worker is computing (its result posts an empty
+      // event).
+      double timeout = 0.5;
+      if (autosave)
+        if (const auto due = autosave->time_to_check(Clock::now()))
+          timeout = std::clamp(std::chrono::duration<double>(*due).count(), 0.001, 0.5);
+      glfwWaitEventsTimeout(timeout);
+      draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing();
     }
+    if (autosave) {
+      if (wake.events > 0) autosave->note_activity(Clock::now());
+      autosave->poll(state, Clock::now());
+      if (show_autosave_report(*autosave, state, wake)) draw = true;
+    }
+    if (!ini_path.empty() && io.WantSaveIniSettings) save_imgui_ini(ini_path);
+    if (!draw) continue;
     if (wake.events > 0) {
       busy_frames = 3;
       wake.events = 0;
@@ -272,6 +331,15 @@ int main(int argc, char** argv) {
     const bool adopted = state.trace_version != shown_version;  // a new trace this frame
     if (adopted) busy_frames = std::max(busy_frames, 3);        // the layout settles over a few
     shown_version = state.trace_version;
+    if (autosave) {
+      if (adopted) autosave->note_activity(Clock::now());  // fix_selection may move the step
+      int ww = 0, wh = 0;  // the window size is part of the session's view
+      glfwGetWindowSize(window, &ww, &wh);
+      if (ww > 0 && wh > 0) {
+        state.ui.window_width = ww;
+        state.ui.window_height = wh;
+      }
+    }
 
     // -----------------------------------------------------------------------
     // 4. Screenshot: once the layout stopped changing for a few frames.
@@ -316,21 +384,23 @@ int main(int argc, char** argv) {
   }
   state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
 
-  if (opts.save_session() && !session_file.empty()) {
+  if (autosave) {
     int w = 0, h = 0;
     glfwGetWindowSize(window, &w, &h);
     if (w > 0 && h > 0 && !glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
       state.ui.window_width = w;
       state.ui.window_height = h;
     }
-    if (const std::string err = gui::save_session(session_file, state); !err.empty())
+    if (const std::string err = autosave->flush(state); !err.empty())
       std::cerr << "warning: the session was not saved: " << err << "\n";
+    autosave.reset();
   }
+  if (!ini_path.empty()) save_imgui_ini(ini_path);
 
   state.textures.clear();  // GL textures go before the context
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();  // writes imgui.ini when enabled
+  ImGui::DestroyContext();
   glfwDestroyWindow(window);
   glfwTerminate();
   if (export_status != 0) return export_status;

@@ -192,6 +192,24 @@ TEST_F(Headless, RandomMouseAndKeysInEveryVariantNeverBreakIt) {
   SUCCEED();
 }
 
+TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
+  set_variant(core::Variant::Causal);
+  frames(3);
+  const int plain = frame();
+  state.ui.autosave_warning = "The session could not be saved (cannot write here).";
+  frames(2);
+  const int one = frame();
+  EXPECT_GT(one, plain) << "the autosave banner is drawn";
+  state.ui.session_warning = "Your last session could not be restored (test).";
+  frames(2);
+  EXPECT_GT(frame(), one) << "both banners are drawn";
+  // Dismiss: the first "Dismiss" button from the top is the restore banner's.
+  for (float y = 20; y < 200 && !state.ui.session_warning.empty(); y += 4)
+    for (float x = 1400; x < 1600 && !state.ui.session_warning.empty(); x += 10) click(ImVec2(x, y));
+  EXPECT_TRUE(state.ui.session_warning.empty()) << "Dismiss clears the restore warning";
+  EXPECT_FALSE(state.ui.autosave_warning.empty()) << "... and only that one";
+}
+
 TEST_F(Headless, AnInvalidEditKeepsTheLastTraceOnScreen) {
   set_variant(core::Variant::Multihead, 4, 2);
   const auto version = state.trace_version;
