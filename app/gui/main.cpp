@@ -4,8 +4,8 @@
 // Sections
 //   1. wake-ups: GLFW callbacks that tell the idle loop something happened
 //   2. window and ImGui setup
-//   3. the loop: wait when idle, draw a few frames after every event,
-//      autosave the session shortly after changes
+//   3. the loop: wait when idle, draw a few frames after every event, draw
+//      nothing while minimised, autosave the session shortly after changes
 //   4. --screenshot, the last session save, shutdown
 #include <GLFW/glfw3.h>
 
@@ -133,6 +133,14 @@ std::string glfw_error() {
   const char* what = nullptr;
   glfwGetError(&what);
   return what ? what : "unknown reason";
+}
+
+// Minimised (iconified), or a framebuffer with no pixels (what some
+// platforms report for a minimised window): nothing to draw into.
+bool nothing_to_draw(GLFWwindow* w) {
+  int fbw = 0, fbh = 0;
+  glfwGetFramebufferSize(w, &fbw, &fbh);
+  return glfwGetWindowAttrib(w, GLFW_ICONIFIED) || fbw <= 0 || fbh <= 0;
 }
 
 // The autosave's news for the user: a banner in the window and one line on
@@ -265,19 +273,20 @@ int main(int argc, char** argv) {
 
   int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
   int frame = 0, same_frames = 0, last_vertices = -1;
-  bool screenshot_ok = true;
+  bool screenshot_ok = true, minimised = false;
   gui::FrameBench bench;  // --bench-frames
   std::uint64_t shown_version = state.trace_version;
+  unsigned reported_gl_errors = 0;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
     if (opts.bench_frames) bench.begin_frame();
     bool draw = true;
-    if (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty) {
+    if (!minimised && (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty)) {
       glfwPollEvents();
     } else {
-      // Idle: sleep until input arrives. The timeout serves the text caret's
-      // blink, signals and a due autosave; a wake-up with no event draws
-      // nothing, unless the worker is computing (its result posts an empty
-      // event).
+      // Idle (or minimised): sleep until input arrives. The timeout serves the
+      // text caret's blink, signals and a due autosave; a wake-up with no
+      // event draws nothing, unless the worker is computing (its result posts
+      // an empty event).
       double timeout = 0.5;
       if (autosave)
         if (const auto due = autosave->time_to_check(Clock::now()))
@@ -291,7 +300,17 @@ int main(int argc, char** argv) {
       if (show_autosave_report(*autosave, state, wake)) draw = true;
     }
     if (!ini_path.empty() && io.WantSaveIniSettings) save_imgui_ini(ini_path);
-    if (!draw) continue;
+    // Minimised: no frames at all (a zero-size viewport draws nothing, and
+    // ImGui would lay out a window of no size); input waits for the restore.
+    const bool was_minimised = minimised;
+    minimised = !opts.screenshot && !opts.bench_frames && nothing_to_draw(window);
+    if (minimised) {
+      release_held_keys(window, wake);  // keys sent meanwhile: none waits for a frame
+      wake.events = 0;
+      continue;
+    }
+    if (was_minimised) busy_frames = 3;  // restored: draw the window again at once
+    else if (!draw) continue;
     if (wake.events > 0) {
       busy_frames = 3;
       wake.events = 0;
@@ -321,6 +340,13 @@ int main(int argc, char** argv) {
     glfwGetFramebufferSize(window, &fbw, &fbh);
     gui::clear_framebuffer(fbw, fbh, 0.11f, 0.12f, 0.14f);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    // A GL error is a bug (a zero-size viewport, a texture too large): say
+    // so once per kind, with the framebuffer size, instead of failing silently.
+    if (const unsigned err = gui::gl_error(); err != 0 && reported_gl_errors < 8) {
+      ++reported_gl_errors;
+      std::cerr << "warning: OpenGL error " << gui::gl_error_name(err) << " in frame " << frame
+                << " (framebuffer " << fbw << "x" << fbh << ")\n";
+    }
     // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
     if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
       gui::save_window_screenshot(state, fbw, fbh);
