@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
 #include "imgui_impl_opengl3.h"
+#include "keyboard_queue.hpp"
 #include "launch_options.hpp"
 #include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
@@ -47,25 +49,22 @@ namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 void on_signal(int) { g_stop_signal = 1; }
 
+static_assert(gui::KeyboardQueue::kRelease == GLFW_RELEASE &&
+              gui::KeyboardQueue::kPress == GLFW_PRESS && gui::KeyboardQueue::kRepeat == GLFW_REPEAT);
+
 // Counted by every input callback; the loop draws frames while it grows.
 struct Wake {
   int events = 0;
   bool scale_changed = false;
-  // ImGui 1.86 reads key state once per frame, so a press and release that
-  // arrive in the same poll (xdotool, fast typists, remote desktops) would
-  // be lost. Such releases are held back until a frame has seen the press.
-  struct Release {
-    int key, scancode, mods;
-  };
-  std::vector<int> pressed_since_frame;
-  std::vector<Release> held_releases;
+  // Keys and typed characters go to ImGui one frame's worth at a time, in
+  // order (keyboard_queue.hpp): a press and release in one poll are both seen.
+  std::optional<gui::KeyboardQueue> keyboard;
 };
 
 Wake& wake_of(GLFWwindow* w) { return *static_cast<Wake*>(glfwGetWindowUserPointer(w)); }
 
 // Installed before ImGui's backend, which chains to them.
 void install_wake_callbacks(GLFWwindow* w) {
-  glfwSetCharCallback(w, [](GLFWwindow* win, unsigned) { ++wake_of(win).events; });
   glfwSetMouseButtonCallback(w, [](GLFWwindow* win, int, int, int) { ++wake_of(win).events; });
   glfwSetScrollCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
   glfwSetCursorPosCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
@@ -80,34 +79,35 @@ void install_wake_callbacks(GLFWwindow* w) {
   });
 }
 
-// Replaces the backend's key callback (after ImGui_ImplGlfw_InitForOpenGL)
-// and forwards to it, holding back releases of keys pressed since the last frame.
-void install_key_callback(GLFWwindow* w) {
+// Replaces the backend's key and character callbacks (after
+// ImGui_ImplGlfw_InitForOpenGL): both go through the keyboard queue, which
+// hands them to the backend in order, a frame's worth at a time.
+void install_keyboard_callbacks(GLFWwindow* w) {
+  wake_of(w).keyboard.emplace([w](const gui::KeyboardQueue::Event& e) {
+    if (e.is_char)
+      ImGui_ImplGlfw_CharCallback(w, e.codepoint);
+    else
+      ImGui_ImplGlfw_KeyCallback(w, e.key, e.scancode, e.action, e.mods);
+  });
   glfwSetKeyCallback(w, [](GLFWwindow* win, int key, int scancode, int action, int mods) {
     Wake& wake = wake_of(win);
     ++wake.events;
-    // Ctrl+Q quits even when ImGui has the keyboard (a text field is active).
+    // Ctrl+Q quits even when ImGui has the keyboard (a text field is active);
+    // GLFW's modifiers are the X server's, never a frame behind.
     if (key == GLFW_KEY_Q && action == GLFW_PRESS && (mods & GLFW_MOD_CONTROL))
       glfwSetWindowShouldClose(win, GLFW_TRUE);
-    auto& pressed = wake.pressed_since_frame;
-    if (action == GLFW_PRESS) pressed.push_back(key);
-    // Once one release waits, later ones wait too, so Ctrl+Q keeps Ctrl down.
-    const bool seen = std::find(pressed.begin(), pressed.end(), key) != pressed.end();
-    if (action == GLFW_RELEASE && (seen || !wake.held_releases.empty())) {
-      wake.held_releases.push_back({key, scancode, mods});
-      return;
-    }
-    ImGui_ImplGlfw_KeyCallback(win, key, scancode, action, mods);
+    wake.keyboard->key(key, scancode, action, mods);
+  });
+  glfwSetCharCallback(w, [](GLFWwindow* win, unsigned codepoint) {
+    Wake& wake = wake_of(win);
+    ++wake.events;
+    wake.keyboard->character(codepoint);
   });
 }
 
-// After a frame: the held-back releases go to ImGui now.
-void release_held_keys(GLFWwindow* w, Wake& wake) {
-  wake.pressed_since_frame.clear();
-  for (const auto& r : wake.held_releases)
-    ImGui_ImplGlfw_KeyCallback(w, r.key, r.scancode, GLFW_RELEASE, r.mods);
-  if (!wake.held_releases.empty()) ++wake.events;  // draw the frame that sees the release
-  wake.held_releases.clear();
+// After a frame: the keyboard input that waited goes to ImGui now.
+void after_frame_keys(Wake& wake) {
+  if (wake.keyboard->frame_done()) ++wake.events;  // draw the frame that sees it
 }
 
 // ---------------------------------------------------------------------------
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
   if (opts.screenshot) io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
   gui::setup_fonts_and_style(state);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
-  install_key_callback(window);
+  install_keyboard_callbacks(window);
   ImGui_ImplOpenGL3_Init(glsl);
   state.textures.set_factory([] { return std::make_unique<gui::GlTexture>(); });
   // Heatmap figures off screen (PNG export, --export-png): needs the GL context.
@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
     const bool was_minimised = minimised;
     minimised = !opts.screenshot && !opts.bench_frames && nothing_to_draw(window);
     if (minimised) {
-      release_held_keys(window, wake);  // keys sent meanwhile: none waits for a frame
+      wake.keyboard->flush();  // keys sent meanwhile: none waits for a frame
       wake.events = 0;
       continue;
     }
@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
       gui::save_window_screenshot(state, fbw, fbh);
     if (state.files.screenshot_countdown > 0) busy_frames = std::max(busy_frames, 1);
     ++frame;
-    release_held_keys(window, wake);
+    after_frame_keys(wake);
     if (state.dirty || state.preparing()) busy_frames = std::max(busy_frames, 1);
     const bool adopted = state.trace_version != shown_version;  // a new trace this frame
     if (adopted) busy_frames = std::max(busy_frames, 3);        // the layout settles over a few

@@ -12,6 +12,7 @@
 #include "attnscope/rng.hpp"
 #include "fonts.hpp"
 #include "imgui.h"
+#include "keyboard_queue.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
 
@@ -248,6 +249,67 @@ TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
   EXPECT_TRUE(state.ui.session_warning.empty()) << "Dismiss clears the restore warning";
   EXPECT_FALSE(state.ui.autosave_warning.empty()) << "... and only that one";
 }
+
+#if IMGUI_VERSION_NUM < 18700
+// What ImGui 1.86's GLFW backend does with a key or a character
+// (imgui_impl_glfw.cpp: KeysDown by GLFW key code, modifiers from KeysDown).
+void backend(const KeyboardQueue::Event& e) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (e.is_char) {
+    io.AddInputCharacter(e.codepoint);
+    return;
+  }
+  if (e.key >= 0 && e.key < IM_ARRAYSIZE(io.KeysDown)) {
+    if (e.action == KeyboardQueue::kPress) io.KeysDown[e.key] = true;
+    if (e.action == KeyboardQueue::kRelease) io.KeysDown[e.key] = false;
+  }
+  io.KeyCtrl = io.KeysDown[341] || io.KeysDown[345];
+  io.KeyShift = io.KeysDown[340] || io.KeysDown[344];
+  io.KeyAlt = io.KeysDown[342] || io.KeysDown[346];
+}
+
+// Regression (found by the monkey test, seeds 2 and 4): Ctrl+Y, then "Q" typed
+// while a slow frame ran, all in one poll. Releases of keys pressed in that
+// poll were held back for a frame but later presses were not, so ImGui saw
+// Ctrl still down with Q pressed, and the app quit.
+TEST_F(Headless, KeysFromOneSlowFrameReachTheUiInOrderAndQDoesNotQuit) {
+  set_variant(core::Variant::Causal);
+  state.step = Step::Inputs;
+  frames(2);
+  KeyboardQueue q(backend);
+  auto run_frames = [&](int n) {
+    for (int k = 0; k < n; ++k) {
+      frame();
+      q.frame_done();
+    }
+  };
+  q.key(341, 37, KeyboardQueue::kPress, 0);  // xdotool key ctrl+y: Ctrl goes up before Y
+  q.key(89, 29, KeyboardQueue::kPress, 2);
+  q.key(341, 37, KeyboardQueue::kRelease, 2);
+  q.key(89, 29, KeyboardQueue::kRelease, 0);
+  q.key(340, 50, KeyboardQueue::kPress, 0);  // then "Q": Shift, Q
+  q.key(81, 24, KeyboardQueue::kPress, 1);
+  q.character('Q');
+  q.key(340, 50, KeyboardQueue::kRelease, 1);
+  q.key(81, 24, KeyboardQueue::kRelease, 0);
+  q.key(262, 114, KeyboardQueue::kPress, 0);  // and Right twice
+  q.key(262, 114, KeyboardQueue::kRelease, 0);
+  q.key(262, 114, KeyboardQueue::kPress, 0);
+  q.key(262, 114, KeyboardQueue::kRelease, 0);
+  run_frames(8);
+  EXPECT_FALSE(state.ui.quit_requested) << "Q after Ctrl+Y must not quit";
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(state.step, steps_for(core::Variant::Causal)[2]) << "both Right presses count";
+
+  // A real Ctrl+Q, all in one poll, still quits.
+  q.key(341, 37, KeyboardQueue::kPress, 0);
+  q.key(81, 24, KeyboardQueue::kPress, 2);
+  q.key(81, 24, KeyboardQueue::kRelease, 2);
+  q.key(341, 37, KeyboardQueue::kRelease, 0);
+  run_frames(4);
+  EXPECT_TRUE(state.ui.quit_requested);
+}
+#endif
 
 TEST_F(Headless, AnInvalidEditKeepsTheLastTraceOnScreen) {
   set_variant(core::Variant::Multihead, 4, 2);
