@@ -89,7 +89,8 @@ struct UiState {
   bool quit_requested = false;
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)
-  std::string session_warning;             // shown in a banner until dismissed
+  std::string session_warning;             // the last session's restore: a banner until dismissed
+  std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::map<std::string, ViewState> views;  // per heatmap slot
 
   // Embedding editor's generator settings.

@@ -4,24 +4,31 @@
 // Sections
 //   1. wake-ups: GLFW callbacks that tell the idle loop something happened
 //   2. window and ImGui setup
-//   3. the loop: wait when idle, draw a few frames after every event
-//   4. --screenshot, session save, shutdown
+//   3. the loop: wait when idle, draw a few frames after every event, draw
+//      nothing while minimised, autosave the session shortly after changes
+//   4. --screenshot, the last session save, shutdown
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app_state.hpp"
+#include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
+#include "autosave.hpp"
 #include "fonts.hpp"
 #include "frame_bench.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
 #include "imgui_impl_opengl3.h"
+#include "keyboard_queue.hpp"
 #include "launch_options.hpp"
 #include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
@@ -42,25 +49,22 @@ namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 void on_signal(int) { g_stop_signal = 1; }
 
+static_assert(gui::KeyboardQueue::kRelease == GLFW_RELEASE &&
+              gui::KeyboardQueue::kPress == GLFW_PRESS && gui::KeyboardQueue::kRepeat == GLFW_REPEAT);
+
 // Counted by every input callback; the loop draws frames while it grows.
 struct Wake {
   int events = 0;
   bool scale_changed = false;
-  // ImGui 1.86 reads key state once per frame, so a press and release that
-  // arrive in the same poll (xdotool, fast typists, remote desktops) would
-  // be lost. Such releases are held back until a frame has seen the press.
-  struct Release {
-    int key, scancode, mods;
-  };
-  std::vector<int> pressed_since_frame;
-  std::vector<Release> held_releases;
+  // Keys and typed characters go to ImGui one frame's worth at a time, in
+  // order (keyboard_queue.hpp): a press and release in one poll are both seen.
+  std::optional<gui::KeyboardQueue> keyboard;
 };
 
 Wake& wake_of(GLFWwindow* w) { return *static_cast<Wake*>(glfwGetWindowUserPointer(w)); }
 
 // Installed before ImGui's backend, which chains to them.
 void install_wake_callbacks(GLFWwindow* w) {
-  glfwSetCharCallback(w, [](GLFWwindow* win, unsigned) { ++wake_of(win).events; });
   glfwSetMouseButtonCallback(w, [](GLFWwindow* win, int, int, int) { ++wake_of(win).events; });
   glfwSetScrollCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
   glfwSetCursorPosCallback(w, [](GLFWwindow* win, double, double) { ++wake_of(win).events; });
@@ -75,34 +79,35 @@ void install_wake_callbacks(GLFWwindow* w) {
   });
 }
 
-// Replaces the backend's key callback (after ImGui_ImplGlfw_InitForOpenGL)
-// and forwards to it, holding back releases of keys pressed since the last frame.
-void install_key_callback(GLFWwindow* w) {
+// Replaces the backend's key and character callbacks (after
+// ImGui_ImplGlfw_InitForOpenGL): both go through the keyboard queue, which
+// hands them to the backend in order, a frame's worth at a time.
+void install_keyboard_callbacks(GLFWwindow* w) {
+  wake_of(w).keyboard.emplace([w](const gui::KeyboardQueue::Event& e) {
+    if (e.is_char)
+      ImGui_ImplGlfw_CharCallback(w, e.codepoint);
+    else
+      ImGui_ImplGlfw_KeyCallback(w, e.key, e.scancode, e.action, e.mods);
+  });
   glfwSetKeyCallback(w, [](GLFWwindow* win, int key, int scancode, int action, int mods) {
     Wake& wake = wake_of(win);
     ++wake.events;
-    // Ctrl+Q quits even when ImGui has the keyboard (a text field is active).
+    // Ctrl+Q quits even when ImGui has the keyboard (a text field is active);
+    // GLFW's modifiers are the X server's, never a frame behind.
     if (key == GLFW_KEY_Q && action == GLFW_PRESS && (mods & GLFW_MOD_CONTROL))
       glfwSetWindowShouldClose(win, GLFW_TRUE);
-    auto& pressed = wake.pressed_since_frame;
-    if (action == GLFW_PRESS) pressed.push_back(key);
-    // Once one release waits, later ones wait too, so Ctrl+Q keeps Ctrl down.
-    const bool seen = std::find(pressed.begin(), pressed.end(), key) != pressed.end();
-    if (action == GLFW_RELEASE && (seen || !wake.held_releases.empty())) {
-      wake.held_releases.push_back({key, scancode, mods});
-      return;
-    }
-    ImGui_ImplGlfw_KeyCallback(win, key, scancode, action, mods);
+    wake.keyboard->key(key, scancode, action, mods);
+  });
+  glfwSetCharCallback(w, [](GLFWwindow* win, unsigned codepoint) {
+    Wake& wake = wake_of(win);
+    ++wake.events;
+    wake.keyboard->character(codepoint);
   });
 }
 
-// After a frame: the held-back releases go to ImGui now.
-void release_held_keys(GLFWwindow* w, Wake& wake) {
-  wake.pressed_since_frame.clear();
-  for (const auto& r : wake.held_releases)
-    ImGui_ImplGlfw_KeyCallback(w, r.key, r.scancode, GLFW_RELEASE, r.mods);
-  if (!wake.held_releases.empty()) ++wake.events;  // draw the frame that sees the release
-  wake.held_releases.clear();
+// After a frame: the keyboard input that waited goes to ImGui now.
+void after_frame_keys(Wake& wake) {
+  if (wake.keyboard->frame_done()) ++wake.events;  // draw the frame that sees it
 }
 
 // ---------------------------------------------------------------------------
@@ -130,6 +135,42 @@ std::string glfw_error() {
   return what ? what : "unknown reason";
 }
 
+// Minimised (iconified), or a framebuffer with no pixels (what some
+// platforms report for a minimised window): nothing to draw into.
+bool nothing_to_draw(GLFWwindow* w) {
+  int fbw = 0, fbh = 0;
+  glfwGetFramebufferSize(w, &fbw, &fbh);
+  return glfwGetWindowAttrib(w, GLFW_ICONIFIED) || fbw <= 0 || fbh <= 0;
+}
+
+// The autosave's news for the user: a banner in the window and one line on
+// stderr. True when there was news (the frame must be drawn).
+bool show_autosave_report(gui::Autosave& autosave, gui::AppState& state, Wake& wake) {
+  const auto report = autosave.take_report();
+  if (!report) return false;
+  if (report->failed) {
+    state.ui.autosave_warning = report->message;
+    std::cerr << "warning: " << report->message << "\n";
+  } else {
+    state.ui.autosave_warning.clear();
+    std::cerr << "note: " << report->message << "\n";
+  }
+  ++wake.events;  // draw the banner (or its removal) over the next frames
+  return true;
+}
+
+// Writes imgui.ini (window positions of the Learn windows) atomically, like
+// the session, instead of ImGui's own fopen/fwrite that a kill can truncate.
+void save_imgui_ini(const std::string& path) {
+  if (path.empty()) return;
+  std::size_t size = 0;
+  const char* text = ImGui::SaveIniSettingsToMemory(&size);
+  if (const std::string err = gui::write_file_atomic(path, std::string_view(text, size));
+      !err.empty())
+    std::cerr << "warning: the window layout was not saved: " << err << "\n";
+  ImGui::GetIO().WantSaveIniSettings = false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,10 +182,13 @@ int main(int argc, char** argv) {
   state.load_preset("book");
   const auto dir = gui::config_dir();
   const auto session_file = dir.empty() ? dir : dir / "session.json";
+  // A save cut short (the app was killed mid-write) leaves its temporary file.
+  if (opts.save_session() && !dir.empty()) core::remove_stale_temp_files(dir);
+  gui::SessionRestore restored;
   if (opts.restore_session() && !dir.empty()) {
-    state.ui.session_warning = gui::load_session(session_file, state, opts.save_session());
-    if (!state.ui.session_warning.empty())
-      std::cerr << "warning: " << state.ui.session_warning << "\n";
+    restored = gui::load_session(session_file, state, opts.save_session());
+    state.ui.session_warning = restored.warning;
+    if (!restored.warning.empty()) std::cerr << "warning: " << restored.warning << "\n";
   }
   try {
     gui::apply_launch_options(opts, state);
@@ -179,12 +223,14 @@ int main(int argc, char** argv) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  // imgui.ini lives next to the session, never in the working directory.
-  const std::string ini_path = dir.empty() ? std::string() : (dir / "imgui.ini").string();
-  io.IniFilename = opts.save_session() && !ini_path.empty() ? ini_path.c_str() : nullptr;
-  if (io.IniFilename) {
+  // imgui.ini lives next to the session, never in the working directory;
+  // main reads and writes it (atomically), not ImGui.
+  const std::string ini_path =
+      dir.empty() || !opts.save_session() ? std::string() : (dir / "imgui.ini").string();
+  io.IniFilename = nullptr;
+  if (!ini_path.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    if (std::filesystem::is_regular_file(ini_path, ec)) ImGui::LoadIniSettingsFromDisk(ini_path.c_str());
   }
   float xs = 1.0f, ys = 1.0f;
   glfwGetWindowContentScale(window, &xs, &ys);
@@ -193,7 +239,7 @@ int main(int argc, char** argv) {
   if (opts.screenshot) io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
   gui::setup_fonts_and_style(state);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
-  install_key_callback(window);
+  install_keyboard_callbacks(window);
   ImGui_ImplOpenGL3_Init(glsl);
   state.textures.set_factory([] { return std::make_unique<gui::GlTexture>(); });
   // Heatmap figures off screen (PNG export, --export-png): needs the GL context.
@@ -217,22 +263,54 @@ int main(int argc, char** argv) {
   // -------------------------------------------------------------------------
   // 3. The loop
 
+  // The last session, saved shortly after every change (autosave.hpp) and on
+  // exit; not when a file that could not be set aside would be overwritten.
+  std::unique_ptr<gui::Autosave> autosave;
+  if (opts.save_session() && !session_file.empty() && restored.may_save)
+    autosave = std::make_unique<gui::Autosave>(session_file, restored.text);
+  using Clock = gui::Autosave::Clock;
+  if (autosave) autosave->note_activity(Clock::now());  // launch flags may have changed the run
+
   int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
   int frame = 0, same_frames = 0, last_vertices = -1;
-  bool screenshot_ok = true;
+  bool screenshot_ok = true, minimised = false;
   gui::FrameBench bench;  // --bench-frames
   std::uint64_t shown_version = state.trace_version;
+  unsigned reported_gl_errors = 0;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
     if (opts.bench_frames) bench.begin_frame();
-    if (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty) {
+    bool draw = true;
+    if (!minimised && (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty)) {
       glfwPollEvents();
     } else {
-      // Idle: sleep until input arrives. The timeout only serves the text
-      // caret's blink and signals; a wake-up with no event draws nothing,
-      // unless the worker is computing (its result posts an empty event).
-      glfwWaitEventsTimeout(0.5);
-      if (wake.events == 0 && !io.WantTextInput && !state.dirty && !state.computing()) continue;
+      // Idle (or minimised): sleep until input arrives. The timeout serves the
+      // text caret's blink, signals and a due autosave; a wake-up with no
+      // event draws nothing, unless the worker is computing (its result posts
+      // an empty event).
+      double timeout = 0.5;
+      if (autosave)
+        if (const auto due = autosave->time_to_check(Clock::now()))
+          timeout = std::clamp(std::chrono::duration<double>(*due).count(), 0.001, 0.5);
+      glfwWaitEventsTimeout(timeout);
+      draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing();
     }
+    if (autosave) {
+      if (wake.events > 0) autosave->note_activity(Clock::now());
+      autosave->poll(state, Clock::now());
+      if (show_autosave_report(*autosave, state, wake)) draw = true;
+    }
+    if (!ini_path.empty() && io.WantSaveIniSettings) save_imgui_ini(ini_path);
+    // Minimised: no frames at all (a zero-size viewport draws nothing, and
+    // ImGui would lay out a window of no size); input waits for the restore.
+    const bool was_minimised = minimised;
+    minimised = !opts.screenshot && !opts.bench_frames && nothing_to_draw(window);
+    if (minimised) {
+      wake.keyboard->flush();  // keys sent meanwhile: none waits for a frame
+      wake.events = 0;
+      continue;
+    }
+    if (was_minimised) busy_frames = 3;  // restored: draw the window again at once
+    else if (!draw) continue;
     if (wake.events > 0) {
       busy_frames = 3;
       wake.events = 0;
@@ -262,16 +340,32 @@ int main(int argc, char** argv) {
     glfwGetFramebufferSize(window, &fbw, &fbh);
     gui::clear_framebuffer(fbw, fbh, 0.11f, 0.12f, 0.14f);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    // A GL error is a bug (a zero-size viewport, a texture too large): say
+    // so once per kind, with the framebuffer size, instead of failing silently.
+    if (const unsigned err = gui::gl_error(); err != 0 && reported_gl_errors < 8) {
+      ++reported_gl_errors;
+      std::cerr << "warning: OpenGL error " << gui::gl_error_name(err) << " in frame " << frame
+                << " (framebuffer " << fbw << "x" << fbh << ")\n";
+    }
     // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
     if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
       gui::save_window_screenshot(state, fbw, fbh);
     if (state.files.screenshot_countdown > 0) busy_frames = std::max(busy_frames, 1);
     ++frame;
-    release_held_keys(window, wake);
+    after_frame_keys(wake);
     if (state.dirty || state.preparing()) busy_frames = std::max(busy_frames, 1);
     const bool adopted = state.trace_version != shown_version;  // a new trace this frame
     if (adopted) busy_frames = std::max(busy_frames, 3);        // the layout settles over a few
     shown_version = state.trace_version;
+    if (autosave) {
+      if (adopted) autosave->note_activity(Clock::now());  // fix_selection may move the step
+      int ww = 0, wh = 0;  // the window size is part of the session's view
+      glfwGetWindowSize(window, &ww, &wh);
+      if (ww > 0 && wh > 0) {
+        state.ui.window_width = ww;
+        state.ui.window_height = wh;
+      }
+    }
 
     // -----------------------------------------------------------------------
     // 4. Screenshot: once the layout stopped changing for a few frames.
@@ -316,21 +410,23 @@ int main(int argc, char** argv) {
   }
   state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
 
-  if (opts.save_session() && !session_file.empty()) {
+  if (autosave) {
     int w = 0, h = 0;
     glfwGetWindowSize(window, &w, &h);
     if (w > 0 && h > 0 && !glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
       state.ui.window_width = w;
       state.ui.window_height = h;
     }
-    if (const std::string err = gui::save_session(session_file, state); !err.empty())
+    if (const std::string err = autosave->flush(state); !err.empty())
       std::cerr << "warning: the session was not saved: " << err << "\n";
+    autosave.reset();
   }
+  if (!ini_path.empty()) save_imgui_ini(ini_path);
 
   state.textures.clear();  // GL textures go before the context
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();  // writes imgui.ini when enabled
+  ImGui::DestroyContext();
   glfwDestroyWindow(window);
   glfwTerminate();
   if (export_status != 0) return export_status;

@@ -4,7 +4,10 @@
 // Sections: the view object / writing / reading / files.
 #include "session.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "attnscope/files.hpp"
@@ -113,9 +116,15 @@ std::optional<core::Session> session_of_trace(const AppState& s) {
   return out;
 }
 
-std::string session_view_json(const AppState& s) { return view_of(s).dump(); }
+// Folder names and paths may be any bytes on Linux; JSON text must be UTF-8:
+// invalid sequences become U+FFFD instead of failing the save.
+std::string dump_view(const json& view) {
+  return view.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
-std::string session_json(const AppState& s) {
+std::string session_view_json(const AppState& s) { return dump_view(view_of(s)); }
+
+core::Session session_document(const AppState& s) {
   json view = view_of(s);
   core::Session doc;
   if (runs_as_is(s)) {
@@ -132,9 +141,89 @@ std::string session_json(const AppState& s) {
     }
     view["draft"] = run_document(s);
   }
-  doc.view_json = view.dump();
-  json out = json::parse(core::session_json(doc));
+  doc.view_json = dump_view(view);
+  return doc;
+}
+
+std::string session_text(const core::Session& doc) {
+  const json out = json::parse(core::session_json(doc));
   return out.dump(1) + "\n";
+}
+
+std::string session_json(const AppState& s) { return session_text(session_document(s)); }
+
+// ---------------------------------------------------------------------------
+// Fingerprint
+
+namespace {
+
+// Eight bytes at a time: h = (h ^ word) * odd; h ^= h >> 32. Both steps are
+// bijections, so a change in any one word always changes the result.
+class Hasher {
+ public:
+  void word(std::uint64_t w) {
+    h_ = (h_ ^ w) * 0x9E3779B97F4A7C15ull;
+    h_ ^= h_ >> 32;
+  }
+  void bytes(const void* data, std::size_t n) {
+    word(n);
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (; n >= 8; n -= 8, p += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, p, 8);
+      word(w);
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, p, n);
+    word(tail);
+  }
+  void text(std::string_view t) { bytes(t.data(), t.size()); }
+  void matrix(const core::RowMatrix& m) {
+    word(static_cast<std::uint64_t>(m.rows()));
+    word(static_cast<std::uint64_t>(m.cols()));
+    bytes(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+  }
+  void projection(const core::Projection& p) {
+    matrix(p.weight);
+    matrix(p.bias);
+  }
+  std::uint64_t value() const { return h_; }
+
+ private:
+  std::uint64_t h_ = 0x243F6A8885A308D3ull;
+};
+
+}  // namespace
+
+std::uint64_t session_fingerprint(const AppState& s) {
+  // Keep in step with session_document: the view, the run as edited, the
+  // explicit weights, and (for a run that does not validate) the trace that
+  // supplies the last good run.
+  Hasher h;
+  h.text(session_view_json(s));
+  h.word(s.inputs.tokens.size());
+  for (const auto& t : s.inputs.tokens) h.text(t);
+  h.matrix(s.inputs.embeddings);
+  const core::Config& c = s.config;
+  h.word(static_cast<std::uint64_t>(c.variant));
+  h.word(static_cast<std::uint64_t>(c.d_out));
+  h.word(static_cast<std::uint64_t>(c.num_heads));
+  h.bytes(&c.dropout, sizeof c.dropout);
+  h.word(c.seed);
+  h.word((c.qkv_bias ? 1u : 0u) | (c.training ? 2u : 0u));
+  if (const auto& p = s.explicit_parameters) {
+    h.word(p->qkv.size());
+    for (const auto& q : p->qkv) {
+      h.projection(q.query);
+      h.projection(q.key);
+      h.projection(q.value);
+    }
+    h.projection(p->out);
+  } else {
+    h.word(0xFFFFFFFFull);
+  }
+  if (!runs_as_is(s)) h.word(s.trace_version);
+  return h.value();
 }
 
 // ---------------------------------------------------------------------------
@@ -252,24 +341,118 @@ std::string write_file_atomic(const std::filesystem::path& path, std::string_vie
   }
 }
 
-std::string load_session(const std::filesystem::path& file, AppState& state, bool set_aside) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(file, ec)) return {};
-  try {
-    const std::string text = core::read_import_file(file);
-    apply_session_json(text, file.string(), state);
-    return {};
-  } catch (const std::exception& e) {
-    std::string warning =
-        std::string("Your last session could not be restored (") + e.what() + "). ";
-    if (!set_aside) return warning + "attnscope started from the defaults.";
-    const fs::path bak = file.string() + ".bak";
-    fs::rename(file, bak, ec);
-    warning += ec ? "attnscope started from the defaults."
-                  : "It was moved to " + bak.string() + " and attnscope started from the defaults.";
-    return warning;
+namespace {
+
+// Reads the top-level "attnscope_session" value without building the
+// document: a SAX pass that stops as soon as it has it.
+class VersionReader : public nlohmann::json_sax<json> {
+ public:
+  std::optional<long long> version;
+
+  bool null() override { return value_seen(); }
+  bool boolean(bool) override { return value_seen(); }
+  bool number_integer(number_integer_t v) override {
+    return want_ ? found(static_cast<long long>(v)) : value_seen();
   }
+  bool number_unsigned(number_unsigned_t v) override {
+    const auto most = static_cast<number_unsigned_t>(std::numeric_limits<long long>::max());
+    return want_ ? found(static_cast<long long>(std::min(v, most))) : value_seen();
+  }
+  bool number_float(number_float_t, const string_t&) override { return value_seen(); }
+  bool string(string_t&) override { return value_seen(); }
+  bool binary(binary_t&) override { return value_seen(); }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) top_is_object_ = true;
+    want_ = false;
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    want_ = depth_ == 1 && k == "attnscope_session";
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    want_ = false;
+    ++depth_;
+    return depth_ > 1 || top_is_object_;  // a top-level list is no session
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool value_seen() {
+    want_ = false;
+    return true;
+  }
+  bool found(long long v) {
+    version = v;
+    return false;  // stop: nothing else is needed
+  }
+  int depth_ = 0;
+  bool want_ = false;
+  bool top_is_object_ = false;
+};
+
+}  // namespace
+
+std::optional<long long> session_version(std::string_view text) {
+  VersionReader reader;
+  try {
+    (void)json::sax_parse(text.begin(), text.end(), &reader);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+  return reader.version;
+}
+
+SessionRestore load_session(const std::filesystem::path& file, AppState& state, bool set_aside) {
+  namespace fs = std::filesystem;
+  SessionRestore out;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return out;
+  std::string problem;
+  try {
+    std::string text = core::read_import_file(file);
+    const std::optional<long long> version = session_version(text);
+    if (version && *version > core::kSessionVersion) {
+      out.newer_version = true;
+      out.warning = "Your last session " + file.string() +
+                    " was saved by a newer attnscope (session format " +
+                    std::to_string(*version) + "; this attnscope reads format " +
+                    std::to_string(core::kSessionVersion) + ") and could not be restored. ";
+    } else {
+      apply_session_json(text, file.string(), state);
+      out.text = std::move(text);
+      return out;
+    }
+  } catch (const std::exception& e) {
+    out.warning = std::string("Your last session could not be restored (") + e.what() + "). ";
+  }
+  if (!set_aside) {
+    out.warning += "attnscope started from the defaults.";
+    return out;
+  }
+  try {
+    out.set_aside_as = core::move_aside(file, ".bak");
+    out.warning += "It was kept as " + out.set_aside_as.string() +
+                   " and attnscope started from the defaults.";
+    if (out.newer_version) out.warning += " Open it with the newer attnscope.";
+  } catch (const core::FileError& e) {
+    out.may_save = false;
+    out.warning += std::string("It could not be set aside (") + e.what() +
+                   "), so attnscope started from the defaults and will not save this session "
+                   "over it.";
+  }
+  return out;
 }
 
 std::string save_session(const std::filesystem::path& file, const AppState& state) {

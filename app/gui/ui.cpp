@@ -44,6 +44,21 @@ void draw_computing_indicator(const AppState& state) {
   dl->AddText(at, IM_COL32(20, 20, 20, 255), text.c_str());
 }
 
+// A warning across the top of the window until dismissed (clears `text`).
+void draw_warning_banner(const char* id, std::string& text) {
+  if (text.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.45f, 0.28f, 0.05f, 1.0f));
+  const float h = ImGui::GetFrameHeightWithSpacing() * 2.2f;
+  ImGui::BeginChild(id, ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
+  ImGui::PushTextWrapPos(std::max(ImGui::GetContentRegionAvail().x - 120, 1.0f));
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::SameLine(std::max(ImGui::GetContentRegionAvail().x - 100, 0.0f));
+  if (ImGui::Button("Dismiss")) text.clear();
+  ImGui::EndChild();
+  ImGui::PopStyleColor();
+}
+
 }  // namespace
 
 void draw_ui(AppState& state) {
@@ -63,18 +78,8 @@ void draw_ui(AppState& state) {
   ImGui::PopStyleVar();
   draw_menu_bar(state);
 
-  if (!state.ui.session_warning.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.45f, 0.28f, 0.05f, 1.0f));
-    const float h = ImGui::GetFrameHeightWithSpacing() * 2.2f;
-    ImGui::BeginChild("warning", ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
-    ImGui::PushTextWrapPos(ImGui::GetContentRegionAvail().x - 120);
-    ImGui::TextUnformatted(state.ui.session_warning.c_str());
-    ImGui::PopTextWrapPos();
-    ImGui::SameLine(ImGui::GetContentRegionAvail().x - 100);
-    if (ImGui::Button("Dismiss")) state.ui.session_warning.clear();
-    ImGui::EndChild();
-    ImGui::PopStyleColor();
-  }
+  draw_warning_banner("warning", state.ui.session_warning);
+  draw_warning_banner("autosave", state.ui.autosave_warning);
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float gap = ImGui::GetStyle().ItemSpacing.x;

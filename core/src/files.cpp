@@ -9,6 +9,7 @@
 #include "attnscope/files.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,13 +93,38 @@ void check_folder(const fs::path& dir, const fs::path& target) {
 
 // A fresh name for a temporary file: hidden, unlikely to collide, and short
 // whatever the target's length (so that it never hits NAME_MAX first).
+// ".attnscope-<pid>-<counter>-<salt hex>.tmp"; remove_stale_temp_files reads the pid back.
+constexpr std::string_view kTempPrefix = ".attnscope-";
+constexpr std::string_view kTempSuffix = ".tmp";
+
 std::string temp_name() {
   static std::atomic<unsigned> counter{0};
   static const unsigned long long salt = std::random_device{}();
   char buf[80];
-  std::snprintf(buf, sizeof buf, ".attnscope-%ld-%u-%llx.tmp", static_cast<long>(::getpid()),
-                counter.fetch_add(1), salt);
+  std::snprintf(buf, sizeof buf, "%s%ld-%u-%llx%s", kTempPrefix.data(),
+                static_cast<long>(::getpid()), counter.fetch_add(1), salt, kTempSuffix.data());
   return buf;
+}
+
+// The writer's pid of a temp_name(), or -1 when `name` is not one.
+long temp_file_pid(std::string_view name) {
+  if (!name.starts_with(kTempPrefix) || !name.ends_with(kTempSuffix)) return -1;
+  name.remove_prefix(kTempPrefix.size());
+  name.remove_suffix(kTempSuffix.size());
+  long pid = 0;
+  std::size_t digits = 0;
+  for (; digits < name.size() && name[digits] >= '0' && name[digits] <= '9'; ++digits) {
+    if (pid > 99999999) return -1;  // no pid is that long
+    pid = pid * 10 + (name[digits] - '0');
+  }
+  if (digits == 0 || digits == name.size() || name[digits] != '-' || pid <= 0) return -1;
+  return pid;
+}
+
+// True unless `pid` certainly does not run here (kill(pid, 0) says ESRCH).
+bool process_may_run(long pid) {
+  if (pid == static_cast<long>(::getpid())) return true;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
 
 // Removes the temporary file on every exit path that does not rename it.
@@ -219,6 +245,44 @@ fs::path write_new_file(const fs::path& dir, std::string_view stem, std::string_
   }
   throw FileError("cannot write " + quoted(dir / (std::string(stem) + std::string(ext))) +
                   ": 10000 files of that name already exist");
+}
+
+fs::path move_aside(const fs::path& file, std::string_view suffix) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0)
+    throw FileError("cannot set " + quoted(file) + " aside: " + reason(errno));
+  for (int n = 0; n < 10000; ++n) {
+    std::string name = file.string() + std::string(suffix);
+    if (n > 0) name += "-" + std::to_string(n);
+    const int err = rename_no_replace(file, name);
+    if (err == 0) {
+      sync_folder(folder_of(file));
+      return name;
+    }
+    if (err != EEXIST)
+      throw FileError("cannot set " + quoted(file) + " aside as " + quoted(fs::path(name)) + ": " +
+                      reason(err));
+  }
+  throw FileError("cannot set " + quoted(file) + " aside: 10000 files named " +
+                  quoted(fs::path(file.string() + std::string(suffix))) + "-N already exist");
+}
+
+int remove_stale_temp_files(const fs::path& dir) {
+  constexpr auto kDay = std::chrono::hours(24);
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return 0;
+  int removed = 0;
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& e : it) {
+    const long pid = temp_file_pid(e.path().filename().string());
+    if (pid < 0 || !e.is_regular_file(ec) || e.is_symlink(ec)) continue;
+    const auto written = e.last_write_time(ec);
+    const bool old = !ec && now - written > kDay;
+    if (process_may_run(pid) && !old) continue;
+    if (::unlink(e.path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 fs::path create_new_folder(const fs::path& parent, std::string_view name) {

@@ -1,6 +1,7 @@
 // test_files.cpp: atomic writes that never clobber, export names, the
 // default export folder, bounded reads of imports.
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -124,6 +125,54 @@ TEST(CreateNewFolder, NeverReusesAnExistingFolder) {
   EXPECT_EQ(create_new_folder(dir.path(), "run"), dir / "run-1");
   EXPECT_NE(error_of([&] { create_new_folder(dir / "missing", "run"); }).find("does not exist"),
             std::string::npos);
+}
+
+TEST(MoveAside, NeverReplacesAnEarlierCopy) {
+  TempDir dir;
+  for (const char* text : {"first", "second", "third"}) {
+    write_text(dir / "session.json", text);
+    move_aside(dir / "session.json", ".bak");
+  }
+  EXPECT_EQ(read_text(dir / "session.json.bak"), "first");
+  EXPECT_EQ(read_text(dir / "session.json.bak-1"), "second");
+  EXPECT_EQ(read_text(dir / "session.json.bak-2"), "third");
+  EXPECT_FALSE(fs::exists(dir / "session.json"));
+  write_text(dir / "session.json", "fourth");
+  EXPECT_EQ(move_aside(dir / "session.json", ".bak"), dir / "session.json.bak-3");
+  const std::string msg = error_of([&] { move_aside(dir / "missing.json", ".bak"); });
+  EXPECT_NE(msg.find("missing.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
+}
+
+TEST(RemoveStaleTempFiles, RemovesOnlyFilesOfWritersThatNoLongerRun) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);  // reaped: that pid runs nothing now
+  const std::string dead = std::to_string(child), alive = std::to_string(::getpid());
+  write_text(dir / (".attnscope-" + dead + "-0-1f2e.tmp"), "{\"half");
+  write_text(dir / (".attnscope-" + alive + "-3-1f2e.tmp"), "being written");
+  write_text(dir / (".attnscope-" + alive + "-4-1f2e.tmp"), "two days old");
+  const auto two_days = fs::file_time_type::clock::now() - std::chrono::hours(48);
+  fs::last_write_time(dir / (".attnscope-" + alive + "-4-1f2e.tmp"), two_days);
+  for (const char* keep : {"session.json", ".attnscope-x-1-2.tmp", ".attnscope-12.tmp", "a.tmp",
+                           ".attnscope-1-2-3.json"})
+    write_text(dir / keep, "keep");
+  fs::create_directory(dir / (".attnscope-" + dead + "-9-1.tmp"));  // not a file: kept
+
+  EXPECT_EQ(remove_stale_temp_files(dir.path()), 2);
+  std::vector<std::string> kept = {".attnscope-" + alive + "-3-1f2e.tmp",
+                                   ".attnscope-" + dead + "-9-1.tmp",
+                                   ".attnscope-1-2-3.json",
+                                   ".attnscope-12.tmp",
+                                   ".attnscope-x-1-2.tmp",
+                                   "a.tmp",
+                                   "session.json"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(dir.names(), kept);
+  EXPECT_EQ(remove_stale_temp_files(dir / "missing"), 0);
 }
 
 TEST(EnsureFolder, CreatesMissingParents) {

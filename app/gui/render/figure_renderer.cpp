@@ -358,6 +358,10 @@ RenderedImage OffscreenFigureRenderer::render(const figure::Heatmap& heatmap, in
 // 4. Screenshots and --export-png
 
 void save_window_screenshot(AppState& state, int width, int height) {
+  if (width <= 0 || height <= 0) {  // minimised: there are no pixels to save
+    notify(state, "No screenshot: the window has no pixels (is it minimised?)", "", true);
+    return;
+  }
   const auto pixels = read_framebuffer(width, height);
   save_screenshot_png(state, encode_png(width, height, pixels));
 }

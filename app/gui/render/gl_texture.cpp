@@ -3,6 +3,7 @@
 
 #include <GL/gl.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace attnscope::gui {
@@ -69,6 +70,43 @@ int max_texture_size() {
   GLint n = 0;
   glGetIntegerv(GL_MAX_TEXTURE_SIZE, &n);
   return n;
+}
+
+unsigned gl_error() {
+  GLenum first = GL_NO_ERROR;
+  // Several flags may be set; a lost context keeps reporting, hence the bound.
+  for (int k = 0; k < 16; ++k) {
+    const GLenum e = glGetError();
+    if (e == GL_NO_ERROR) break;
+    if (first == GL_NO_ERROR) first = e;
+  }
+  return first;
+}
+
+std::string gl_error_name(unsigned error) {
+  const char* name = "GL error";
+  switch (error) {
+    case GL_INVALID_ENUM:
+      name = "GL_INVALID_ENUM";
+      break;
+    case GL_INVALID_VALUE:
+      name = "GL_INVALID_VALUE";
+      break;
+    case GL_INVALID_OPERATION:
+      name = "GL_INVALID_OPERATION";
+      break;
+    case GL_OUT_OF_MEMORY:
+      name = "GL_OUT_OF_MEMORY";
+      break;
+    case 0x0506:  // GL_INVALID_FRAMEBUFFER_OPERATION (GL 3.0; not in every gl.h)
+      name = "GL_INVALID_FRAMEBUFFER_OPERATION";
+      break;
+    default:
+      break;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s (0x%04x)", name, error);
+  return buf;
 }
 
 void clear_framebuffer(int width, int height, float r, float g, float b) {

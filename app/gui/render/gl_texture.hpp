@@ -38,6 +38,11 @@ int max_texture_size();
 // Profile) Mesa 22.3.6".
 std::string gl_renderer();
 
+// Drains GL's error flags; returns the first error (GL_INVALID_VALUE, ...) or 0.
+unsigned gl_error();
+// "GL_INVALID_VALUE (0x0501)" for an error code.
+std::string gl_error_name(unsigned error);
+
 // Sets the viewport to the whole framebuffer and clears it to `rgb`.
 void clear_framebuffer(int width, int height, float r, float g, float b);
 

@@ -9,41 +9,17 @@
   3. A running app: F12 writes a screenshot of the window into
      $XDG_PICTURES_DIR/attnscope; Ctrl+Q exits cleanly.
 
-Standard library only.
+Standard library only (xvfb_util.py).
 """
 import argparse
 import os
 import re
-import shutil
-import struct
 import subprocess
 import sys
 import time
-import zlib
 
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        FAILURES.append(what)
-    return ok
-
-
-def png_info(path):
-    """(width, height, number of distinct byte values in the pixel data)."""
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG"
-    w, h = struct.unpack(">II", data[16:24])
-    pos, idat = 8, b""
-    while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        if data[pos + 4:pos + 8] == b"IDAT":
-            idat += data[pos + 8:pos + 8 + n]
-        pos += 12 + n
-    raw = zlib.decompress(idat)
-    return w, h, len(set(raw[::7]))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xvfb_util import check, finish, fresh_work, png_info, wait_for_window  # noqa: E402
 
 
 # <stage>[_h<head>]_<variant>_<YYYYmmdd-HHMMSS>[-n].png, for this test's variant.
@@ -60,9 +36,7 @@ def main():
     ap.add_argument("--app", required=True)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
-    env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(args.work, "config"))
+    env, _ = fresh_work(args.work)
 
     # 1. --export-png at 1x and 2x.
     sizes = {}
@@ -103,13 +77,7 @@ def main():
     proc = subprocess.Popen([args.app, "--no-session", "--size", "1000x700"], env=app_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wid = None
-        for _ in range(100):
-            r = subprocess.run(["xdotool", "search", "--name", "^attnscope$"], capture_output=True, text=True)
-            if r.stdout.strip():
-                wid = r.stdout.split()[0]
-                break
-            time.sleep(0.1)
+        wid = wait_for_window(app_env)
         check(wid is not None, "the app's window appears")
         time.sleep(1.0)
         subprocess.run(["xdotool", "windowactivate", "--sync", wid], capture_output=True)
@@ -132,10 +100,7 @@ def main():
         if proc.poll() is None:
             proc.kill()
 
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "attnscope/rng.hpp"
 #include "fonts.hpp"
 #include "imgui.h"
+#include "keyboard_queue.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
 
@@ -191,6 +192,124 @@ TEST_F(Headless, RandomMouseAndKeysInEveryVariantNeverBreakIt) {
   }
   SUCCEED();
 }
+
+// Window sizes a user (or a window manager) can produce: a minimised
+// window's 0 x 0, slivers, 1 x 1, and bigger than any monitor. Every panel,
+// banner and Learn window must lay out without a crash or an ImGui assertion.
+TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
+  const ImVec2 sizes[] = {{1, 1},   {50, 30},   {0, 0},      {2, 700},   {900, 2},
+                          {8000, 6000}, {320, 240}, {16384, 16}, {1600, 1000}};
+  ImGuiIO& io = ImGui::GetIO();
+  state.ui.session_warning = "Your last session could not be restored (test).";
+  state.ui.autosave_warning = "The session could not be saved (test).";
+  state.ui.show_about = state.ui.show_shortcuts = true;
+  TeachState& t = state.teach;
+  t.walk_active = t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout =
+      t.show_heads = t.show_compare = t.show_weights = t.show_embedding = t.show_sizes =
+          t.show_book = true;
+  std::mt19937 rng(11);
+  for (core::Variant v : core::kAllVariants) {
+    set_variant(v);
+    const auto steps = steps_for(v);
+    state.step = steps[rng() % steps.size()];
+    for (const ImVec2 size : sizes) {
+      io.DisplaySize = size;
+      frames(3);
+      // A click and a wheel turn somewhere inside, as a user would try.
+      const ImVec2 p(size.x * 0.5f, size.y * 0.5f);
+      click(p);
+      io.MousePos = p;
+      io.MouseWheel = -1.0f;
+      frame();
+      io.MouseWheel = 0.0f;
+      key(kKeyRight);
+      state.ui.quit_requested = false;
+    }
+    io.DisplaySize = ImVec2(1600, 1000);
+    frames(2);
+  }
+  EXPECT_TRUE(state.trace);
+  EXPECT_TRUE(state.error.empty()) << state.error;
+}
+
+TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
+  set_variant(core::Variant::Causal);
+  frames(3);
+  const int plain = frame();
+  state.ui.autosave_warning = "The session could not be saved (cannot write here).";
+  frames(2);
+  const int one = frame();
+  EXPECT_GT(one, plain) << "the autosave banner is drawn";
+  state.ui.session_warning = "Your last session could not be restored (test).";
+  frames(2);
+  EXPECT_GT(frame(), one) << "both banners are drawn";
+  // Dismiss: the first "Dismiss" button from the top is the restore banner's.
+  for (float y = 20; y < 200 && !state.ui.session_warning.empty(); y += 4)
+    for (float x = 1400; x < 1600 && !state.ui.session_warning.empty(); x += 10) click(ImVec2(x, y));
+  EXPECT_TRUE(state.ui.session_warning.empty()) << "Dismiss clears the restore warning";
+  EXPECT_FALSE(state.ui.autosave_warning.empty()) << "... and only that one";
+}
+
+#if IMGUI_VERSION_NUM < 18700
+// What ImGui 1.86's GLFW backend does with a key or a character
+// (imgui_impl_glfw.cpp: KeysDown by GLFW key code, modifiers from KeysDown).
+void backend(const KeyboardQueue::Event& e) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (e.is_char) {
+    io.AddInputCharacter(e.codepoint);
+    return;
+  }
+  if (e.key >= 0 && e.key < IM_ARRAYSIZE(io.KeysDown)) {
+    if (e.action == KeyboardQueue::kPress) io.KeysDown[e.key] = true;
+    if (e.action == KeyboardQueue::kRelease) io.KeysDown[e.key] = false;
+  }
+  io.KeyCtrl = io.KeysDown[341] || io.KeysDown[345];
+  io.KeyShift = io.KeysDown[340] || io.KeysDown[344];
+  io.KeyAlt = io.KeysDown[342] || io.KeysDown[346];
+}
+
+// Regression (found by the monkey test, seeds 2 and 4): Ctrl+Y, then "Q" typed
+// while a slow frame ran, all in one poll. Releases of keys pressed in that
+// poll were held back for a frame but later presses were not, so ImGui saw
+// Ctrl still down with Q pressed, and the app quit.
+TEST_F(Headless, KeysFromOneSlowFrameReachTheUiInOrderAndQDoesNotQuit) {
+  set_variant(core::Variant::Causal);
+  state.step = Step::Inputs;
+  frames(2);
+  KeyboardQueue q(backend);
+  auto run_frames = [&](int n) {
+    for (int k = 0; k < n; ++k) {
+      frame();
+      q.frame_done();
+    }
+  };
+  q.key(341, 37, KeyboardQueue::kPress, 0);  // xdotool key ctrl+y: Ctrl goes up before Y
+  q.key(89, 29, KeyboardQueue::kPress, 2);
+  q.key(341, 37, KeyboardQueue::kRelease, 2);
+  q.key(89, 29, KeyboardQueue::kRelease, 0);
+  q.key(340, 50, KeyboardQueue::kPress, 0);  // then "Q": Shift, Q
+  q.key(81, 24, KeyboardQueue::kPress, 1);
+  q.character('Q');
+  q.key(340, 50, KeyboardQueue::kRelease, 1);
+  q.key(81, 24, KeyboardQueue::kRelease, 0);
+  q.key(262, 114, KeyboardQueue::kPress, 0);  // and Right twice
+  q.key(262, 114, KeyboardQueue::kRelease, 0);
+  q.key(262, 114, KeyboardQueue::kPress, 0);
+  q.key(262, 114, KeyboardQueue::kRelease, 0);
+  run_frames(8);
+  EXPECT_FALSE(state.ui.quit_requested) << "Q after Ctrl+Y must not quit";
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(state.step, steps_for(core::Variant::Causal)[2]) << "both Right presses count";
+
+  // A real Ctrl+Q, all in one poll, still quits.
+  q.key(341, 37, KeyboardQueue::kPress, 0);
+  q.key(81, 24, KeyboardQueue::kPress, 2);
+  q.key(81, 24, KeyboardQueue::kRelease, 2);
+  q.key(341, 37, KeyboardQueue::kRelease, 0);
+  run_frames(4);
+  EXPECT_TRUE(state.ui.quit_requested);
+}
+#endif
 
 TEST_F(Headless, AnInvalidEditKeepsTheLastTraceOnScreen) {
   set_variant(core::Variant::Multihead, 4, 2);

@@ -9,7 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <limits>
+#include <vector>
+
+#include "attnscope/attention.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/rng.hpp"
+#include "attnscope/session.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -57,7 +63,7 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
 
   AppState b;
   b.load_preset("book");
-  ASSERT_EQ(load_session(file, b), "");
+  ASSERT_EQ(load_session(file, b).warning, "");
   EXPECT_EQ(b.inputs.tokens, a.inputs.tokens);
   EXPECT_EQ(b.inputs.embeddings, a.inputs.embeddings);  // floats round-trip exactly
   EXPECT_EQ(b.config.variant, core::Variant::Multihead);
@@ -84,7 +90,7 @@ TEST_F(Session, AnInvalidButWellFormedConfigIsRestoredAsIs) {
   a.config.num_heads = 2;
   ASSERT_EQ(save_session(dir_ / "s.json", a), "");
   AppState b;
-  EXPECT_EQ(load_session(dir_ / "s.json", b), "");
+  EXPECT_EQ(load_session(dir_ / "s.json", b).warning, "");
   EXPECT_EQ(b.config.d_out, 3);
   b.recompute_if_dirty();
   EXPECT_FALSE(b.error.empty());
@@ -93,7 +99,10 @@ TEST_F(Session, AnInvalidButWellFormedConfigIsRestoredAsIs) {
 TEST_F(Session, MissingFileChangesNothing) {
   AppState s;
   s.load_preset("book");
-  EXPECT_EQ(load_session(dir_ / "none.json", s), "");
+  const SessionRestore r = load_session(dir_ / "none.json", s);
+  EXPECT_EQ(r.warning, "");
+  EXPECT_EQ(r.text, "");
+  EXPECT_TRUE(r.may_save);
   EXPECT_EQ(s.inputs.tokens.size(), 6u);
 }
 
@@ -105,13 +114,164 @@ TEST_F(Session, CorruptFileIsSetAsideAsBakWithAWarning) {
     { std::ofstream(file) << junk; }
     AppState s;
     s.load_preset("book");
-    const std::string warning = load_session(file, s);
+    const SessionRestore r = load_session(file, s);
+    const std::string& warning = r.warning;
     EXPECT_NE(warning.find("could not be restored"), std::string::npos) << junk;
     EXPECT_NE(warning.find("session.json.bak"), std::string::npos) << warning;
+    EXPECT_FALSE(r.newer_version);
     EXPECT_FALSE(fs::exists(file));
-    EXPECT_EQ(slurp(dir_ / "session.json.bak"), junk);
+    EXPECT_EQ(slurp(r.set_aside_as), junk);
+    fs::remove(r.set_aside_as);  // the next one is .bak again
     EXPECT_EQ(s.inputs.tokens.front(), "Your");  // defaults kept
   }
+}
+
+TEST_F(Session, ARestoredSessionReturnsTheFileTextForTheAutosave) {
+  AppState a;
+  a.load_preset("shiny");
+  ASSERT_EQ(save_session(dir_ / "session.json", a), "");
+  AppState b;
+  const SessionRestore r = load_session(dir_ / "session.json", b);
+  EXPECT_EQ(r.warning, "");
+  EXPECT_EQ(r.text, slurp(dir_ / "session.json"));
+  EXPECT_EQ(r.text, session_json(b));  // restoring and saving again gives the same bytes
+}
+
+TEST_F(Session, SettingAsideNeverReplacesAnEarlierBak) {
+  const fs::path file = dir_ / "session.json";
+  const std::vector<std::string> junk = {"{one", "{two", "{three"};
+  for (const auto& text : junk) {
+    { std::ofstream(file) << text; }
+    AppState s;
+    const SessionRestore r = load_session(file, s);
+    EXPECT_NE(r.warning.find(r.set_aside_as.string()), std::string::npos) << r.warning;
+    EXPECT_TRUE(r.may_save);
+  }
+  EXPECT_EQ(slurp(dir_ / "session.json.bak"), "{one");
+  EXPECT_EQ(slurp(dir_ / "session.json.bak-1"), "{two");
+  EXPECT_EQ(slurp(dir_ / "session.json.bak-2"), "{three");
+  EXPECT_FALSE(fs::exists(file));
+}
+
+// A session format this build does not know: kept whole, the user told which
+// file and why, the app on its defaults.
+std::string future_session(long long version) {
+  AppState a;
+  a.load_preset("shiny");
+  a.step = Step::Softmax;
+  std::string text = session_json(a);
+  const std::string field = "\"attnscope_session\": 1";
+  const auto at = text.find(field);
+  EXPECT_NE(at, std::string::npos) << text.substr(0, 80);
+  text.replace(at, field.size(), "\"attnscope_session\": " + std::to_string(version));
+  return text + " ";
+}
+
+TEST_F(Session, ANewerFormatVersionIsKeptAsBakAndTheAppStartsFromDefaults) {
+  const fs::path file = dir_ / "session.json";
+  { std::ofstream(dir_ / "session.json.bak") << "an earlier one"; }
+  const std::string text = future_session(core::kSessionVersion + 1);
+  { std::ofstream(file) << text; }
+  AppState s;
+  s.load_preset("book");
+  const SessionRestore r = load_session(file, s);
+  EXPECT_TRUE(r.newer_version);
+  EXPECT_TRUE(r.may_save);
+  EXPECT_EQ(r.set_aside_as, dir_ / "session.json.bak-1");
+  EXPECT_EQ(r.text, "");
+  EXPECT_NE(r.warning.find(file.string()), std::string::npos) << r.warning;
+  EXPECT_NE(r.warning.find("newer attnscope (session format 2; this attnscope reads format 1)"),
+            std::string::npos)
+      << r.warning;
+  EXPECT_NE(r.warning.find("kept as " + (dir_ / "session.json.bak-1").string()),
+            std::string::npos)
+      << r.warning;
+  EXPECT_NE(r.warning.find("started from the defaults"), std::string::npos) << r.warning;
+  EXPECT_EQ(slurp(dir_ / "session.json.bak-1"), text);  // byte for byte
+  EXPECT_EQ(slurp(dir_ / "session.json.bak"), "an earlier one");
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_EQ(s.inputs.tokens.front(), "Your");  // the defaults, not the shiny preset
+  EXPECT_EQ(s.step, Step::Inputs);
+}
+
+TEST_F(Session, WithoutSettingAsideANewerSessionStaysWhereItIs) {
+  const fs::path file = dir_ / "session.json";
+  const std::string text = future_session(7);
+  { std::ofstream(file) << text; }
+  AppState s;
+  const SessionRestore r = load_session(file, s, /*set_aside=*/false);
+  EXPECT_TRUE(r.newer_version);
+  EXPECT_EQ(slurp(file), text);
+  EXPECT_TRUE(r.set_aside_as.empty());
+  EXPECT_NE(r.warning.find("session format 7"), std::string::npos) << r.warning;
+}
+
+TEST_F(Session, AFileThatCannotBeSetAsideIsNeverSavedOver) {
+  // Files in /proc cannot be renamed, not even by root: the unreadable
+  // "session" stays where it is, so the app must not overwrite it.
+  const fs::path file = "/proc/self/status";
+  AppState s;
+  const SessionRestore r = load_session(file, s);
+  EXPECT_FALSE(r.may_save) << r.warning;
+  EXPECT_NE(r.warning.find("will not save this session over it"), std::string::npos) << r.warning;
+}
+
+TEST(SessionVersion, ReadsOnlyTheTopLevelField) {
+  EXPECT_EQ(session_version(R"({"attnscope_session": 3, "run": {}})"), 3);
+  EXPECT_EQ(session_version(R"({"run": {"attnscope_session": 9}, "attnscope_session": 1})"), 1);
+  EXPECT_EQ(session_version(R"({"view": {"x": [1, {"attnscope_session": 5}]}})"), std::nullopt);
+  EXPECT_EQ(session_version(R"({"attnscope_session": "2"})"), std::nullopt);
+  EXPECT_EQ(session_version(R"({"attnscope_session": 18446744073709551615})"),
+            std::numeric_limits<long long>::max());
+  EXPECT_EQ(session_version(R"([{"attnscope_session": 2}])"), std::nullopt);
+  EXPECT_EQ(session_version("{not json"), std::nullopt);
+  EXPECT_EQ(session_version(""), std::nullopt);
+  // Stops at the field: the rest need not even be JSON.
+  EXPECT_EQ(session_version(R"({"attnscope_session": 4, oops)"), 4);
+}
+
+TEST_F(Session, FingerprintChangesWithEverythingTheSessionHolds) {
+  AppState s;
+  s.load_preset("book");
+  s.recompute_if_dirty();
+  const std::uint64_t base = session_fingerprint(s);
+  EXPECT_EQ(session_fingerprint(s), base);
+  auto differs = [&](const char* what, auto&& change) {
+    AppState t;
+    t.load_preset("book");
+    t.recompute_if_dirty();
+    change(t);
+    EXPECT_NE(session_fingerprint(t), base) << what;
+    EXPECT_NE(session_json(t), session_json(s)) << what;
+  };
+  differs("token", [](AppState& t) { t.inputs.tokens[0] = "My"; });
+  differs("embedding", [](AppState& t) { t.inputs.embeddings(5, 2) += 1e-6f; });
+  differs("variant", [](AppState& t) { t.config.variant = core::Variant::Causal; });
+  differs("d_out", [](AppState& t) { t.config.d_out = 3; });
+  differs("dropout", [](AppState& t) { t.config.dropout = 0.1; });
+  differs("seed", [](AppState& t) { t.config.seed = 7; });
+  differs("bias", [](AppState& t) { t.config.qkv_bias = true; });
+  differs("stage", [](AppState& t) { t.step = Step::Softmax; });
+  differs("head", [](AppState& t) { t.head = 1; });
+  differs("pinned", [](AppState& t) { t.pinned = CellRef{"weights", -1, 1, 2}; });
+  differs("palette", [](AppState& t) { t.ui.palette = Palette::Greys; });
+  differs("window", [](AppState& t) { t.ui.window_width = 900; });
+  differs("export folder", [](AppState& t) { t.files.export_folder = "/tmp/x"; });
+  differs("weights", [](AppState& t) {
+    core::TorchGenerator gen(1);
+    t.explicit_parameters = std::make_shared<const core::Parameters>(
+        core::init_parameters(t.config, static_cast<int>(t.inputs.embeddings.cols()), gen));
+  });
+}
+
+TEST_F(Session, AFolderNameThatIsNotUtf8IsSavedNotRefused) {
+  AppState s;
+  s.load_preset("book");
+  s.files.export_folder = "/tmp/caf\xe9";  // Latin-1 bytes: a valid Linux path
+  const fs::path file = dir_ / "session.json";
+  EXPECT_EQ(save_session(file, s), "");
+  AppState b;
+  EXPECT_EQ(load_session(file, b).warning, "");
 }
 
 TEST_F(Session, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {

@@ -1,11 +1,13 @@
 // x11_grab: writes the whole X screen ($DISPLAY) as a PNG, for the Xvfb test.
 //   x11_grab OUT.png
+//   x11_grab OUT.ppm   binary PPM (P6, RGB): unfiltered, for counting colours in Python
 #include <X11/Xlib.h>
 #include <X11/Xutil.h>
 #include <stb_image_write.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -54,5 +56,13 @@ int main(int argc, char** argv) {
     }
   XDestroyImage(img);
   XCloseDisplay(d);
+  const std::string out = argv[1];
+  if (out.size() > 4 && out.compare(out.size() - 4, 4, ".ppm") == 0) {
+    std::FILE* f = std::fopen(out.c_str(), "wb");
+    if (!f) return 1;
+    std::fprintf(f, "P6\n%d %d\n255\n", attr.width, attr.height);
+    for (std::size_t i = 0; i < rgba.size(); i += 4) std::fwrite(&rgba[i], 1, 3, f);
+    return std::fclose(f) == 0 ? 0 : 1;
+  }
   return stbi_write_png(argv[1], attr.width, attr.height, 4, rgba.data(), attr.width * 4) ? 0 : 1;
 }

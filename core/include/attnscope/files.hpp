@@ -51,6 +51,19 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 std::filesystem::path write_new_file(const std::filesystem::path& dir, std::string_view stem,
                                      std::string_view ext, std::string_view bytes);
 
+// Renames `file` to <file><suffix>, or else <file><suffix>-1, <file><suffix>-2,
+// ... (the first free name), never replacing anything there; returns the new
+// path. For setting a file aside (an unreadable session kept as .bak without
+// losing an earlier .bak). Throws FileError naming the file and the problem.
+std::filesystem::path move_aside(const std::filesystem::path& file, std::string_view suffix);
+
+// Removes write_file_atomic's temporary files (".attnscope-<pid>-...tmp") in
+// `dir` that no write can still finish: their process no longer runs (it was
+// killed mid-write), or they are older than a day (a pid since reused, or
+// another host's). Temporary files of running writers are left alone.
+// Best effort: returns how many were removed; a missing `dir` removes none.
+int remove_stale_temp_files(const std::filesystem::path& dir);
+
 // Creates the new folder parent/<name> (or <name>-1, <name>-2, ... when
 // taken) and returns it; `parent` must exist. Throws FileError.
 std::filesystem::path create_new_folder(const std::filesystem::path& parent, std::string_view name);
