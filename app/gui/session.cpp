@@ -419,7 +419,6 @@ SessionRestore load_session(const std::filesystem::path& file, AppState& state, 
   SessionRestore out;
   std::error_code ec;
   if (!fs::exists(file, ec)) return out;
-  std::string problem;
   try {
     std::string text = core::read_import_file(file);
     const std::optional<long long> version = session_version(text);
@@ -435,7 +434,12 @@ SessionRestore load_session(const std::filesystem::path& file, AppState& state, 
       return out;
     }
   } catch (const std::exception& e) {
-    out.warning = std::string("Your last session could not be restored (") + e.what() + "). ";
+    // Name the file once, and the problem without the parsers' "<file>: ".
+    std::string problem = e.what();
+    if (const std::string prefix = file.string() + ": "; problem.starts_with(prefix))
+      problem.erase(0, prefix.size());
+    out.warning =
+        "Your last session " + file.string() + " could not be restored (" + problem + "). ";
   }
   if (!set_aside) {
     out.warning += "attnscope started from the defaults.";

@@ -48,8 +48,17 @@ void draw_computing_indicator(const AppState& state) {
 void draw_warning_banner(const char* id, std::string& text) {
   if (text.empty()) return;
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.45f, 0.28f, 0.05f, 1.0f));
-  const float h = ImGui::GetFrameHeightWithSpacing() * 2.2f;
-  ImGui::BeginChild(id, ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
+  // As tall as the wrapped text (long paths, parse errors), within a third of the window.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float wrap = std::max(ImGui::GetContentRegionAvail().x - 120 - 2 * style.WindowPadding.x, 1.0f);
+  const float text_h = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y;
+  const float least = ImGui::GetFrameHeightWithSpacing() * 2.2f;
+  const float most = std::max(ImGui::GetMainViewport()->WorkSize.y / 3, least);  // never below least
+  // The last line also holds the Dismiss button, a frame taller than text.
+  const float needed = text_h + 2 * (style.WindowPadding.y + style.FramePadding.y) +
+                       style.ItemSpacing.y;
+  const float h = std::clamp(needed, least, most);
+  ImGui::BeginChild(id, ImVec2(0, h), true, h < needed ? 0 : ImGuiWindowFlags_NoScrollbar);
   ImGui::PushTextWrapPos(std::max(ImGui::GetContentRegionAvail().x - 120, 1.0f));
   ImGui::TextUnformatted(text.c_str());
   ImGui::PopTextWrapPos();

@@ -162,6 +162,9 @@ def main():
     print(f"monkey: seed {seed} (ATTNSCOPE_MONKEY_SEED), {seconds:g} s (ATTNSCOPE_MONKEY_SECONDS)",
           flush=True)
 
+    # Read before the work folder is emptied: the log may be the last run's.
+    replay = os.environ.get("ATTNSCOPE_MONKEY_REPLAY")
+    replay_lines = open(replay).read().splitlines() if replay else None
     env, cfg = fresh_work(args.work, pictures=True)
     session_path = os.path.join(cfg, "session.json")
     shots = os.path.join(env["XDG_PICTURES_DIR"], "attnscope")
@@ -175,8 +178,6 @@ def main():
     wait_screen_stable(env, args.grab, os.path.join(args.work, "start.png"))
 
     rng = random.Random(seed)
-    replay = os.environ.get("ATTNSCOPE_MONKEY_REPLAY")
-    replay_lines = open(replay).read().splitlines() if replay else None
     log = open(os.path.join(args.work, "actions.log"), "w")
     monkey = Monkey(env, wid, rng, log)
     monkey.replay = replay_lines
@@ -206,7 +207,8 @@ def main():
     print(f"monkey: {monkey.actions} actions ({monkey.events} X input events) in {elapsed:.1f} s: "
           f"{kinds}", flush=True)
     if not check(died is None, f"the app is alive after {monkey.actions} random actions "
-                               f"(exit status {died}; replay: seed {seed}, {args.work}/actions.log)"):
+                               f"(exit status {died}; seed {seed}; replay: "
+                               f"ATTNSCOPE_MONKEY_REPLAY={args.work}/actions.log)"):
         _, _, err = stop(app, timeout=10)
         print(err[-3000:], file=sys.stderr)
         return finish()

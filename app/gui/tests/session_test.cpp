@@ -116,7 +116,9 @@ TEST_F(Session, CorruptFileIsSetAsideAsBakWithAWarning) {
     s.load_preset("book");
     const SessionRestore r = load_session(file, s);
     const std::string& warning = r.warning;
-    EXPECT_NE(warning.find("could not be restored"), std::string::npos) << junk;
+    EXPECT_EQ(warning.find("Your last session " + file.string() + " could not be restored ("), 0u)
+        << warning;
+    EXPECT_EQ(warning.find(file.string() + ": "), std::string::npos) << "named once: " << warning;
     EXPECT_NE(warning.find("session.json.bak"), std::string::npos) << warning;
     EXPECT_FALSE(r.newer_version);
     EXPECT_FALSE(fs::exists(file));
