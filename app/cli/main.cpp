@@ -91,17 +91,6 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-// A seed in 0..2^64-1, written in decimal; throws core::ParseError.
-std::uint64_t parse_seed(const std::string& text) {
-  std::uint64_t seed = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, seed);
-  if (text.empty() || ec != std::errc() || ptr != end)
-    throw core::ParseError("--seed (" + text +
-                           ") must be a whole number from 0 to 18446744073709551615");
-  return seed;
-}
-
 // What a resolved run needs: config, inputs and maybe explicit weights.
 struct Run {
   core::Config config;
@@ -130,7 +119,7 @@ Run resolve_run(const RunOptions& o) {
   flags.d_out = o.d_out;
   flags.num_heads = o.num_heads;
   flags.dropout = o.dropout;
-  if (o.seed) flags.seed = parse_seed(*o.seed);
+  if (o.seed) flags.seed = core::parse_seed(*o.seed);
   if (o.qkv_bias) flags.qkv_bias = true;
   if (o.eval) flags.training = false;
   spec = core::merge(std::move(spec), flags);
@@ -304,7 +293,7 @@ int run_bench(const BenchOptions& o) {
   config.d_out = o.d_out;
   config.num_heads = o.heads;
   config.dropout = o.dropout;
-  config.seed = parse_seed(o.seed);
+  config.seed = core::parse_seed(o.seed);
   config.training = !o.eval;
 
   core::Inputs inputs;

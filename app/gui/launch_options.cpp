@@ -55,7 +55,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--d-out", o.d_out, "output width of the query/key/value projections");
   app.add_option("--heads", o.num_heads, "number of attention heads");
   app.add_option("--dropout", o.dropout, "dropout probability on the attention weights, 0..1");
-  app.add_option("--seed", o.seed, "torch.manual_seed value (default 123)");
+  std::string seed;  // parsed by core::parse_seed, as attnscope-cli does: CLI11 would wrap "-1"
+  app.add_option("--seed", seed, "torch.manual_seed value (default 123)");
   app.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
   app.add_flag("--eval", o.eval, "eval mode: dropout off");
   app.add_option("--stage", o.stage,
@@ -92,6 +93,7 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
 
   try {
     app.parse(argc, argv);
+    if (app.count("--seed") > 0) o.seed = core::parse_seed(seed);
     if (!size.empty()) {
       int w = 0, h = 0;
       if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)

@@ -17,7 +17,7 @@ struct LaunchOptions {
   std::optional<int> d_out;                // --d-out N
   std::optional<int> num_heads;            // --heads N
   std::optional<double> dropout;           // --dropout P
-  std::optional<std::uint64_t> seed;       // --seed S
+  std::optional<std::uint64_t> seed;       // --seed S (core::parse_seed)
   bool qkv_bias = false;                   // --qkv-bias
   bool eval = false;                       // --eval
   std::optional<std::string> stage;        // --stage ID

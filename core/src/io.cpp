@@ -10,6 +10,7 @@
 #include "attnscope/files.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -447,6 +448,16 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     }
     if (m.rows() > rows) out << "  ... (" << m.rows() - rows << " more rows)\n";
   }
+}
+
+std::uint64_t parse_seed(std::string_view text) {
+  std::uint64_t seed = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, seed);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw ParseError("--seed (" + std::string(text) +
+                     ") must be a whole number from 0 to 18446744073709551615");
+  return seed;
 }
 
 }  // namespace attnscope::core

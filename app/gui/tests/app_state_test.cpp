@@ -186,5 +186,24 @@ TEST(LaunchOptions, BadValuesGetTheCliMessages) {
             std::string::npos);
 }
 
+TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {
+  auto parse = [](std::vector<std::string> args, LaunchOptions& o) {
+    std::string name = "attnscope";
+    std::vector<char*> argv{name.data()};
+    for (auto& a : args) argv.push_back(a.data());
+    return parse_launch_options(static_cast<int>(argv.size()), argv.data(), o);
+  };
+  LaunchOptions o;
+  EXPECT_TRUE(parse({"--seed", "18446744073709551615"}, o).run);
+  EXPECT_EQ(o.seed, std::uint64_t{18446744073709551615u});
+  for (const char* bad : {"-1", "1e3", "18446744073709551616", "12x", ""}) {
+    LaunchOptions refused;
+    const auto r = parse({"--seed", bad}, refused);
+    EXPECT_FALSE(r.run) << bad;
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_FALSE(refused.seed.has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace attnscope::gui

@@ -38,6 +38,9 @@ struct RunSpec {
 
 // Parses a config document (a JSON object). `source` names it in errors.
 RunSpec parse_run_spec(std::string_view json_text, std::string_view source);
+// A --seed value: a whole number 0..2^64-1 written in decimal ("-1" or
+// "1e3" are refused, not wrapped or rounded); throws ParseError.
+std::uint64_t parse_seed(std::string_view text);
 // Reads a whole file ("-" reads stdin); throws ParseError when unreadable.
 std::string read_text_file(const std::string& path);
 // Overlays every field set in `top` onto `base`.
