@@ -16,6 +16,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
+#include "attnscope/diagnose.hpp"
 #include "attnscope/trace.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
@@ -89,6 +90,7 @@ struct UiState {
   bool quit_requested = false;
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)
+  std::string embedding_refusal;           // why the last typed embedding value was refused
   std::string session_warning;             // shown in a banner until dismissed
   std::map<std::string, ViewState> views;  // per heatmap slot
 
@@ -123,6 +125,9 @@ struct AppState {
   std::shared_ptr<const core::Trace> trace;  // the last good trace
   std::uint64_t trace_version = 0;           // bumps on every new trace
   std::string error;                         // why inputs/config cannot run ("" when fine)
+  // The trace's first NaN/inf that the math does not expect (not the causal
+  // mask's -inf), explained; shown above the matrices (stage_panel.cpp).
+  std::optional<core::NonFiniteFinding> nonfinite;
   bool dirty = true;
 
   TextureCache textures;
