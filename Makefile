@@ -1,6 +1,11 @@
 # attnscope: the two commands are `make run` and `make test`.
 # Both install missing Debian packages (scripts/install-deps.sh), configure
 # and build first. Variables: BUILD (build dir), CMAKE_FLAGS, JOBS, RUN_ARGS.
+#
+# `make test-sanitize` builds everything again with AddressSanitizer and
+# UndefinedBehaviorSanitizer in SANITIZE_BUILD and runs the whole suite there
+# with LeakSanitizer on (docs/RELIABILITY.md); `make fuzz` runs
+# scripts/fuzz.sh (FUZZ_SECONDS per target). CI runs all three (.ci/run).
 
 MAKEFLAGS += --no-print-directory
 
@@ -15,7 +20,17 @@ endif
 GUI := $(BUILD)/app/gui/attnscope
 CLI := $(BUILD)/app/cli/attnscope-cli
 
-.PHONY: all deps configure build run test clean
+SANITIZE_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 60
+# Every report fails the test that made it: abort on the first ASan/UBSan
+# error, LeakSanitizer at exit. Leaks inside the GL driver, X11 and
+# fontconfig (not our code) are suppressed by library name in scripts/lsan.supp.
+SANITIZER_ENV := \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+.PHONY: all deps configure build run test test-sanitize fuzz clean
 
 all: build
 
@@ -41,5 +56,14 @@ run: build
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -DATTNSCOPE_SANITIZE=address,undefined \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	@$(SANITIZER_ENV) ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j$(JOBS)
+
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	@rm -rf $(BUILD)
+	@rm -rf $(BUILD) $(SANITIZE_BUILD) build-fuzz

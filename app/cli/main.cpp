@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/diagnose.hpp"
 #include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
@@ -156,9 +157,16 @@ Run resolve_run(const RunOptions& o) {
   return run;
 }
 
+// A run whose values left float32's range is still printed (its NaN and inf
+// are what PyTorch computes too), with one "warning: " line on stderr saying
+// where the first unexpected NaN/inf appeared and why (core/diagnose.hpp).
 core::Trace run_trace(const Run& run) {
-  if (run.weights) return core::run_with_explicit_parameters(run.config, run.inputs, *run.weights);
-  return core::run_attention(run.config, run.inputs);
+  core::Trace trace = run.weights
+                          ? core::run_with_explicit_parameters(run.config, run.inputs, *run.weights)
+                          : core::run_attention(run.config, run.inputs);
+  if (const auto found = core::find_nonfinite(trace))
+    std::cerr << "warning: " << found->message() << "\n";
+  return trace;
 }
 
 // ---------------------------------------------------------------------------

@@ -52,8 +52,12 @@ ValueRange value_range(const core::RowMatrix& m, ScaleKind kind) {
 }
 
 float scale_position(float v, const ValueRange& range) {
-  const float t = (v - range.lo) / (range.hi - range.lo);
-  return std::clamp(t, 0.0f, 1.0f);
+  // In double: for values near float32's limit (a range of ±3e38) hi - lo
+  // and v - lo overflow float to inf, and inf / inf is NaN.
+  const double t = (static_cast<double>(v) - range.lo) /
+                   (static_cast<double>(range.hi) - range.lo);
+  if (!(t >= 0.0)) return 0.0f;  // also NaN (a NaN or infinite v): the low end
+  return static_cast<float>(std::min(t, 1.0));
 }
 
 Rgba8 cell_color(float v, const ValueRange& range, Colormap map) {

@@ -42,7 +42,8 @@ struct ValueRange {
 // An empty or constant range is widened so that lo < hi.
 ValueRange value_range(const core::RowMatrix& m, ScaleKind kind);
 
-// Where v sits on the scale, in [0, 1] (clamped); only for finite v.
+// Where v sits on the scale, in [0, 1] (clamped; computed in double, so
+// values up to float32's limit work); 0 for NaN.
 float scale_position(float v, const ValueRange& range);
 
 // The colour of one cell: finite values on the colormap; -inf and +inf get

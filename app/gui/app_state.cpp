@@ -157,6 +157,7 @@ void AppState::adopt(ComputeResult r) {
   }
   own_trace = r.trace;
   trace = std::move(r.trace);  // the previous trace is freed here, not later
+  nonfinite = std::move(r.nonfinite);
   ++trace_version;
   fix_selection();
 }

@@ -16,6 +16,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
+#include "attnscope/diagnose.hpp"
 #include "attnscope/trace.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
@@ -91,6 +92,7 @@ struct UiState {
   std::string heads_refusal;               // why the last head count was refused ("" when none)
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
+  std::string embedding_refusal;           // why the last typed embedding value was refused
   std::map<std::string, ViewState> views;  // per heatmap slot
 
   // Embedding editor's generator settings.
@@ -124,6 +126,9 @@ struct AppState {
   std::shared_ptr<const core::Trace> trace;  // the last good trace
   std::uint64_t trace_version = 0;           // bumps on every new trace
   std::string error;                         // why inputs/config cannot run ("" when fine)
+  // The trace's first NaN/inf that the math does not expect (not the causal
+  // mask's -inf), explained; shown above the matrices (stage_panel.cpp).
+  std::optional<core::NonFiniteFinding> nonfinite;
   bool dirty = true;
 
   TextureCache textures;

@@ -29,6 +29,7 @@ ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache) {
         job.explicit_parameters
             ? core::run_with_explicit_parameters(job.config, job.inputs, *job.explicit_parameters)
             : core::run_attention(job.config, job.inputs, cache));
+    r.nonfinite = core::find_nonfinite(*r.trace);
   } catch (const std::bad_alloc&) {
     r.error = "out of memory: try fewer tokens or smaller dimensions";
   } catch (const std::exception& e) {  // the engine's preconditions are checked; be safe anyway

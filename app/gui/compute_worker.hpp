@@ -22,6 +22,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
+#include "attnscope/diagnose.hpp"
 #include "attnscope/trace.hpp"
 
 namespace attnscope::gui {
@@ -42,10 +43,14 @@ struct ComputeResult {
   // in place (drop_stages) once nobody else reads it.
   std::shared_ptr<core::Trace> trace;
   std::string error;  // "" on success, else one sentence
+  // The trace's first unexpected NaN/inf, explained (core/diagnose.hpp);
+  // found here, on the worker, while the whole trace is still there.
+  std::optional<core::NonFiniteFinding> nonfinite;
 };
 
 // Runs one job: the seeded module through `cache`, or the explicit
-// parameters. Catches out-of-memory and turns it into result.error.
+// parameters, then looks for unexpected NaN/inf in the trace. Catches
+// out-of-memory and turns it into result.error.
 ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache);
 
 // The bytes of matrix data a trace holds (375 MiB at T = 1024, d = 768, 12 heads).

@@ -206,9 +206,28 @@ def test_every_variant_on_shiny(tmp):
                 assert {s["head"] for s in doc["stages"]} == {-1, 0, 1}
 
 
+def test_overflow_is_explained_on_stderr(tmp):
+    """Embeddings of 1e30 are valid but X.X^T overflows: the trace is printed
+    (NaN where PyTorch has NaN) with one warning line saying where and why."""
+    cfg = {"tokens": ["a", "b"], "embeddings": [[1e30, 2e30], [-1e30, 1e30]],
+           "variant": "simple"}
+    out, err = run("trace", "--config", "-", stdin=json.dumps(cfg))
+    doc = json.loads(out)
+    assert stage(doc, "weights")["data"][0][0] == "nan", stage(doc, "weights")["data"]
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: "), f"stderr: {err!r}"
+    for part in ("+inf in scores, row 0 ('a'), column 0 ('a')", "overflowed",
+                 "Keep embedding values below about 1e19"):
+        assert part in lines[0], f"{part!r} not in {lines[0]!r}"
+    # The causal mask's -inf is by design: no warning.
+    run_out, run_err = run("trace", "--preset", "book", "--variant", "causal")
+    assert run_err == "", f"a masked run warned: {run_err!r}"
+
+
 TESTS = [test_help, test_trace_help, test_version, test_default_run, test_deterministic,
          test_text_format, test_config_from_stdin, test_default_tokens,
-         test_flags_override_config, test_every_variant_on_shiny]
+         test_flags_override_config, test_every_variant_on_shiny,
+         test_overflow_is_explained_on_stderr]
 
 
 def main():

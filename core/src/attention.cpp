@@ -343,6 +343,9 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   RowMatrix context(T, values.cols());  // (T, d_v)
   const bool drawing = keep != nullptr;
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
+  // The causal product may skip the zero weights above the diagonal only when
+  // 0 * value is 0 for every value, i.e. when no value overflowed.
+  const bool future_values_finite = !opt.causal || values.allFinite();
 
   // Rows [begin, end) of every stage: query rows are independent.
   auto rows = [&](Eigen::Index begin, Eigen::Index end) {
@@ -361,7 +364,10 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       e = (logits - row_max).exp();
       const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
       e *= inv;
-      std::fill(w + visible, w + T, 0.0f);
+      // Masked keys: exp(-inf - max) * inv = 0 * inv, as in the reference and
+      // PyTorch. That is 0, except in a row whose scores overflowed: there the
+      // sum is NaN (inf - inf) and the whole row, masked keys included, is NaN.
+      std::fill(w + visible, w + T, 0.0f * inv);
 
       if (!opt.causal) continue;
       float* m = &mask(i, 0);
@@ -380,9 +386,11 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       }
       for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
     }
-    if (opt.causal)  // rows < end see keys < end only: skip the zero columns
+    if (opt.causal && future_values_finite)  // rows < end see keys < end: skip the zeros
       context.middleRows(begin, n).noalias() =
           dropped.block(begin, 0, n, end) * values.topRows(end);
+    else if (opt.causal)  // 0 * inf = NaN: a future token's infinite value reaches every row
+      context.middleRows(begin, n).noalias() = dropped.middleRows(begin, n) * values;
     else
       context.middleRows(begin, n).noalias() = weights.middleRows(begin, n) * values;
   };

@@ -434,7 +434,8 @@ std::string matrix_npy(const RowMatrix& m) {
   out += header;
   const std::size_t start = out.size();
   out.resize(start + data_bytes);
-  std::memcpy(out.data() + start, m.data(), data_bytes);  // RowMatrix: C order already
+  if (data_bytes > 0)  // an empty matrix has no data pointer to copy from
+    std::memcpy(out.data() + start, m.data(), data_bytes);  // RowMatrix: C order already
   if constexpr (std::endian::native == std::endian::big) {
     for (std::size_t k = start; k < out.size(); k += 4) {
       std::swap(out[k], out[k + 3]);

@@ -58,10 +58,12 @@ inline std::string read_text(const std::filesystem::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// Bitwise equality: NaN equals NaN, -0 differs from +0.
+// Bitwise equality: NaN equals NaN, -0 differs from +0. Empty matrices (no
+// bias) have no data pointer, and memcmp must not be given a null one.
 inline bool same_bits(const RowMatrix& a, const RowMatrix& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(float)) == 0;
+         (a.size() == 0 ||
+          std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(float)) == 0);
 }
 
 // Expects two traces to hold the same stages with the same bits.

@@ -70,6 +70,28 @@ TEST(ValueRange, IsSymmetricForDivergingAndIgnoresInfinities) {
   EXPECT_EQ(scale_position(0.0f, d), 0.5f);
 }
 
+// Values near float32's limit: hi - lo = 6e38 overflowed float, the position
+// became inf / inf = NaN and colorize() read its colour table at index
+// lround(NaN) (found by the sanitized GUI tests on embeddings of 3e38).
+TEST(ValueRange, ValuesNearTheFloatLimitStillGetColoursAtTheEnds) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  const core::RowMatrix m = mat(1, 5, {-kMax, -3e38f, 0.0f, 3e38f, kMax});
+  for (ScaleKind kind : {ScaleKind::Diverging, ScaleKind::Sequential}) {
+    const ValueRange r = value_range(m, kind);
+    EXPECT_EQ(scale_position(-kMax, r), 0.0f);
+    EXPECT_EQ(scale_position(kMax, r), 1.0f);
+    const float mid = scale_position(0.0f, r);
+    EXPECT_TRUE(mid > 0.0f && mid < 1.0f) << mid;
+    const RgbaImage img = colorize(m, r, colormap_for(Palette::Standard, kind));
+    ASSERT_EQ(img.width, 5);
+    EXPECT_EQ(img.at(0, 0), sample(colormap_for(Palette::Standard, kind), 0.0f));
+    EXPECT_EQ(img.at(4, 0), sample(colormap_for(Palette::Standard, kind), 1.0f));
+  }
+  // Not finite: the low end, never NaN (the cells themselves get their own fills).
+  const ValueRange r = value_range(m, ScaleKind::Diverging);
+  EXPECT_EQ(scale_position(std::nanf(""), r), 0.0f);
+}
+
 TEST(XmlEscape, EscapesMarkupAndReplacesWhatXmlForbids) {
   EXPECT_EQ(xml_escape("<a & 'b' \"c\">"), "&lt;a &amp; &apos;b&apos; &quot;c&quot;&gt;");
   EXPECT_EQ(xml_escape("\xC3\xBC\xE2\x88\x9E"), "\xC3\xBC\xE2\x88\x9E");  // ü∞ stay

@@ -1,5 +1,10 @@
 // embedding_panel.cpp: the inputs as an editable table, tokens × dimensions.
 // Rows are clipped (ImGuiListClipper), so 4096 tokens edit as fast as 6.
+// A typed value that is not a finite float32 ("1e39", or "*2e38": ImGui's
+// number fields apply + - * / to the value; letters such as "nan" cannot be
+// typed at all) is refused: the cell keeps its value and the panel says why.
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "attnscope/io.hpp"
@@ -50,9 +55,21 @@ void resize_dims(AppState& s, Eigen::Index d) {
   s.mark_dirty();
 }
 
+// Why `typed` (not finite) cannot go into row r, column c, which keeps `kept`.
+std::string refusal(const AppState& s, int r, int c, float typed, float kept) {
+  const std::string what = std::isnan(typed) ? "NaN" : typed > 0 ? "+inf" : "-inf";
+  char keep[32];
+  std::snprintf(keep, sizeof keep, "%.4f", static_cast<double>(kept));
+  return "d" + std::to_string(c) + " of '" + s.inputs.tokens[static_cast<std::size_t>(r)] +
+         "' cannot be " + what +
+         ": embeddings must be finite numbers (float32 ends at about ±3.4e38; larger numbers "
+         "become ±inf). It stays " + keep + ".";
+}
+
 }  // namespace
 
 void draw_embedding_panel(AppState& state) {
+  const bool was_dirty = state.dirty;
   auto& emb = state.inputs.embeddings;
   auto& tokens = state.inputs.tokens;
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
@@ -114,6 +131,12 @@ void draw_embedding_panel(AppState& state) {
     ImGui::TreePop();
   }
 
+  if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // an edit went in since
+  if (!state.ui.embedding_refusal.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, state.ui.embedding_refusal);
+    ImGui::PopStyleColor();
+  }
   if (state.error.starts_with("there are") || state.error.starts_with("embeddings") ||
       state.error.starts_with("too many") || state.error.starts_with("d_in")) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
@@ -165,7 +188,15 @@ void draw_embedding_panel(AppState& state) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         ImGui::SetNextItemWidth(-FLT_MIN);
-        if (ImGui::DragFloat("##v", &emb(r, c), 0.005f, 0.0f, 0.0f, "%.4f")) state.mark_dirty();
+        float v = emb(r, c);  // Ctrl+click or double-click types a value in
+        if (ImGui::DragFloat("##v", &v, 0.005f, 0.0f, 0.0f, "%.4f")) {
+          if (std::isfinite(v)) {
+            emb(r, c) = v;
+            state.mark_dirty();
+          } else {
+            state.ui.embedding_refusal = refusal(state, r, c, v, emb(r, c));
+          }
+        }
         ImGui::PopID();
       }
       ImGui::TableNextColumn();
@@ -180,6 +211,7 @@ void draw_embedding_panel(AppState& state) {
   ImGui::PopStyleVar();
   if (state.ui.font_mono) ImGui::PopFont();
   if (remove >= 0) remove_token(state, remove);
+  if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // a later edit went in
 }
 
 }  // namespace attnscope::gui

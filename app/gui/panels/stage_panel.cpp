@@ -2,7 +2,7 @@
 //
 // Sections
 //   1. stage strip: Prev, every step of the variant (current highlighted), Next
-//   2. explanation: plain words, formula, shapes
+//   2. explanation: plain words, formula, shapes; a warning when the run made NaN/inf
 //   3. matrices: the step's outputs large, its inputs beside them
 #include <algorithm>
 #include <string>
@@ -96,6 +96,16 @@ void draw_explanation(AppState& state) {
   text_wrapped(state, text.shapes);
   ImGui::PopStyleColor();
   if (state.ui.font_mono) ImGui::PopFont();
+}
+
+// The run holds a NaN or an infinity the math does not expect (core/diagnose.hpp):
+// the cells only show "nan" or "∞", so say on every step where it first
+// appeared, what overflowed and what to change.
+void draw_nonfinite_warning(const AppState& state) {
+  if (!state.nonfinite) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.35f, 1.0f));
+  text_wrapped(state, "Not a number: " + state.nonfinite->message());
+  ImGui::PopStyleColor();
 }
 
 // ---------------------------------------------------------------------------
@@ -251,6 +261,7 @@ void draw_stage_panel(AppState& state) {
   ImGui::SetCursorScreenPos(ImVec2(top.x, bottom));
   ImGui::Dummy(ImVec2(width, 0));
   ImGui::Spacing();
+  draw_nonfinite_warning(state);
   draw_matrices(state);
 }
 
