@@ -21,6 +21,8 @@
 #include <string>
 #include <utility>
 
+#include <unistd.h>  // getpid
+
 #include "app_state.hpp"
 #include "fonts.hpp"
 #include "imgui.h"
@@ -66,7 +68,9 @@ class NumericWarning : public ::testing::Test {
   // One frame; returns the text it drew, runs of white space made one space
   // (ImGui logs wrapped lines and items on one line with their own spacing).
   std::string frame_text() {
-    const std::string log = ::testing::TempDir() + "attnscope_numeric_warning_log.txt";
+    // One file per process: ctest -j runs this binary's tests side by side.
+    const std::string log = ::testing::TempDir() + "attnscope_numeric_warning_log_" +
+                            std::to_string(::getpid()) + ".txt";
     std::filesystem::remove(log);  // ImGui appends
     ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
     ImGui::NewFrame();
@@ -76,6 +80,8 @@ class NumericWarning : public ::testing::Test {
     ImGui::Render();
     std::ifstream in(log, std::ios::binary);
     const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    std::filesystem::remove(log);
     EXPECT_FALSE(raw.empty()) << "nothing was logged";
     std::string text;
     for (char ch : raw) {
