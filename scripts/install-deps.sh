@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attnscope needs to build, run and test.
-# Usage: scripts/install-deps.sh [--no-gui] [--no-oracle]
+# Usage: scripts/install-deps.sh [--no-gui] [--no-oracle] [--no-fuzz]
 #   --no-gui     skip GLFW/ImGui/Xvfb (enough for the engine and CLI)
 #   --no-oracle  skip python3-torch (the PyTorch oracle tests then skip)
+#   --no-fuzz    skip clang and libFuzzer (scripts/fuzz.sh then refuses to run)
 # Installs only what is missing. As root it runs apt-get; otherwise it prints
 # the exact sudo command to run and exits 1.
 set -euo pipefail
 
 want_gui=1
 want_oracle=1
+want_fuzz=1
 for arg in "$@"; do
   case "$arg" in
     --no-gui) want_gui=0 ;;
     --no-oracle) want_oracle=0 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --no-fuzz) want_fuzz=0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "error: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +34,11 @@ fi
 if [ "$want_oracle" = 1 ]; then
   # OpenBLAS: without it Debian's torch falls back to the reference BLAS (~25x slower).
   packages+=(python3-torch libopenblas0-pthread)
+fi
+if [ "$want_fuzz" = 1 ]; then
+  # scripts/fuzz.sh: clang with its libFuzzer and sanitizer runtimes; llvm
+  # provides llvm-symbolizer, which turns sanitizer stack traces into file:line.
+  packages+=(clang libclang-rt-dev llvm)
 fi
 
 missing=()

@@ -33,6 +33,14 @@ if(OpenMP_CXX_FOUND)
   target_compile_definitions(attnscope_numerics INTERFACE ATTNSCOPE_HAVE_OPENMP=1)
 endif()
 
+# ATTNSCOPE_FUZZ: coverage instrumentation for libFuzzer in everything we
+# compile, not only in the fuzz targets' own files (fuzz/CMakeLists.txt links
+# libFuzzer into those): without it the fuzzer sees no edge of the parsers
+# it feeds and mutates blindly.
+if(ATTNSCOPE_FUZZ AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 # ATTNSCOPE_SANITIZE=address,undefined: instrument everything we compile (our
 # code, the ImGui backends, the tests) so a report fails the test that hit it.
 if(ATTNSCOPE_SANITIZE)
