@@ -174,7 +174,7 @@ class Hasher {
       word(w);
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, p, n);
+    if (n > 0) std::memcpy(&tail, p, n);  // an empty matrix's data() may be null
     word(tail);
   }
   void text(std::string_view t) { bytes(t.data(), t.size()); }

@@ -68,8 +68,9 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
   while (w.has_range && w.rows_done < m.rows() && may_work()) {
     const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - w.rows_done);
     const RgbaImage img = colorize(m.middleRows(w.rows_done, rows), w.range, map);
-    std::memcpy(w.image.pixels.data() + static_cast<std::size_t>(w.rows_done * m.cols()) * 4,
-                img.pixels.data(), img.pixels.size());
+    if (!img.pixels.empty())  // a stage with no columns has no pixels to copy
+      std::memcpy(w.image.pixels.data() + static_cast<std::size_t>(w.rows_done * m.cols()) * 4,
+                  img.pixels.data(), img.pixels.size());
     w.rows_done += static_cast<int>(rows);
     if (!small) frame_progressed_ = true;
   }
@@ -153,8 +154,9 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
       const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - n.rows_done);
       const core::RowMatrix part = m.middleRows(n.rows_done, rows);
       const RgbaImage img = colorize(part, n.range, e.map);
-      std::memcpy(n.image.pixels.data() + static_cast<std::size_t>(n.rows_done * m.cols()) * 4,
-                  img.pixels.data(), img.pixels.size());
+      if (!img.pixels.empty())  // a stage with no columns has no pixels to copy
+        std::memcpy(n.image.pixels.data() + static_cast<std::size_t>(n.rows_done * m.cols()) * 4,
+                    img.pixels.data(), img.pixels.size());
       n.rows_done += static_cast<int>(rows);
       worked = true;
     }

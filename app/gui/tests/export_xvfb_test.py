@@ -82,13 +82,18 @@ def main():
         time.sleep(1.0)
         subprocess.run(["xdotool", "windowactivate", "--sync", wid], capture_output=True)
         subprocess.run(["xdotool", "key", "--window", wid, "F12"])
+        # A sanitized build on a busy machine can take seconds per frame: wait
+        # up to 60 s for the file, then a moment more to see that only one came.
+        folder = os.path.join(pics, "attnscope")
         shots = []
-        for _ in range(50):
-            folder = os.path.join(pics, "attnscope")
-            shots = [f for f in os.listdir(folder)] if os.path.isdir(folder) else []
-            if shots:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            shots = os.listdir(folder) if os.path.isdir(folder) else []
+            if any(f.endswith(".png") for f in shots):
                 break
             time.sleep(0.1)
+        time.sleep(0.5)
+        shots = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
         if check(len(shots) == 1 and shots[0].startswith("screenshot_") and shots[0].endswith(".png"),
                  f"F12 writes one screenshot into $XDG_PICTURES_DIR/attnscope: {shots}"):
             w, h, distinct = png_info(os.path.join(pics, "attnscope", shots[0]))
