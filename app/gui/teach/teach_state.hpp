@@ -38,6 +38,9 @@ struct TeachState {
   std::uint64_t average_trace_version = 0;  // the trace it was computed for
   int average_count = 0;                    // bumps per computation (texture slot)
 
+  // Weights editor: why the last typed value was refused (empty: none was).
+  std::string weights_refusal;
+
   // Compare: run A as pinned; B is always the current trace.
   std::shared_ptr<const core::Trace> compare_a;
   int compare_pins = 0;  // bumps on every pin (texture slot)

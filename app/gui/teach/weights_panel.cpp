@@ -5,6 +5,9 @@
 #include "attnscope/teach.hpp"
 #include "attnscope/inspect.hpp"
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
@@ -16,8 +19,10 @@ namespace {
 // An editable grid of one matrix, every cell of it, in a scrolling box of at
 // most ten rows: only the rows (ImGuiListClipper) and columns in view get a
 // widget, so a 768 × 768 W_out costs what ten rows of it do. True when a
-// value changed.
-bool edit_matrix(const char* id, core::RowMatrix& m) {
+// value changed. A typed value that is not a finite float32 ("1e39" becomes
+// +inf; ImGui's fields apply "*2e38" to the value) is refused: the cell keeps
+// its value and `refusal` says why.
+bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refusal) {
   bool changed = false;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float font = ImGui::GetFontSize();
@@ -45,7 +50,20 @@ bool edit_matrix(const char* id, core::RowMatrix& m) {
         ImGui::SameLine(label_w + static_cast<float>(c) * pitch);
         ImGui::PushID(r * cols + c);
         ImGui::SetNextItemWidth(cell_w);
-        changed |= ImGui::DragFloat("##v", &m(r, c), 0.01f, -10.0f, 10.0f, "%.4f");
+        float v = m(r, c);
+        if (ImGui::DragFloat("##v", &v, 0.01f, -10.0f, 10.0f, "%.4f")) {
+          if (std::isfinite(v)) {
+            m(r, c) = v;
+            changed = true;
+          } else {
+            char kept[32];
+            std::snprintf(kept, sizeof kept, "%.4f", static_cast<double>(m(r, c)));
+            refusal = std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) +
+                      "] cannot be " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
+                      ": weights must be finite numbers (float32 ends at about ±3.4e38; larger "
+                      "numbers become ±inf). It stays " + kept + ".";
+          }
+        }
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
@@ -60,10 +78,10 @@ bool edit_matrix(const char* id, core::RowMatrix& m) {
 }
 
 // A matrix's editor under its name and shape.
-bool edit_named(const char* name, const char* what, core::RowMatrix& m) {
+bool edit_named(const char* name, const char* what, core::RowMatrix& m, std::string& refusal) {
   ImGui::Text("%s (%d × %d)%s%s", name, static_cast<int>(m.rows()), static_cast<int>(m.cols()),
               *what ? ": " : "", what);
-  return edit_matrix(name, m);
+  return edit_matrix(name, m, refusal);
 }
 
 }  // namespace
@@ -93,23 +111,30 @@ void draw_weights_editor(AppState& state) {
     state.mark_dirty();
   }
   ImGui::EndDisabled();
+  std::string& refusal = state.teach.weights_refusal;
+  if (!refusal.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.35f, 0.3f, 1.0f));
+    text_wrapped(state, refusal);
+    ImGui::PopStyleColor();
+  }
   core::Parameters p = *base;
   const bool wrapper = t.config.variant == core::Variant::MultiheadWrapper;
   int set = wrapper ? std::clamp(state.head, 0, static_cast<int>(p.qkv.size()) - 1) : 0;
   if (wrapper) ImGui::Text("head %d (focus another head in the heads grid)", set);
   bool changed = false;
   auto& qkv = p.qkv[static_cast<std::size_t>(set)];
-  changed |= edit_named("W_query", "d_in × d_out", qkv.query.weight);
-  if (qkv.query.bias.size() > 0) changed |= edit_named("b_query", "", qkv.query.bias);
-  changed |= edit_named("W_key", "", qkv.key.weight);
-  if (qkv.key.bias.size() > 0) changed |= edit_named("b_key", "", qkv.key.bias);
-  changed |= edit_named("W_value", "", qkv.value.weight);
-  if (qkv.value.bias.size() > 0) changed |= edit_named("b_value", "", qkv.value.bias);
+  changed |= edit_named("W_query", "d_in × d_out", qkv.query.weight, refusal);
+  if (qkv.query.bias.size() > 0) changed |= edit_named("b_query", "", qkv.query.bias, refusal);
+  changed |= edit_named("W_key", "", qkv.key.weight, refusal);
+  if (qkv.key.bias.size() > 0) changed |= edit_named("b_key", "", qkv.key.bias, refusal);
+  changed |= edit_named("W_value", "", qkv.value.weight, refusal);
+  if (qkv.value.bias.size() > 0) changed |= edit_named("b_value", "", qkv.value.bias, refusal);
   if (t.config.variant == core::Variant::Multihead) {
-    changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight);
-    if (p.out.bias.size() > 0) changed |= edit_named("b_out", "out_proj bias", p.out.bias);
+    changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight, refusal);
+    if (p.out.bias.size() > 0) changed |= edit_named("b_out", "out_proj bias", p.out.bias, refusal);
   }
   if (changed) {
+    refusal.clear();  // a later value went in
     state.explicit_parameters = std::make_shared<const core::Parameters>(std::move(p));
     state.mark_dirty();
   }

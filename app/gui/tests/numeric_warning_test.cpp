@@ -124,7 +124,30 @@ class NumericWarning : public ::testing::Test {
     ImGuiIO& io = ImGui::GetIO();
     io.MouseDown[0] = false;
     frame();
-    io.MousePos = embedding_cell(r, c);
+    type_at([&] { return embedding_cell(r, c); }, text);
+  }
+  // The centre of cell (r, c) of the weights editor's first matrix (W_query),
+  // from its scrolling grid's place in the last frame and edit_matrix's layout.
+  ImVec2 weights_cell(int r, int c) {
+    ImGuiContext& g = *GImGui;
+    for (ImGuiWindow* w : g.Windows) {
+      if (!std::strstr(w->Name, "Weights editor/") || !std::strstr(w->Name, "##grid")) continue;
+      const float font = g.FontSize;
+      const float label_w = font * 2.6f, cell_w = font * 4.2f;
+      const float pitch = cell_w + g.Style.ItemSpacing.x;
+      const float row_h = font + g.Style.FramePadding.y * 2 + g.Style.ItemSpacing.y;
+      return ImVec2(w->Pos.x + label_w + static_cast<float>(c) * pitch + cell_w * 0.5f,
+                    w->Pos.y + g.Style.WindowPadding.y + static_cast<float>(r) * row_h +
+                        (font + g.Style.FramePadding.y * 2) * 0.5f);
+    }
+    ADD_FAILURE() << "the weights editor was not drawn";
+    return ImVec2(-1, -1);
+  }
+  // Ctrl+click at where(), type `text`, press Enter.
+  template <typename Where>
+  void type_at(Where where, const std::string& text) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = where();
     frame();
     io.KeyCtrl = true;
     io.MouseDown[0] = true;
@@ -228,6 +251,39 @@ TEST_F(NumericWarning, TheEmbeddingEditorRefusesValuesThatAreNotFinite) {
   type_into(1, 0, "-1.25");
   EXPECT_EQ(state.inputs.embeddings(1, 0), -1.25f);
   EXPECT_FALSE(contains(frame_text(), "cannot be"));
+  EXPECT_GT(state.trace_version, version);
+}
+
+TEST_F(NumericWarning, TheWeightsEditorRefusesValuesThatAreNotFinite) {
+  state.config.variant = core::Variant::SelfAttentionV1;
+  state.mark_dirty();
+  state.teach.show_weights = true;
+  frames(3);
+  ImGui::GetIO().MouseDown[0] = false;
+  type_at([&] { return weights_cell(0, 1); }, "0.75");
+  ASSERT_TRUE(state.explicit_parameters) << "typing did not reach the weights";
+  ASSERT_EQ(state.explicit_parameters->qkv[0].query.weight(0, 1), 0.75f);
+  frames(2);
+  const auto version = state.trace_version;
+  const auto held = state.explicit_parameters;
+
+  for (auto [typed, sign] : {std::pair{"1e39", "+inf"}, std::pair{"*5e38", "+inf"}}) {
+    SCOPED_TRACE(typed);
+    type_at([&] { return weights_cell(0, 1); }, typed);
+    EXPECT_EQ(state.explicit_parameters, held) << "a refused value must not replace the weights";
+    EXPECT_EQ(state.explicit_parameters->qkv[0].query.weight(0, 1), 0.75f);
+    EXPECT_EQ(state.trace_version, version) << "a refused value must not recompute";
+    // The Learn window is not in the main window's log: read what it draws.
+    const std::string& text = state.teach.weights_refusal;
+    EXPECT_TRUE(contains(text, std::string("W_query[0, 1] cannot be ") + sign)) << text;
+    EXPECT_TRUE(contains(text, "weights must be finite numbers")) << text;
+    EXPECT_TRUE(contains(text, "It stays 0.7500.")) << text;
+  }
+
+  // The next value that goes in clears the message.
+  type_at([&] { return weights_cell(0, 1); }, "-0.5");
+  EXPECT_EQ(state.explicit_parameters->qkv[0].query.weight(0, 1), -0.5f);
+  EXPECT_TRUE(state.teach.weights_refusal.empty()) << state.teach.weights_refusal;
   EXPECT_GT(state.trace_version, version);
 }
 
