@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "attnscope/io.hpp"
 #include "attnscope/rng.hpp"
@@ -55,18 +56,30 @@ void resize_dims(AppState& s, Eigen::Index d) {
   s.mark_dirty();
 }
 
-// Why `typed` (not finite) cannot go into row r, column c, which keeps `kept`.
-std::string refusal(const AppState& s, int r, int c, float typed, float kept) {
-  const std::string what = std::isnan(typed) ? "NaN" : typed > 0 ? "+inf" : "-inf";
-  char keep[32];
-  std::snprintf(keep, sizeof keep, "%.4f", static_cast<double>(kept));
-  return "d" + std::to_string(c) + " of '" + s.inputs.tokens[static_cast<std::size_t>(r)] +
-         "' cannot be " + what +
-         ": embeddings must be finite numbers (float32 ends at about ±3.4e38; larger numbers "
-         "become ±inf). It stays " + keep + ".";
-}
-
 }  // namespace
+
+bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float hi,
+                      const std::function<std::string()>& name, const char* kind,
+                      std::string& refused) {
+  static float start = 0.0f;  // the active cell's value when its edit began (one is active at a time)
+  const float before = cell;
+  float v = cell;
+  const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, "%.4f");
+  if (ImGui::IsItemActivated()) start = before;
+  if (!edited) return false;
+  if (std::isfinite(v)) {
+    cell = v;
+    return true;
+  }
+  char kept[32];
+  std::snprintf(kept, sizeof kept, "%.4f", static_cast<double>(start));
+  refused = name() + " cannot be " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") + ": " +
+            kind + " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
+            "become ±inf). It stays " + kept + ".";
+  if (cell == start) return false;
+  cell = start;
+  return true;
+}
 
 void draw_embedding_panel(AppState& state) {
   const bool was_dirty = state.dirty;
@@ -174,6 +187,7 @@ void draw_embedding_panel(AppState& state) {
   ImGui::TableHeadersRow();
 
   int remove = -1;
+  std::string refused;  // why a typed value was refused this frame
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(emb.rows()));
   while (clipper.Step()) {
@@ -188,15 +202,11 @@ void draw_embedding_panel(AppState& state) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         ImGui::SetNextItemWidth(-FLT_MIN);
-        float v = emb(r, c);  // Ctrl+click or double-click types a value in
-        if (ImGui::DragFloat("##v", &v, 0.005f, 0.0f, 0.0f, "%.4f")) {
-          if (std::isfinite(v)) {
-            emb(r, c) = v;
-            state.mark_dirty();
-          } else {
-            state.ui.embedding_refusal = refusal(state, r, c, v, emb(r, c));
-          }
-        }
+        const auto name = [&] {
+          return "d" + std::to_string(c) + " of '" + tokens[static_cast<std::size_t>(r)] + "'";
+        };
+        if (drag_finite_cell("##v", emb(r, c), 0.005f, 0.0f, 0.0f, name, "embeddings", refused))
+          state.mark_dirty();
         ImGui::PopID();
       }
       ImGui::TableNextColumn();
@@ -212,6 +222,7 @@ void draw_embedding_panel(AppState& state) {
   if (state.ui.font_mono) ImGui::PopFont();
   if (remove >= 0) remove_token(state, remove);
   if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // a later edit went in
+  if (!refused.empty()) state.ui.embedding_refusal = std::move(refused);
 }
 
 }  // namespace attnscope::gui

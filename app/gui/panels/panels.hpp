@@ -3,6 +3,9 @@
 // inputs/config (through mark_dirty) or selection and UI state.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "app_state.hpp"
 
 namespace attnscope::gui {
@@ -16,6 +19,16 @@ void draw_controls_panel(AppState& state);
 
 // Tokens × dimensions table; presets, add/remove, randomize.
 void draw_embedding_panel(AppState& state);
+// One editable number that must stay finite (an embedding or weight cell): a
+// DragFloat ("%.4f"; Ctrl+click or double-click types a value). ImGui applies
+// typed text as it changes, so typing "1e39" passes through 1 and 1000 before
+// it becomes +inf: a value that is not a finite float32 puts back the value
+// the cell had when this edit began, and `refused` (left alone otherwise)
+// says why, naming the cell (`name()`) and `kind` ("embeddings", "weights").
+// True when `cell` changed.
+bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float hi,
+                      const std::function<std::string()>& name, const char* kind,
+                      std::string& refused);
 
 // Stage strip, explanation, the step's matrices (outputs large, inputs beside).
 void draw_stage_panel(AppState& state);

@@ -5,9 +5,8 @@
 #include "attnscope/teach.hpp"
 #include "attnscope/inspect.hpp"
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <string>
+#include <utility>
 
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
@@ -19,10 +18,9 @@ namespace {
 // An editable grid of one matrix, every cell of it, in a scrolling box of at
 // most ten rows: only the rows (ImGuiListClipper) and columns in view get a
 // widget, so a 768 × 768 W_out costs what ten rows of it do. True when a
-// value changed. A typed value that is not a finite float32 ("1e39" becomes
-// +inf; ImGui's fields apply "*2e38" to the value) is refused: the cell keeps
-// its value and `refusal` says why.
-bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refusal) {
+// value changed. A typed value that is not a finite float32 is refused
+// (drag_finite_cell) and `refused` says why.
+bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused) {
   bool changed = false;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float font = ImGui::GetFontSize();
@@ -50,20 +48,10 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refusal) {
         ImGui::SameLine(label_w + static_cast<float>(c) * pitch);
         ImGui::PushID(r * cols + c);
         ImGui::SetNextItemWidth(cell_w);
-        float v = m(r, c);
-        if (ImGui::DragFloat("##v", &v, 0.01f, -10.0f, 10.0f, "%.4f")) {
-          if (std::isfinite(v)) {
-            m(r, c) = v;
-            changed = true;
-          } else {
-            char kept[32];
-            std::snprintf(kept, sizeof kept, "%.4f", static_cast<double>(m(r, c)));
-            refusal = std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) +
-                      "] cannot be " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
-                      ": weights must be finite numbers (float32 ends at about ±3.4e38; larger "
-                      "numbers become ±inf). It stays " + kept + ".";
-          }
-        }
+        const auto name = [&] {
+          return std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
+        };
+        changed |= drag_finite_cell("##v", m(r, c), 0.01f, -10.0f, 10.0f, name, "weights", refused);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
@@ -78,10 +66,10 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refusal) {
 }
 
 // A matrix's editor under its name and shape.
-bool edit_named(const char* name, const char* what, core::RowMatrix& m, std::string& refusal) {
+bool edit_named(const char* name, const char* what, core::RowMatrix& m, std::string& refused) {
   ImGui::Text("%s (%d × %d)%s%s", name, static_cast<int>(m.rows()), static_cast<int>(m.cols()),
               *what ? ": " : "", what);
-  return edit_matrix(name, m, refusal);
+  return edit_matrix(name, m, refused);
 }
 
 }  // namespace
@@ -111,12 +99,12 @@ void draw_weights_editor(AppState& state) {
     state.mark_dirty();
   }
   ImGui::EndDisabled();
-  std::string& refusal = state.teach.weights_refusal;
-  if (!refusal.empty()) {
+  if (!state.teach.weights_refusal.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.35f, 0.3f, 1.0f));
-    text_wrapped(state, refusal);
+    text_wrapped(state, state.teach.weights_refusal);
     ImGui::PopStyleColor();
   }
+  std::string refusal;  // why a typed value was refused this frame
   core::Parameters p = *base;
   const bool wrapper = t.config.variant == core::Variant::MultiheadWrapper;
   int set = wrapper ? std::clamp(state.head, 0, static_cast<int>(p.qkv.size()) - 1) : 0;
@@ -133,8 +121,9 @@ void draw_weights_editor(AppState& state) {
     changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight, refusal);
     if (p.out.bias.size() > 0) changed |= edit_named("b_out", "out_proj bias", p.out.bias, refusal);
   }
+  if (changed) state.teach.weights_refusal.clear();  // a later value went in
+  if (!refusal.empty()) state.teach.weights_refusal = std::move(refusal);
   if (changed) {
-    refusal.clear();  // a later value went in
     state.explicit_parameters = std::make_shared<const core::Parameters>(std::move(p));
     state.mark_dirty();
   }

@@ -120,11 +120,11 @@ class NumericWarning : public ::testing::Test {
   // Ctrl+click (ImGui's "type a value" gesture) on the embedding cell (r, c),
   // type `text`, press Enter. The cell is found anew each time: the table
   // moves when a message appears above it.
-  void type_into(int r, int c, const std::string& text) {
+  void type_into(int r, int c, const std::string& text, bool char_per_frame = false) {
     ImGuiIO& io = ImGui::GetIO();
     io.MouseDown[0] = false;
     frame();
-    type_at([&] { return embedding_cell(r, c); }, text);
+    type_at([&] { return embedding_cell(r, c); }, text, char_per_frame);
   }
   // The centre of cell (r, c) of the weights editor's first matrix (W_query),
   // from its scrolling grid's place in the last frame and edit_matrix's layout.
@@ -145,7 +145,7 @@ class NumericWarning : public ::testing::Test {
   }
   // Ctrl+click at where(), type `text`, press Enter.
   template <typename Where>
-  void type_at(Where where, const std::string& text) {
+  void type_at(Where where, const std::string& text, bool char_per_frame = false) {
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = where();
     frame();
@@ -156,7 +156,10 @@ class NumericWarning : public ::testing::Test {
     frame();
     io.KeyCtrl = false;
     ASSERT_TRUE(io.WantTextInput) << "the click did not open the cell for typing";
-    for (char ch : text) io.AddInputCharacter(static_cast<unsigned>(ch));
+    for (char ch : text) {
+      io.AddInputCharacter(static_cast<unsigned>(ch));
+      if (char_per_frame) frame();
+    }
     frame();
     io.KeysDown[kKeyEnter] = true;
     frame();
@@ -225,7 +228,7 @@ TEST_F(NumericWarning, TheEmbeddingEditorRefusesValuesThatAreNotFinite) {
   type_into(1, 0, "2.5");  // 'journey', d0
   ASSERT_EQ(state.inputs.embeddings(1, 0), 2.5f) << "typing went into another cell";
   frames(2);
-  const auto version = state.trace_version;
+  auto version = state.trace_version;
 
   for (auto [typed, sign] :
        {std::pair{"1e39", "+inf"}, std::pair{"-1e39", "-inf"}, std::pair{"*2e38", "+inf"}}) {
@@ -240,6 +243,13 @@ TEST_F(NumericWarning, TheEmbeddingEditorRefusesValuesThatAreNotFinite) {
     EXPECT_TRUE(contains(text, "must be finite numbers")) << text;
     EXPECT_TRUE(contains(text, "It stays 2.5000.")) << text;
   }
+  // Typed one character a frame it passes through 1 and 1000 first: the cell
+  // goes back to the value from before the edit.
+  type_into(1, 0, "1e39", /*char_per_frame=*/true);
+  EXPECT_EQ(state.inputs.embeddings(1, 0), 2.5f);
+  EXPECT_TRUE(contains(frame_text(), "It stays 2.5000."));
+  frames(2);
+  version = state.trace_version;  // 1 and 1000 did go in on the way, and were recomputed
   for (const char* typed : {"nan", "inf", "-inf"}) {  // the letters are filtered out
     SCOPED_TRACE(typed);
     type_into(1, 0, typed);
@@ -279,6 +289,14 @@ TEST_F(NumericWarning, TheWeightsEditorRefusesValuesThatAreNotFinite) {
     EXPECT_TRUE(contains(text, "weights must be finite numbers")) << text;
     EXPECT_TRUE(contains(text, "It stays 0.7500.")) << text;
   }
+
+  // Typed one character a frame, "1e39" passes through 1 and 1000 (ImGui
+  // applies the text as it changes) before +inf: the cell goes back to the
+  // value it had before the edit, not the last finite one.
+  type_at([&] { return weights_cell(0, 1); }, "1e39", /*char_per_frame=*/true);
+  EXPECT_EQ(state.explicit_parameters->qkv[0].query.weight(0, 1), 0.75f);
+  EXPECT_TRUE(contains(state.teach.weights_refusal, "It stays 0.7500."))
+      << state.teach.weights_refusal;
 
   // The next value that goes in clears the message.
   type_at([&] { return weights_cell(0, 1); }, "-0.5");
