@@ -62,14 +62,16 @@ void draw_head_split(AppState& state) {
                    std::to_string(s->head_dim) + " matrix of its own.");
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
   const ImVec2 box(w, w);
-  banded(state, "teach/heads/q", s->whole, "Q = view (T × h·d_head)", s->heads, s->head_dim,
+  banded(state, "teach/heads/q", s->whole, "Q (T × h·d_head)", s->heads, s->head_dim,
          false, box);
   ImGui::SameLine();
   // The transposed (h × T × d_head) tensor as h blocks, each outlined and
   // titled in its head's colour (the same colours as the engine's tiles).
   ImGui::BeginChild("##transposed", box, false);
-  ImGui::TextDisabled("transpose(1, 2): h × T × d_head");
-  const float block_h = std::max((box.y - ImGui::GetTextLineHeightWithSpacing()) /
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("transpose(1, 2): h × T × d_head");  // wraps in a narrow window
+  ImGui::PopStyleColor();
+  const float block_h = std::max((box.y - ImGui::GetCursorPosY()) /  // below the heading
                                          static_cast<float>(s->heads) - 4.0f,
                                  ImGui::GetFontSize() * 4.0f);
   for (int h = 0; h < s->heads; ++h) {
@@ -108,8 +110,8 @@ void draw_head_split(AppState& state) {
     spec.stage = wo;
     draw_heatmap(state, spec, ImVec2(w, w * 0.8f));
   }
-  ImGui::SameLine();
-  ImGui::BeginGroup();
+  // The parameter counts under the two matrices, full width: beside them a
+  // third column would be clipped in a window that fits the centre area.
   core::Config wrapper = t.config;
   wrapper.variant = core::Variant::MultiheadWrapper;
   const auto split_n = core::count_parameters(t.config, t.d_in);
@@ -122,7 +124,6 @@ void draw_head_split(AppState& state) {
   ImGui::Text("  output %d wide, no out_proj", s->heads * t.config.d_out);
   ImGui::Text("Wrapper, %d heads of d_out %d: %lld", s->heads, s->head_dim, wrap_same.total);
   ImGui::Text("  same output width, no out_proj");
-  ImGui::EndGroup();
   ImGui::End();
 }
 
