@@ -9,6 +9,8 @@
 namespace attnscope::core {
 namespace {
 
+using testing::expect_paths_agree;
+
 struct Case {
   Variant variant;
   int tokens, d_in, d_out, heads;
@@ -35,26 +37,7 @@ void expect_same_trace(const Case& c) {
 
   const Trace fast = run_attention(config, in, EnginePath::Fast);
   const Trace ref = run_attention(config, in, EnginePath::Reference);
-  ASSERT_EQ(fast.stages.size(), ref.stages.size());
-  for (std::size_t k = 0; k < ref.stages.size(); ++k) {
-    const Stage& a = fast.stages[k];
-    const Stage& b = ref.stages[k];
-    ASSERT_EQ(a.id, b.id) << "stage " << k;
-    ASSERT_EQ(a.head, b.head) << a.id;
-    ASSERT_EQ(a.data.rows(), b.data.rows()) << a.id;
-    ASSERT_EQ(a.data.cols(), b.data.cols()) << a.id;
-    const bool drawn = a.id.starts_with("W_") || a.id.starts_with("b_") || a.id == "mask" ||
-                       a.id == "dropout_mask" || a.id == "inputs";
-    const RowMatrix finite = b.data.array().isFinite().select(b.data, 0.0f);
-    const float scale = std::max(1.0f, finite.cwiseAbs().maxCoeff());
-    for (Eigen::Index i = 0; i < a.data.size(); ++i) {
-      const float x = a.data.data()[i], y = b.data.data()[i];
-      if (drawn || !std::isfinite(y))
-        ASSERT_EQ(x, y) << a.id << " head " << a.head << " element " << i;
-      else
-        ASSERT_NEAR(x, y, 1e-6f * scale) << a.id << " head " << a.head << " element " << i;
-    }
-  }
+  expect_paths_agree(fast, ref);
 }
 
 TEST(FastPath, MatchesReferenceForEveryVariantAndMode) {

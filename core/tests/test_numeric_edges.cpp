@@ -17,6 +17,7 @@
 namespace attnscope::core {
 namespace {
 
+using testing::expect_paths_agree;
 using testing::stage;
 
 Inputs inputs_of(const RowMatrix& embeddings) {
@@ -48,32 +49,6 @@ Config config_of(Variant v, int d_out = 4, int heads = 2, double dropout = 0.0, 
   c.training = training;
   c.seed = 42;
   return c;
-}
-
-// Same stages in the same order; drawn values (parameters, masks) and
-// non-finite values identical; computed finite values within 1e-6 of the
-// stage's largest finite magnitude (float32 reassociation in the fused loops).
-void expect_paths_agree(const Trace& fast, const Trace& ref) {
-  ASSERT_EQ(fast.stages.size(), ref.stages.size());
-  for (std::size_t k = 0; k < ref.stages.size(); ++k) {
-    const Stage& a = fast.stages[k];
-    const Stage& b = ref.stages[k];
-    ASSERT_EQ(a.id, b.id) << "stage " << k;
-    ASSERT_EQ(a.head, b.head) << a.id;
-    ASSERT_EQ(a.data.rows(), b.data.rows()) << a.id;
-    ASSERT_EQ(a.data.cols(), b.data.cols()) << a.id;
-    const RowMatrix finite = b.data.array().isFinite().select(b.data, 0.0f);
-    const float scale = finite.size() ? std::max(1.0f, finite.cwiseAbs().maxCoeff()) : 1.0f;
-    for (Eigen::Index i = 0; i < a.data.size(); ++i) {
-      const float x = a.data.data()[i], y = b.data.data()[i];
-      if (std::isnan(y))
-        ASSERT_TRUE(std::isnan(x)) << a.id << " head " << a.head << " element " << i << ": " << x;
-      else if (!std::isfinite(y))
-        ASSERT_EQ(x, y) << a.id << " head " << a.head << " element " << i;
-      else
-        ASSERT_NEAR(x, y, 1e-6f * scale) << a.id << " head " << a.head << " element " << i;
-    }
-  }
 }
 
 // Runs both paths, checks they agree and returns the fast one.

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 
@@ -47,6 +49,35 @@ inline Config config_for(Variant v, int d_out, std::uint64_t seed) {
   c.d_out = d_out;
   c.seed = seed;
   return c;
+}
+
+// The fast path against the readable reference: same stages in the same
+// order; what is drawn or copied (parameters, masks, inputs) bit for bit;
+// NaN for NaN and inf for inf; computed finite values within 1e-6 of the
+// stage's largest finite magnitude (float32 reassociation in fused loops).
+inline void expect_paths_agree(const Trace& fast, const Trace& ref) {
+  ASSERT_EQ(fast.stages.size(), ref.stages.size());
+  for (std::size_t k = 0; k < ref.stages.size(); ++k) {
+    const Stage& a = fast.stages[k];
+    const Stage& b = ref.stages[k];
+    ASSERT_EQ(a.id, b.id) << "stage " << k;
+    ASSERT_EQ(a.head, b.head) << a.id;
+    ASSERT_EQ(a.data.rows(), b.data.rows()) << a.id;
+    ASSERT_EQ(a.data.cols(), b.data.cols()) << a.id;
+    const bool drawn = a.id.starts_with("W_") || a.id.starts_with("b_") || a.id == "mask" ||
+                       a.id == "dropout_mask" || a.id == "inputs";
+    const RowMatrix finite = b.data.array().isFinite().select(b.data, 0.0f);
+    const float scale = finite.size() ? std::max(1.0f, finite.cwiseAbs().maxCoeff()) : 1.0f;
+    for (Eigen::Index i = 0; i < a.data.size(); ++i) {
+      const float x = a.data.data()[i], y = b.data.data()[i];
+      if (std::isnan(y))
+        ASSERT_TRUE(std::isnan(x)) << a.id << " head " << a.head << " element " << i << ": " << x;
+      else if (drawn || !std::isfinite(y))
+        ASSERT_EQ(x, y) << a.id << " head " << a.head << " element " << i;
+      else
+        ASSERT_NEAR(x, y, 1e-6f * scale) << a.id << " head " << a.head << " element " << i;
+    }
+  }
 }
 
 inline const RowMatrix& stage(const Trace& t, const char* id, int head = -1) {

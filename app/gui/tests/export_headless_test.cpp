@@ -9,7 +9,7 @@
 
 #include "app_state.hpp"
 #include "export/files.hpp"
-#include "fonts.hpp"
+#include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open popup stack
 #include "ui.hpp"
@@ -22,22 +22,14 @@ namespace fs = std::filesystem;
 class FilesHeadless : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
+    start_headless_imgui(state);
 #if IMGUI_VERSION_NUM < 18700
-    io.KeyMap[ImGuiKey_Enter] = 257;  // GLFW_KEY_ENTER
+    ImGui::GetIO().KeyMap[ImGuiKey_Enter] = 257;  // GLFW_KEY_ENTER
 #endif
     dir_ = fs::temp_directory_path() / ("attnscope-files-headless-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    state.load_preset("book");
     state.files.export_folder = dir_;
-    setup_fonts_and_style(state);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
   }
   void TearDown() override {
     ImGui::DestroyContext();

@@ -10,7 +10,7 @@
 
 #include "app_state.hpp"
 #include "attnscope/rng.hpp"
-#include "fonts.hpp"
+#include "headless_imgui.hpp"
 #include "imgui.h"
 #include "keyboard_queue.hpp"
 #include "stage_info.hpp"
@@ -25,23 +25,15 @@ constexpr int kKeyRight = 262, kKeyLeft = 263, kKeyEscape = 256, kKeyHome = 268,
 class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;  // never write imgui.ini from a test
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
+    start_headless_imgui(state);
 #if IMGUI_VERSION_NUM < 18700
+    ImGuiIO& io = ImGui::GetIO();
     io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
     io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
     io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
     io.KeyMap[ImGuiKey_Home] = kKeyHome;
     io.KeyMap[ImGuiKey_End] = kKeyEnd;
 #endif
-    state.load_preset("book");
-    setup_fonts_and_style(state);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
   }
   void TearDown() override { ImGui::DestroyContext(); }
 

@@ -24,7 +24,7 @@
 #include <unistd.h>  // getpid
 
 #include "app_state.hpp"
-#include "fonts.hpp"
+#include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the embedding table's layout
 #include "ui.hpp"
@@ -42,17 +42,8 @@ bool contains(const std::string& text, const std::string& part) {
 class NumericWarning : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    io.KeyMap[ImGuiKey_Enter] = kKeyEnter;
-    state.load_preset("book");
-    setup_fonts_and_style(state);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    start_headless_imgui(state);
+    ImGui::GetIO().KeyMap[ImGuiKey_Enter] = kKeyEnter;
   }
   void TearDown() override { ImGui::DestroyContext(); }
 

@@ -6,7 +6,7 @@
 
 #include "app_state.hpp"
 #include "attnscope/teach.hpp"
-#include "fonts.hpp"
+#include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"
 #include "stage_info.hpp"
@@ -19,16 +19,7 @@ namespace {
 class Teach : public ::testing::Test {
  protected:
   void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    state.load_preset("book");
-    setup_fonts_and_style(state);
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    start_headless_imgui(state);
   }
   void TearDown() override { ImGui::DestroyContext(); }
   int frame() {
