@@ -11,6 +11,8 @@
 // the way it does; see the comments at each place.
 #include "attnscope/attention.hpp"
 
+#include "gemm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -22,6 +24,15 @@
 #endif
 
 namespace attnscope::core {
+
+// One set of weights packed per projection, mirroring Parameters.
+struct PackedParameters {
+  struct Qkv {
+    gemm::PackedWeights query, key, value;
+  };
+  std::vector<Qkv> qkv;
+  gemm::PackedWeights out;  // multihead only
+};
 
 namespace {
 
@@ -256,31 +267,59 @@ void for_row_blocks(Eigen::Index rows, double cost_per_row, Fn&& fn) {
 // Columns [col, col + cols) of y = x . p.weight + p.bias.
 struct ColumnBlock {
   const Projection* p;
+  const gemm::PackedWeights* packed;  // p.weight packed, or nullptr: pack per panel
   RowMatrix* y;
-  Eigen::Index col, cols;
+  Eigen::Index col, cols;  // whole panels of the kernel when it runs
 };
 
-void run_block(const RowMatrix& x, const ColumnBlock& b) {
+// x and, when the kernel runs (gemm::available()), x packed for it.
+struct ProjectionInput {
+  const RowMatrix& x;
+  const gemm::PackedRows* packed;  // nullptr: Eigen's product
+};
+
+void run_block(const ProjectionInput& in, const ColumnBlock& b) {
+  if (in.packed) {
+    thread_local std::vector<float> scratch;  // one panel of weights packed
+    for (Eigen::Index q = b.col / gemm::kPanelCols; q * gemm::kPanelCols < b.col + b.cols; ++q) {
+      const float* panel = nullptr;
+      if (b.packed) {
+        panel = b.packed->panel(q);
+      } else {
+        scratch.resize(static_cast<std::size_t>(b.p->weight.rows() * gemm::kPanelCols));
+        gemm::pack_panel(b.p->weight, q, scratch.data());
+        panel = scratch.data();
+      }
+      gemm::multiply_panel(*in.packed, panel, q, b.p->bias, *b.y);
+    }
+    return;
+  }
   auto dst = b.y->middleCols(b.col, b.cols);
-  dst.noalias() = x * b.p->weight.middleCols(b.col, b.cols);
+  dst.noalias() = in.x * b.p->weight.middleCols(b.col, b.cols);
   if (b.p->bias.size() > 0) dst.rowwise() += b.p->bias.row(0).segment(b.col, b.cols);
 }
 
 // Sizes y and cuts x . p.weight into column blocks for the threads to share.
 // By columns, not by rows of x: every block then packs only its own share of
 // the weights (Eigen repacks the whole right-hand side for every product, and
-// with row blocks at T = 256 that packing cost as much as the products). The
-// blocks are about kMinBlockCols wide or wider, so x is packed only a few times.
-void add_column_blocks(std::vector<ColumnBlock>& blocks, const RowMatrix& x, const Projection& p,
-                       RowMatrix& y, int threads) {
-  constexpr Eigen::Index kMinBlockCols = 256;
+// with row blocks at T = 256 that packing cost as much as the products). With
+// Eigen the blocks are about 256 columns wide or wider, so x is packed only a
+// few times; the kernel reads x packed once, so its blocks are two panels.
+void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& in,
+                       const Projection& p, const gemm::PackedWeights* packed, RowMatrix& y,
+                       int threads) {
+  const Eigen::Index unit = in.packed ? gemm::kPanelCols : 1;  // cut between these
+  const Eigen::Index min_units = in.packed ? 2 : 256;
   const Eigen::Index n = p.weight.cols();
-  y.resize(x.rows(), n);
+  const Eigen::Index units = (n + unit - 1) / unit;
+  y.resize(in.x.rows(), n);
   // A multiple of the thread count, so that no thread is left with one block more.
-  const Eigen::Index count = threads * std::max<Eigen::Index>(1, n / (threads * kMinBlockCols));
+  const Eigen::Index count = std::min(
+      units, threads * std::max<Eigen::Index>(1, units / (threads * min_units)));
   for (Eigen::Index b = 0; b < count; ++b) {
-    const Eigen::Index begin = n * b / count, end = n * (b + 1) / count;
-    if (end > begin) blocks.push_back(ColumnBlock{&p, &y, begin, end - begin});
+    const Eigen::Index begin = units * b / count * unit;
+    const Eigen::Index end = std::min(n, units * (b + 1) / count * unit);
+    if (end > begin) blocks.push_back(ColumnBlock{&p, packed, &y, begin, end - begin});
   }
 }
 
@@ -307,14 +346,22 @@ double projection_flops(const RowMatrix& x, Eigen::Index out_cols) {
   return 2.0 * static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(out_cols);
 }
 
+// x packed for the kernel into `storage`, or Eigen's product without one.
+ProjectionInput projection_input(const RowMatrix& x, gemm::PackedRows& storage) {
+  if (!gemm::available()) return ProjectionInput{x, nullptr};
+  gemm::pack_rows(x, storage);
+  return ProjectionInput{x, &storage};
+}
+
 // x . weight + bias, the column blocks shared among the threads.
-RowMatrix project_fast(const RowMatrix& x, const Projection& p) {
+RowMatrix project_fast(const ProjectionInput& in, const Projection& p,
+                       const gemm::PackedWeights* packed) {
   RowMatrix y;
-  const int threads = worth_threads(projection_flops(x, p.weight.cols()));
+  const int threads = worth_threads(projection_flops(in.x, p.weight.cols()));
   std::vector<ColumnBlock> blocks;
-  add_column_blocks(blocks, x, p, y, threads);
+  add_column_blocks(blocks, in, p, packed, y, threads);
   std::vector<std::function<void()>> jobs;
-  for (const ColumnBlock& b : blocks) jobs.emplace_back([&x, b] { run_block(x, b); });
+  for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
   run_jobs(jobs, threads);
   return y;
 }
@@ -322,6 +369,9 @@ RowMatrix project_fast(const RowMatrix& x, const Projection& p) {
 float root_dk(Eigen::Index d_k) {
   return static_cast<float>(std::pow(static_cast<double>(d_k), 0.5));
 }
+
+// The most stages attention_head_fast appends for one head.
+constexpr std::size_t kMaxHeadStages = 8;
 
 // The stages one head appends, computed from its queries/keys/values.
 // `keep` holds T*T flags when dropout draws, else nullptr.
@@ -379,8 +429,11 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       float* dm = &dropout_mask(i, 0);
       float* d = &dropped(i, 0);
       if (drawing) {
+        // Flags are 0 or 1, so flag * scale is 0 or the scale exactly. A local
+        // scale (the stores cannot alias it) lets the loop vectorize.
         const std::uint8_t* k = keep + i * T;
-        for (Eigen::Index j = 0; j < T; ++j) dm[j] = k[j] ? dropout_scale : 0.0f;
+        const float scale = dropout_scale;
+        for (Eigen::Index j = 0; j < T; ++j) dm[j] = static_cast<float>(k[j]) * scale;
       } else {
         std::fill(dm, dm + T, inactive_scale);
       }
@@ -438,8 +491,11 @@ std::vector<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen:
 }
 
 void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
-                  const Parameters& params, const HeadOptions& opt, TorchGenerator& gen) {
+                  const Parameters& params, const PackedParameters* packed,
+                  const HeadOptions& opt, TorchGenerator& gen) {
   const Eigen::Index T = x.rows();
+  gemm::PackedRows x_storage;
+  const ProjectionInput in = projection_input(x, x_storage);
   const bool split = config.variant == Variant::Multihead;
   const bool wrapper = config.variant == Variant::MultiheadWrapper;
   const int heads = split || wrapper ? config.num_heads : 1;
@@ -467,11 +523,12 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
         });
       flops = projection_flops(x, 3 * qkv.query.weight.cols());
       const int threads = worth_threads(flops);
-      add_column_blocks(blocks, x, qkv.query, queries, threads);
-      add_column_blocks(blocks, x, qkv.key, keys, threads);
-      add_column_blocks(blocks, x, qkv.value, values, threads);
+      const PackedParameters::Qkv* pq = packed ? &packed->qkv.front() : nullptr;
+      add_column_blocks(blocks, in, qkv.query, pq ? &pq->query : nullptr, queries, threads);
+      add_column_blocks(blocks, in, qkv.key, pq ? &pq->key : nullptr, keys, threads);
+      add_column_blocks(blocks, in, qkv.value, pq ? &pq->value : nullptr, values, threads);
     }
-    for (const ColumnBlock& b : blocks) jobs.emplace_back([&x, b] { run_block(x, b); });
+    for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
     run_jobs(jobs, worth_threads(flops));
     for (Stage& st : parameter_stages) trace.stages.push_back(std::move(st));
   }
@@ -494,24 +551,29 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     RowMatrix q, k, v;
     if (wrapper) {
       push_projection_stages(out, params.qkv[hs], head);
-      q = project_fast(x, params.qkv[hs].query);
-      k = project_fast(x, params.qkv[hs].key);
-      v = project_fast(x, params.qkv[hs].value);
+      const PackedParameters::Qkv* pq = packed ? &packed->qkv[hs] : nullptr;
+      q = project_fast(in, params.qkv[hs].query, pq ? &pq->query : nullptr);
+      k = project_fast(in, params.qkv[hs].key, pq ? &pq->key : nullptr);
+      v = project_fast(in, params.qkv[hs].value, pq ? &pq->value : nullptr);
     } else if (split) {
       q = queries.middleCols(h * width, width);
       k = keys.middleCols(h * width, width);
       v = values.middleCols(h * width, width);
     }
-    const RowMatrix& qr = split || wrapper ? q : queries;
-    const RowMatrix& kr = split || wrapper ? k : keys;
-    const RowMatrix& vr = split || wrapper ? v : values;
-    if (split || wrapper) {
-      out.push_back(Stage{"queries", head, qr});
-      out.push_back(Stage{"keys", head, kr});
-      out.push_back(Stage{"values", head, vr});
+    const RowMatrix* qr = &queries;
+    const RowMatrix* kr = &keys;
+    const RowMatrix* vr = &values;
+    if (split || wrapper) {  // the head's own Q, K, V: moved into its stages, read from there
+      out.reserve(out.size() + 3 + kMaxHeadStages);  // no reallocation below moves them
+      out.push_back(Stage{"queries", head, std::move(q)});
+      out.push_back(Stage{"keys", head, std::move(k)});
+      out.push_back(Stage{"values", head, std::move(v)});
+      qr = &out[out.size() - 3].data;
+      kr = &out[out.size() - 2].data;
+      vr = &out[out.size() - 1].data;
     }
     const std::uint8_t* head_keep = keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
-    attention_head_fast(out, head, qr, kr, vr, opt, head_keep, dropout_scale, &contexts[hs]);
+    attention_head_fast(out, head, *qr, *kr, *vr, opt, head_keep, dropout_scale, &contexts[hs]);
   }
 
   if (!wrapper) {
@@ -528,7 +590,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     if (wrapper) {
       trace.stages.push_back(Stage{"output", -1, std::move(concat)});
     } else {
-      RowMatrix output = project_fast(concat, params.out);
+      gemm::PackedRows concat_storage;
+      RowMatrix output = project_fast(projection_input(concat, concat_storage), params.out,
+                                      packed ? &packed->out : nullptr);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
       for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});
@@ -587,8 +651,21 @@ Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen) 
   return params;
 }
 
-Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
-                          TorchGenerator& gen, EnginePath path) {
+namespace {
+
+PackedParameters pack_parameters(const Parameters& params) {
+  PackedParameters packed;
+  for (const QkvProjections& qkv : params.qkv)
+    packed.qkv.push_back(PackedParameters::Qkv{gemm::pack_weights(qkv.query.weight),
+                                               gemm::pack_weights(qkv.key.weight),
+                                               gemm::pack_weights(qkv.value.weight)});
+  packed.out = gemm::pack_weights(params.out.weight);
+  return packed;
+}
+
+// run_with_parameters; `packed` holds params' weights packed, or is null.
+Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& params,
+                  const PackedParameters* packed, TorchGenerator& gen, EnginePath path) {
   Trace trace;
   trace.config = config;
   trace.tokens = inputs.tokens;
@@ -602,7 +679,7 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
   opt.dropout = config.dropout;
 
   if (path == EnginePath::Fast && config.variant != Variant::Simple) {
-    forward_fast(trace, config, x, params, opt, gen);
+    forward_fast(trace, config, x, params, packed, opt, gen);
     return trace;
   }
   switch (config.variant) {
@@ -630,6 +707,13 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
   return trace;
 }
 
+}  // namespace
+
+Trace run_with_parameters(const Config& config, const Inputs& inputs, const Parameters& params,
+                          TorchGenerator& gen, EnginePath path) {
+  return run_forward(config, inputs, params, nullptr, gen, path);
+}
+
 Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path) {
   TorchGenerator gen(config.seed);  // torch.manual_seed(seed)
   const Parameters params =
@@ -644,6 +728,8 @@ const Parameters& ParameterCache::get(const Config& config, int d_in, TorchGener
   if (!key_ || !(*key_ == key)) {
     TorchGenerator fresh(config.seed);
     params_ = init_parameters(config, d_in, fresh);
+    packed_ = gemm::available() ? std::make_shared<const PackedParameters>(pack_parameters(params_))
+                                : nullptr;
     after_init_ = fresh;
     key_ = key;
   }
@@ -655,7 +741,7 @@ Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& 
                     EnginePath path) {
   TorchGenerator gen(config.seed);
   const Parameters& params = cache.get(config, static_cast<int>(inputs.embeddings.cols()), gen);
-  return run_with_parameters(config, inputs, params, gen, path);
+  return run_forward(config, inputs, params, cache.packed(), gen, path);
 }
 
 int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }

@@ -54,6 +54,12 @@ TEST(FastPath, MatchesReferenceForEveryVariantAndMode) {
       {Variant::Multihead, 33, 16, 16, 8, 0.5, true, false},
       {Variant::Multihead, 6, 3, 2, 2, 0.0, false, false},
       {Variant::Multihead, 64, 32, 32, 1, 0.1, true, false},
+      // Sizes where the projections' kernel has partial tiles and panels,
+      // several column blocks per thread, and heads run in parallel (T >= 128).
+      {Variant::Multihead, 37, 50, 100, 4, 0.1, true, true},
+      {Variant::Multihead, 130, 96, 192, 3, 0.1, true, false},
+      {Variant::MultiheadWrapper, 129, 40, 49, 2, 0.2, true, true},
+      {Variant::Causal, 200, 64, 97, 1, 0.0, false, true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(variant_id(c.variant)) + " T=" + std::to_string(c.tokens));
