@@ -228,10 +228,10 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
   const std::vector<const core::Stage*> stages = select_stages(trace, o);
   if (svg)
     for (const auto* st : stages)
-      if (!figure::svg_supported(static_cast<int>(st->data.rows()),
-                                 static_cast<int>(st->data.cols())))
-        throw core::ParseError("stage '" + st->id + "' is " + std::to_string(st->data.rows()) +
-                               "x" + std::to_string(st->data.cols()) +
+      if (!figure::svg_supported(static_cast<int>(st->data().rows()),
+                                 static_cast<int>(st->data().cols())))
+        throw core::ParseError("stage '" + st->id + "' is " + std::to_string(st->data().rows()) +
+                               "x" + std::to_string(st->data().cols()) +
                                ": SVG export is limited to " +
                                std::to_string(figure::kMaxSvgCells) +
                                " cells; use --format npy or csv for large runs");

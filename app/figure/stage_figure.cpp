@@ -24,7 +24,7 @@ Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
   h.col_title = std::move(axes.col_title);
   h.row_labels = std::move(axes.row_labels);
   h.col_labels = std::move(axes.col_labels);
-  h.values = stage.data;
+  h.values = stage.data();
   h.kind = scale_kind_for(stage.id);
   h.palette = style.palette;
   h.show_values = style.show_values;

@@ -209,7 +209,7 @@ void AppState::fix_selection() {
       pinned.head = pinned.head < 0 ? core::stage_head(*trace, head) : -1;
       s = trace->find(pinned.stage, pinned.head);
     }
-    if (!s || pinned.row >= s->data.rows() || pinned.col >= s->data.cols()) pinned = CellRef{};
+    if (!s || pinned.row >= s->data().rows() || pinned.col >= s->data().cols()) pinned = CellRef{};
   }
 }
 

@@ -40,7 +40,7 @@ ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache) {
 
 std::size_t trace_bytes(const core::Trace& trace) {
   std::size_t n = 0;
-  for (const core::Stage& s : trace.stages) n += static_cast<std::size_t>(s.data.size());
+  for (const core::Stage& s : trace.stages) n += static_cast<std::size_t>(s.data().size());
   return n * sizeof(float);
 }
 

@@ -243,9 +243,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
     const StepMatrices m = step_matrices(state.step, *state.trace, state.head);
     if (m.outputs.empty()) throw core::ParseError("--cell: this stage has no matrix");
     const core::Stage& s = *m.outputs.front();
-    if (i < 0 || j < 0 || i >= s.data.rows() || j >= s.data.cols())
+    if (i < 0 || j < 0 || i >= s.data().rows() || j >= s.data().cols())
       throw core::ParseError("--cell " + *o.cell + " is outside " + s.id + " (" +
-                             std::to_string(s.data.rows()) + "x" + std::to_string(s.data.cols()) +
+                             std::to_string(s.data().rows()) + "x" + std::to_string(s.data().cols()) +
                              ")");
     state.pinned = CellRef{s.id, s.head, i, j};
   }

@@ -104,7 +104,7 @@ std::optional<core::Session> session_of_trace(const AppState& s) {
   out.config = t.config;
   out.inputs.tokens = t.tokens;
   const core::Stage* x = t.find("inputs");
-  out.inputs.embeddings = x ? x->data : s.inputs.embeddings;
+  out.inputs.embeddings = x ? x->data() : s.inputs.embeddings;
   if (t.explicit_weights) {
     // The trace ran with explicit weights: the ones held now, if they still fit it.
     if (!s.explicit_parameters ||

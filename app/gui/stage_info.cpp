@@ -68,7 +68,7 @@ std::string stage_symbol(std::string_view id) {
 }
 
 std::string stage_title(const core::Stage& stage) {
-  std::string t = stage_name(stage.id) + " (" + shape_text(stage.data) + ")";
+  std::string t = stage_name(stage.id) + " (" + shape_text(stage.data()) + ")";
   if (stage.head >= 0) t += " · head " + std::to_string(stage.head);
   return t;
 }
@@ -78,7 +78,7 @@ namespace {
 // "Q (6×2)" for the stage, or "?" when the trace lacks it.
 std::string sym(const core::Stage* s, std::string_view symbol = {}) {
   if (!s) return "?";
-  return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" + shape_text(s->data) +
+  return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" + shape_text(s->data()) +
          ")";
 }
 
@@ -98,8 +98,8 @@ std::string fmt_p(double p) {
 // engine's dropout mask (0 when everything was dropped).
 float kept_scale(const core::Stage* mask) {
   if (!mask) return 0.0f;
-  for (Eigen::Index k = 0; k < mask->data.size(); ++k)
-    if (mask->data.data()[k] != 0.0f) return mask->data.data()[k];
+  for (Eigen::Index k = 0; k < mask->data().size(); ++k)
+    if (mask->data().data()[k] != 0.0f) return mask->data().data()[k];
   return 0.0f;
 }
 
@@ -229,7 +229,7 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
   const std::string T = std::to_string(t.num_tokens());
   auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
   const core::Stage* keys = simple ? find("inputs", -1) : find("keys", h);
-  const std::string d_k = keys ? std::to_string(keys->data.cols()) : "?";
+  const std::string d_k = keys ? std::to_string(keys->data().cols()) : "?";
   const std::string head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : "";
 
   StepText s;
@@ -321,7 +321,7 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       long future = 0;
       const core::Stage* m = find("mask", h);
       if (m)
-        for (Eigen::Index k = 0; k < m->data.size(); ++k) future += m->data.data()[k] != 0.0f;
+        for (Eigen::Index k = 0; k < m->data().size(); ++k) future += m->data().data()[k] != 0.0f;
       s.title = "Causal mask";
       s.plain =
           "A language model must not peek at the words it will predict: token i may only "
@@ -329,7 +329,7 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
           "lies in a query's future (column j > row i).";
       s.formula = "mask = torch.triu(torch.ones(T, T), diagonal=1)";
       s.shapes = sym(m, "mask") + ": " + std::to_string(future) + " of " +
-                 std::to_string(m ? m->data.size() : 0) + " entries are in the future";
+                 std::to_string(m ? m->data().size() : 0) + " entries are in the future";
       break;
     }
 

@@ -25,13 +25,20 @@
 
 namespace attnscope::core {
 
-// One set of weights packed per projection, mirroring Parameters.
-struct PackedParameters {
+// A module's parameters prepared once for repeated runs (ParameterCache):
+// each weight matrix packed for the projections' kernel, and each parameter
+// as a matrix that every trace's W_* / b_* stage shares instead of copying.
+struct PreparedParameters {
+  struct Layer {
+    gemm::PackedWeights packed;                     // empty without the kernel
+    std::shared_ptr<RowMatrix> weight, bias;        // the stages' matrices
+    const gemm::PackedWeights* kernel_weights() const { return packed.data.empty() ? nullptr : &packed; }
+  };
   struct Qkv {
-    gemm::PackedWeights query, key, value;
+    Layer query, key, value;
   };
   std::vector<Qkv> qkv;
-  gemm::PackedWeights out;  // multihead only
+  Layer out;  // multihead only
 };
 
 namespace {
@@ -375,17 +382,18 @@ constexpr std::size_t kMaxHeadStages = 8;
 
 // The stages one head appends, computed from its queries/keys/values.
 // `keep` holds T*T flags when dropout draws, else nullptr.
+// `mask` is the causal mask every head shares (causal variants only).
 void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& queries,
                          const RowMatrix& keys, const RowMatrix& values, const HeadOptions& opt,
-                         const std::uint8_t* keep, float dropout_scale, RowMatrix* context_out) {
+                         const std::shared_ptr<RowMatrix>& mask, const std::uint8_t* keep,
+                         float dropout_scale, RowMatrix* context_out) {
   const Eigen::Index T = queries.rows();
   const float sqrt_dk = root_dk(keys.cols());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
   RowMatrix scores(T, T), scaled(T, T), weights(T, T);  // (T, T) each
-  RowMatrix mask, masked, dropout_mask, dropped;
+  RowMatrix masked, dropout_mask, dropped;
   if (opt.causal) {
-    mask.resize(T, T);
     masked.resize(T, T);
     dropout_mask.resize(T, T);
     dropped.resize(T, T);
@@ -420,9 +428,6 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       std::fill(w + visible, w + T, 0.0f * inv);
 
       if (!opt.causal) continue;
-      float* m = &mask(i, 0);
-      std::fill(m, m + visible, 0.0f);
-      std::fill(m + visible, m + T, 1.0f);
       float* ms = &masked(i, 0);
       std::copy(sc, sc + visible, ms);
       std::fill(ms + visible, ms + T, kNegInf);
@@ -457,7 +462,7 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   push("scores", std::move(scores));
   push("scaled_scores", std::move(scaled));
   if (opt.causal) {
-    push("mask", std::move(mask));
+    out.push_back(Stage{"mask", head, mask});
     push("masked_scores", std::move(masked));
   }
   push("weights", std::move(weights));
@@ -468,15 +473,34 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   push("context", std::move(context));
 }
 
-void push_projection_stages(std::vector<Stage>& out, const QkvProjections& qkv, int head) {
-  out.push_back(Stage{"W_query", head, qkv.query.weight});
-  out.push_back(Stage{"W_key", head, qkv.key.weight});
-  out.push_back(Stage{"W_value", head, qkv.value.weight});
+// A parameter's stage: sharing the prepared matrix when there is one.
+Stage parameter_stage(const char* id, int head, const RowMatrix& value,
+                      const std::shared_ptr<RowMatrix>* prepared) {
+  return prepared ? Stage{id, head, *prepared} : Stage{id, head, value};
+}
+
+void push_projection_stages(std::vector<Stage>& out, const QkvProjections& qkv, int head,
+                            const PreparedParameters::Qkv* prepared) {
+  const auto* pq = prepared;
+  out.push_back(parameter_stage("W_query", head, qkv.query.weight, pq ? &pq->query.weight : nullptr));
+  out.push_back(parameter_stage("W_key", head, qkv.key.weight, pq ? &pq->key.weight : nullptr));
+  out.push_back(parameter_stage("W_value", head, qkv.value.weight, pq ? &pq->value.weight : nullptr));
   if (qkv.query.bias.size() > 0) {
-    out.push_back(Stage{"b_query", head, qkv.query.bias});
-    out.push_back(Stage{"b_key", head, qkv.key.bias});
-    out.push_back(Stage{"b_value", head, qkv.value.bias});
+    out.push_back(parameter_stage("b_query", head, qkv.query.bias, pq ? &pq->query.bias : nullptr));
+    out.push_back(parameter_stage("b_key", head, qkv.key.bias, pq ? &pq->key.bias : nullptr));
+    out.push_back(parameter_stage("b_value", head, qkv.value.bias, pq ? &pq->value.bias : nullptr));
   }
+}
+
+// The causal mask: 1 where key j is in query i's future (j > i).
+std::shared_ptr<RowMatrix> causal_mask(Eigen::Index T) {
+  auto mask = std::make_shared<RowMatrix>(T, T);
+  for (Eigen::Index i = 0; i < T; ++i) {
+    float* m = &(*mask)(i, 0);
+    std::fill(m, m + i + 1, 0.0f);
+    std::fill(m + i + 1, m + T, 1.0f);
+  }
+  return mask;
 }
 
 // Draws every head's dropout flags in PyTorch's order: head 0's T*T first.
@@ -491,7 +515,7 @@ std::vector<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen:
 }
 
 void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
-                  const Parameters& params, const PackedParameters* packed,
+                  const Parameters& params, const PreparedParameters* prepared,
                   const HeadOptions& opt, TorchGenerator& gen) {
   const Eigen::Index T = x.rows();
   gemm::PackedRows x_storage;
@@ -502,31 +526,37 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   const int stage_head_base = split || wrapper ? 0 : -1;
 
   // First phase, as one set of jobs for the threads to share: the dropout
-  // draws (one serial mt19937 stream), the copies of the parameters into
-  // their stages, and the whole-layer Q/K/V products in column blocks (all
-  // variants but the wrapper, whose heads own their projections).
+  // draws (one serial mt19937 stream), the causal mask, the parameters'
+  // stages (copies unless the parameters were prepared), and the whole-layer
+  // Q/K/V products in column blocks (all variants but the wrapper, whose
+  // heads own their projections).
   std::vector<std::uint8_t> keep;
+  std::shared_ptr<RowMatrix> mask;
   std::vector<Stage> parameter_stages, out_parameter_stages;
   RowMatrix queries, keys, values;
   {
     std::vector<std::function<void()>> jobs;
     jobs.emplace_back([&] { keep = draw_dropout(opt, heads, T, gen); });
+    if (opt.causal) jobs.emplace_back([&] { mask = causal_mask(T); });
     double flops = 0.0;
     std::vector<ColumnBlock> blocks;
     if (!wrapper) {
       const auto& qkv = params.qkv.front();
-      jobs.emplace_back([&] { push_projection_stages(parameter_stages, qkv, -1); });
+      const PreparedParameters::Qkv* pq = prepared ? &prepared->qkv.front() : nullptr;
+      jobs.emplace_back([&, pq] { push_projection_stages(parameter_stages, qkv, -1, pq); });
       if (split)
         jobs.emplace_back([&] {
-          out_parameter_stages.push_back(Stage{"W_out", -1, params.out.weight});
-          out_parameter_stages.push_back(Stage{"b_out", -1, params.out.bias});
+          const PreparedParameters::Layer* po = prepared ? &prepared->out : nullptr;
+          out_parameter_stages.push_back(
+              parameter_stage("W_out", -1, params.out.weight, po ? &po->weight : nullptr));
+          out_parameter_stages.push_back(
+              parameter_stage("b_out", -1, params.out.bias, po ? &po->bias : nullptr));
         });
       flops = projection_flops(x, 3 * qkv.query.weight.cols());
       const int threads = worth_threads(flops);
-      const PackedParameters::Qkv* pq = packed ? &packed->qkv.front() : nullptr;
-      add_column_blocks(blocks, in, qkv.query, pq ? &pq->query : nullptr, queries, threads);
-      add_column_blocks(blocks, in, qkv.key, pq ? &pq->key : nullptr, keys, threads);
-      add_column_blocks(blocks, in, qkv.value, pq ? &pq->value : nullptr, values, threads);
+      add_column_blocks(blocks, in, qkv.query, pq ? pq->query.kernel_weights() : nullptr, queries, threads);
+      add_column_blocks(blocks, in, qkv.key, pq ? pq->key.kernel_weights() : nullptr, keys, threads);
+      add_column_blocks(blocks, in, qkv.value, pq ? pq->value.kernel_weights() : nullptr, values, threads);
     }
     for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
     run_jobs(jobs, worth_threads(flops));
@@ -550,11 +580,11 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     const int head = stage_head_base < 0 ? -1 : h;
     RowMatrix q, k, v;
     if (wrapper) {
-      push_projection_stages(out, params.qkv[hs], head);
-      const PackedParameters::Qkv* pq = packed ? &packed->qkv[hs] : nullptr;
-      q = project_fast(in, params.qkv[hs].query, pq ? &pq->query : nullptr);
-      k = project_fast(in, params.qkv[hs].key, pq ? &pq->key : nullptr);
-      v = project_fast(in, params.qkv[hs].value, pq ? &pq->value : nullptr);
+      const PreparedParameters::Qkv* pq = prepared ? &prepared->qkv[hs] : nullptr;
+      push_projection_stages(out, params.qkv[hs], head, pq);
+      q = project_fast(in, params.qkv[hs].query, pq ? pq->query.kernel_weights() : nullptr);
+      k = project_fast(in, params.qkv[hs].key, pq ? pq->key.kernel_weights() : nullptr);
+      v = project_fast(in, params.qkv[hs].value, pq ? pq->value.kernel_weights() : nullptr);
     } else if (split) {
       q = queries.middleCols(h * width, width);
       k = keys.middleCols(h * width, width);
@@ -568,12 +598,13 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
       out.push_back(Stage{"queries", head, std::move(q)});
       out.push_back(Stage{"keys", head, std::move(k)});
       out.push_back(Stage{"values", head, std::move(v)});
-      qr = &out[out.size() - 3].data;
-      kr = &out[out.size() - 2].data;
-      vr = &out[out.size() - 1].data;
+      qr = &out[out.size() - 3].data();
+      kr = &out[out.size() - 2].data();
+      vr = &out[out.size() - 1].data();
     }
     const std::uint8_t* head_keep = keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
-    attention_head_fast(out, head, *qr, *kr, *vr, opt, head_keep, dropout_scale, &contexts[hs]);
+    attention_head_fast(out, head, *qr, *kr, *vr, opt, mask, head_keep, dropout_scale,
+                        &contexts[hs]);
   }
 
   if (!wrapper) {
@@ -592,7 +623,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     } else {
       gemm::PackedRows concat_storage;
       RowMatrix output = project_fast(projection_input(concat, concat_storage), params.out,
-                                      packed ? &packed->out : nullptr);
+                                      prepared ? prepared->out.kernel_weights() : nullptr);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
       for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});
@@ -653,19 +684,26 @@ Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen) 
 
 namespace {
 
-PackedParameters pack_parameters(const Parameters& params) {
-  PackedParameters packed;
-  for (const QkvProjections& qkv : params.qkv)
-    packed.qkv.push_back(PackedParameters::Qkv{gemm::pack_weights(qkv.query.weight),
-                                               gemm::pack_weights(qkv.key.weight),
-                                               gemm::pack_weights(qkv.value.weight)});
-  packed.out = gemm::pack_weights(params.out.weight);
-  return packed;
+PreparedParameters::Layer prepare_layer(const Projection& p) {
+  PreparedParameters::Layer layer;
+  if (gemm::available()) layer.packed = gemm::pack_weights(p.weight);
+  layer.weight = std::make_shared<RowMatrix>(p.weight);
+  layer.bias = std::make_shared<RowMatrix>(p.bias);
+  return layer;
 }
 
-// run_with_parameters; `packed` holds params' weights packed, or is null.
+PreparedParameters prepare_parameters(const Parameters& params) {
+  PreparedParameters prepared;
+  for (const QkvProjections& qkv : params.qkv)
+    prepared.qkv.push_back(PreparedParameters::Qkv{
+        prepare_layer(qkv.query), prepare_layer(qkv.key), prepare_layer(qkv.value)});
+  prepared.out = prepare_layer(params.out);
+  return prepared;
+}
+
+// run_with_parameters; `prepared` is params prepared, or null.
 Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& params,
-                  const PackedParameters* packed, TorchGenerator& gen, EnginePath path) {
+                  const PreparedParameters* prepared, TorchGenerator& gen, EnginePath path) {
   Trace trace;
   trace.config = config;
   trace.tokens = inputs.tokens;
@@ -679,7 +717,7 @@ Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& 
   opt.dropout = config.dropout;
 
   if (path == EnginePath::Fast && config.variant != Variant::Simple) {
-    forward_fast(trace, config, x, params, packed, opt, gen);
+    forward_fast(trace, config, x, params, prepared, opt, gen);
     return trace;
   }
   switch (config.variant) {
@@ -728,8 +766,7 @@ const Parameters& ParameterCache::get(const Config& config, int d_in, TorchGener
   if (!key_ || !(*key_ == key)) {
     TorchGenerator fresh(config.seed);
     params_ = init_parameters(config, d_in, fresh);
-    packed_ = gemm::available() ? std::make_shared<const PackedParameters>(pack_parameters(params_))
-                                : nullptr;
+    prepared_ = std::make_shared<const PreparedParameters>(prepare_parameters(params_));
     after_init_ = fresh;
     key_ = key;
   }
@@ -741,7 +778,7 @@ Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& 
                     EnginePath path) {
   TorchGenerator gen(config.seed);
   const Parameters& params = cache.get(config, static_cast<int>(inputs.embeddings.cols()), gen);
-  return run_forward(config, inputs, params, cache.packed(), gen, path);
+  return run_forward(config, inputs, params, cache.prepared(), gen, path);
 }
 
 int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }

@@ -29,7 +29,7 @@ double max_abs(const RowMatrix& m) {
   return best;
 }
 
-double max_abs(const Stage* s) { return s ? max_abs(s->data) : 0.0; }
+double max_abs(const Stage* s) { return s ? max_abs(s->data()) : 0.0; }
 
 // The largest row sum of |value| (finite values only): how much a row of
 // weights can multiply the largest value it averages.
@@ -71,7 +71,7 @@ std::string value_name(float v) {
 }
 
 bool unexpected_at(const Stage& s, Eigen::Index r, Eigen::Index c) {
-  return !std::isfinite(s.data(r, c)) && !nonfinite_expected(s, r, c);
+  return !std::isfinite(s.data()(r, c)) && !nonfinite_expected(s, r, c);
 }
 
 // The number of unexpected non-finite cells of `s`, and the first one.
@@ -81,9 +81,9 @@ struct Scan {
 };
 Scan scan(const Stage& s) {
   Scan out;
-  if (s.data.allFinite()) return out;
-  for (Eigen::Index r = 0; r < s.data.rows(); ++r)
-    for (Eigen::Index c = 0; c < s.data.cols(); ++c)
+  if (s.data().allFinite()) return out;
+  for (Eigen::Index r = 0; r < s.data().rows(); ++r)
+    for (Eigen::Index c = 0; c < s.data().cols(); ++c)
       if (unexpected_at(s, r, c) && out.cells++ == 0) {
         out.row = r;
         out.col = c;
@@ -124,7 +124,7 @@ struct Explanation {
 double max_abs_all(const Trace& trace, std::string_view id) {
   double best = 0;
   for (const Stage& s : trace.stages)
-    if (s.id == id) best = std::max(best, max_abs(s.data));
+    if (s.id == id) best = std::max(best, max_abs(s.data()));
   return best;
 }
 
@@ -210,7 +210,7 @@ Explanation explain_scores(const Trace& trace, const Stage& s) {
   const Stage* q = trace.find("queries", s.head);
   const Stage* k = trace.find("keys", s.head);
   const double qmax = max_abs(q), kmax = max_abs(k);
-  const auto d_k = k ? static_cast<double>(k->data.cols()) : 1.0;
+  const auto d_k = k ? static_cast<double>(k->data().cols()) : 1.0;
   const double bound = d_k * qmax * kmax;
   return {std::string("the scores Q·Kᵀ ") + kRange + ": the queries reach |q| = " + number(qmax) +
               " and the keys |k| = " + number(kmax) + " over d_k = " +
@@ -225,7 +225,7 @@ Explanation explain_context(const Trace& trace, const Stage& s) {
   if (!w) w = trace.find("weights", s.head);
   const Stage* v = simple ? trace.find("inputs") : trace.find("values", s.head);
   const double vmax = max_abs(v);
-  const double wsum = w ? max_row_abs_sum(w->data) : 1.0;
+  const double wsum = w ? max_row_abs_sum(w->data()) : 1.0;
   std::string cause = std::string("weights·V ") + kRange + ": the " +
                       (simple ? "embeddings" : "values") + " reach |v| = " + number(vmax);
   if (w && w->id == "dropped_weights" && wsum > 1.0 + 1e-6)
@@ -263,7 +263,7 @@ Explanation explain(const Trace& trace, const Stage& s) {
 
 bool nonfinite_expected(const Stage& stage, Eigen::Index row, Eigen::Index col) {
   if (stage.id != "masked_scores" || col <= row) return false;
-  const float v = stage.data(row, col);
+  const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;
 }
 
@@ -292,7 +292,7 @@ std::optional<NonFiniteFinding> find_nonfinite(const Trace& trace) {
     f.head = s.head;
     f.row = static_cast<int>(sc.row);
     f.col = static_cast<int>(sc.col);
-    f.value = s.data(sc.row, sc.col);
+    f.value = s.data()(sc.row, sc.col);
     f.cells = sc.cells;
     f.where = where_text(trace, s, sc.row, sc.col);
     Explanation e = explain(trace, s);

@@ -330,8 +330,8 @@ bool is_parameter(std::string_view id) { return id.starts_with("W_") || id.start
 
 StageAxes stage_axes(const Trace& trace, const Stage& stage) {
   StageAxes axes;
-  const Eigen::Index rows = stage.data.rows();
-  const Eigen::Index cols = stage.data.cols();
+  const Eigen::Index rows = stage.data().rows();
+  const Eigen::Index cols = stage.data().cols();
   auto numbered = [](const char* prefix, Eigen::Index n) {
     std::vector<std::string> labels;
     labels.reserve(static_cast<std::size_t>(n));
@@ -390,7 +390,7 @@ void append_csv_field(std::string& out, std::string_view s) {
 
 std::string stage_csv(const Trace& trace, const Stage& stage) {
   const StageAxes axes = stage_axes(trace, stage);
-  const RowMatrix& m = stage.data;
+  const RowMatrix& m = stage.data();
   std::string out;
   out.reserve(static_cast<std::size_t>(m.size()) * 14 + 64);
   // Corner cell left empty: that is how a reader tells a label column from
@@ -451,9 +451,9 @@ std::string stage_json(const Trace& trace, const Stage& stage) {
       ", \"variant\": " + json_quoted(variant_id(trace.config.variant)) + ",\n \"tokens\": [";
   for (std::size_t i = 0; i < trace.tokens.size(); ++i)
     out += (i ? ", " : "") + json_quoted(trace.tokens[i]);
-  out += "],\n \"shape\": [" + std::to_string(stage.data.rows()) + ", " +
-         std::to_string(stage.data.cols()) + "],\n \"data\": ";
-  detail::append_json_rows(out, stage.data);
+  out += "],\n \"shape\": [" + std::to_string(stage.data().rows()) + ", " +
+         std::to_string(stage.data().cols()) + "],\n \"data\": ";
+  detail::append_json_rows(out, stage.data());
   out += "}\n";
   return out;
 }
@@ -479,11 +479,11 @@ std::string stage_file_bytes(const Trace& trace, const Stage& stage, DataFormat 
     case DataFormat::Csv:
       return stage_csv(trace, stage);
     case DataFormat::Npy:
-      return matrix_npy(stage.data);
+      return matrix_npy(stage.data());
     case DataFormat::Json:
       return stage_json(trace, stage);
     case DataFormat::Torch:
-      return matrix_torch(stage.data);
+      return matrix_torch(stage.data());
   }
   return {};
 }
@@ -953,13 +953,13 @@ StageFile parse_stage_json(std::string_view text, std::string_view source) {
     if (!t.is_string()) fail(source, "tokens must be a list of strings");
     out.tokens.push_back(t.get<std::string>());
   }
-  out.stage.data = detail::json_matrix(doc["data"], source, "data", false, NonFinite::Allow);
+  out.stage.mutable_data() = detail::json_matrix(doc["data"], source, "data", false, NonFinite::Allow);
   const json& shape = doc["shape"];
   if (!shape.is_array() || shape.size() != 2 || !shape[0].is_number_integer() ||
-      !shape[1].is_number_integer() || shape[0].get<long long>() != out.stage.data.rows() ||
-      shape[1].get<long long>() != out.stage.data.cols())
+      !shape[1].is_number_integer() || shape[0].get<long long>() != out.stage.data().rows() ||
+      shape[1].get<long long>() != out.stage.data().cols())
     fail(source, "shape " + shape.dump() + " does not match the data (" +
-                     shape_text(out.stage.data.rows(), out.stage.data.cols()) + ")");
+                     shape_text(out.stage.data().rows(), out.stage.data().cols()) + ")");
   return out;
 }
 
@@ -1016,7 +1016,7 @@ ImportedEmbeddings parse_embeddings(std::string_view bytes, std::string_view sou
           StageFile f = parse_stage_json(bytes, source);
           if (is_parameter(f.stage.id))
             fail(source, "holds the parameter " + f.stage.id + ", whose rows are not tokens");
-          const RowMatrix& d = f.stage.data;
+          const RowMatrix& d = f.stage.data();
           for (Eigen::Index r = 0; r < d.rows(); ++r)
             for (Eigen::Index c = 0; c < d.cols(); ++c)
               if (!std::isfinite(d(r, c)))
@@ -1027,7 +1027,7 @@ ImportedEmbeddings parse_embeddings(std::string_view bytes, std::string_view sou
                                  ": every value must be a finite number");
           if (f.tokens.size() == static_cast<std::size_t>(d.rows()))
             out.tokens = std::move(f.tokens);
-          out.embeddings = f.stage.data;
+          out.embeddings = f.stage.data();
           break;
         }
         for (const auto& [key, value] : doc.items())

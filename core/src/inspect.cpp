@@ -37,14 +37,14 @@ std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i,
   if (!q || !k || !scores) return std::nullopt;
 
   ScoreBreakdown b;
-  b.query = row_of(q->data, i);
-  b.key = row_of(k->data, j);
+  b.query = row_of(q->data(), i);
+  b.key = row_of(k->data(), j);
   for (std::size_t d = 0; d < b.query.size(); ++d) b.products.push_back(b.query[d] * b.key[d]);
-  b.sum = scores->data(i, j);
+  b.sum = scores->data()(i, j);
   if (const Stage* scaled = trace.find("scaled_scores", head)) {
     b.scaled = true;
-    b.sqrt_dk = static_cast<float>(std::pow(static_cast<double>(k->data.cols()), 0.5));
-    b.scaled_value = scaled->data(i, j);
+    b.sqrt_dk = static_cast<float>(std::pow(static_cast<double>(k->data().cols()), 0.5));
+    b.scaled_value = scaled->data()(i, j);
   } else {
     b.scaled_value = b.sum;
   }
@@ -62,7 +62,7 @@ std::optional<SoftmaxBreakdown> explain_softmax(const Trace& trace, int head, in
   if (!logits || !weights) return std::nullopt;
 
   SoftmaxBreakdown b;
-  b.logits = row_of(logits->data, i);
+  b.logits = row_of(logits->data(), i);
   b.row_max = -std::numeric_limits<float>::infinity();
   for (float v : b.logits) b.row_max = std::max(b.row_max, v);
   for (float v : b.logits) {
@@ -70,7 +70,7 @@ std::optional<SoftmaxBreakdown> explain_softmax(const Trace& trace, int head, in
     b.exps.push_back(std::exp(v - b.row_max));
     b.sum += b.exps.back();
   }
-  b.weights = row_of(weights->data, i);
+  b.weights = row_of(weights->data(), i);
   return b;
 }
 
@@ -84,12 +84,12 @@ std::optional<ContextBreakdown> explain_context(const Trace& trace, int head, in
   if (!weights || !values || !context) return std::nullopt;
 
   ContextBreakdown b;
-  b.weights = row_of(weights->data, i);
-  b.values = values->data;
-  b.weighted = values->data;
+  b.weights = row_of(weights->data(), i);
+  b.values = values->data();
+  b.weighted = values->data();
   for (Eigen::Index j = 0; j < b.weighted.rows(); ++j)
     b.weighted.row(j) *= b.weights[static_cast<std::size_t>(j)];
-  b.context = row_of(context->data, i);
+  b.context = row_of(context->data(), i);
   return b;
 }
 

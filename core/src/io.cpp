@@ -374,13 +374,13 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
     s.clear();
     s += k ? ",\n  " : "\n  ";
     s += "{\"id\": " + json_quoted(st.id) + ", \"head\": " + std::to_string(st.head) +
-         ", \"shape\": [" + std::to_string(st.data.rows()) + ", " +
-         std::to_string(st.data.cols()) + "], \"data\": [";
-    for (Eigen::Index r = 0; r < st.data.rows(); ++r) {
+         ", \"shape\": [" + std::to_string(st.data().rows()) + ", " +
+         std::to_string(st.data().cols()) + "], \"data\": [";
+    for (Eigen::Index r = 0; r < st.data().rows(); ++r) {
       s += r ? ", [" : "[";
-      for (Eigen::Index col = 0; col < st.data.cols(); ++col) {
+      for (Eigen::Index col = 0; col < st.data().cols(); ++col) {
         if (col) s += ", ";
-        append_number(s, st.data(r, col));
+        append_number(s, st.data()(r, col));
       }
       s += "]";
     }
@@ -406,7 +406,7 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
   constexpr Eigen::Index kMaxShown = 12;  // rows/cols printed before eliding
   char buf[64];
   for (const Stage& st : trace.stages) {
-    const RowMatrix& m = st.data;
+    const RowMatrix& m = st.data();
     out << "\n== " << st.id;
     if (st.head >= 0) out << " [head " << st.head << "]";
     out << "  (" << shape_text(m) << ") ==\n";

@@ -208,7 +208,7 @@ std::optional<RowMatrix> book_value(const BookMatrix& book, const Trace* trace) 
   if (!trace) return std::nullopt;
   const Stage* s = trace->find(book.stage, -1);
   if (!s) return std::nullopt;
-  RowMatrix m = s->data;
+  RowMatrix m = s->data();
   switch (book.source) {
     case BookSource::Stage:
       break;
@@ -299,17 +299,17 @@ float trace_divisor(const Trace& trace) {
   const Stage* k = trace.find("keys", stage_head(trace, 0));
   if (!k) return 1.0f;
   // As the engine: float(d_k ** 0.5).
-  return static_cast<float>(std::pow(static_cast<double>(k->data.cols()), 0.5));
+  return static_cast<float>(std::pow(static_cast<double>(k->data().cols()), 0.5));
 }
 
 std::optional<SoftmaxUnfolded> unfold_softmax(const Trace& trace, int head, int row,
                                               std::optional<float> divisor) {
   const int h = stage_head(trace, head);
   const Stage* scores = trace.find("scores", h);
-  if (!scores || row < 0 || row >= scores->data.rows()) return std::nullopt;
+  if (!scores || row < 0 || row >= scores->data().rows()) return std::nullopt;
   const Stage* scaled_stage = trace.find("scaled_scores", h);
   const bool causal = is_causal(trace.config.variant);
-  const auto T = static_cast<std::size_t>(scores->data.cols());
+  const auto T = static_cast<std::size_t>(scores->data().cols());
 
   SoftmaxUnfolded u;
   u.divisor = divisor ? *divisor : trace_divisor(trace);
@@ -324,8 +324,8 @@ std::optional<SoftmaxUnfolded> unfold_softmax(const Trace& trace, int head, int 
   u.row_max = kNegInf;
   for (std::size_t j = 0; j < T; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
-    u.scores[j] = scores->data(row, jj);
-    u.scaled[j] = keep_trace && scaled_stage ? scaled_stage->data(row, jj) : u.scores[j] / u.divisor;
+    u.scores[j] = scores->data()(row, jj);
+    u.scaled[j] = keep_trace && scaled_stage ? scaled_stage->data()(row, jj) : u.scores[j] / u.divisor;
     u.masked[j] = causal && jj > row;
     if (!u.masked[j]) u.row_max = std::max(u.row_max, u.scaled[j]);
   }
@@ -358,18 +358,18 @@ RowMatrix naive_normalise(const RowMatrix& scores) {
 
 std::optional<NormalisationCompared> compare_normalisation(const Trace& trace, int head) {
   const Stage* scores = trace.find("scores", stage_head(trace, head));
-  if (!scores || scores->data.rows() != scores->data.cols()) return std::nullopt;
+  if (!scores || scores->data().rows() != scores->data().cols()) return std::nullopt;
   const bool causal = is_causal(trace.config.variant);
-  const Eigen::Index T = scores->data.rows();
+  const Eigen::Index T = scores->data().rows();
   NormalisationCompared n;
-  n.scores = scores->data;
+  n.scores = scores->data();
   n.naive = RowMatrix::Zero(T, T);
   for (Eigen::Index r = 0; r < T; ++r) {
     const Eigen::Index visible = causal ? r + 1 : T;
     if (causal)
       for (Eigen::Index c = visible; c < T; ++c)
         n.scores(r, c) = -std::numeric_limits<float>::infinity();
-    n.naive.row(r).head(visible) = naive_normalise(RowMatrix(scores->data.row(r).head(visible)));
+    n.naive.row(r).head(visible) = naive_normalise(RowMatrix(scores->data().row(r).head(visible)));
   }
   n.softmax = softmax_rows(n.scores);  // exp(−∞) = 0 for future keys
   for (Eigen::Index r = 0; r < T; ++r) {
@@ -385,8 +385,8 @@ std::optional<NormalisationCompared> compare_normalisation(const Trace& trace, i
 
 std::optional<MaskingWays> compare_masking(const Trace& trace, int head) {
   const Stage* logits = logits_stage(trace, stage_head(trace, head));
-  if (!logits || logits->data.rows() != logits->data.cols()) return std::nullopt;
-  const RowMatrix& s = logits->data;  // (T, T) scaled scores, nothing masked
+  if (!logits || logits->data().rows() != logits->data().cols()) return std::nullopt;
+  const RowMatrix& s = logits->data();  // (T, T) scaled scores, nothing masked
   const Eigen::Index T = s.rows();
   MaskingWays m;
   m.unmasked = softmax_rows(s);
@@ -420,10 +420,10 @@ std::optional<DropoutView> dropout_view(const Trace& trace, int head) {
   v.p = trace.config.dropout;
   v.active = trace.config.training && v.p > 0;
   v.scale = v.p >= 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - v.p);
-  v.keep = (mask->data.array() != 0.0f).cast<float>().matrix();
-  for (Eigen::Index r = 0; r < w->data.rows(); ++r) {
-    v.row_sums_before.push_back(w->data.row(r).sum());
-    v.row_sums_after.push_back(dropped->data.row(r).sum());
+  v.keep = (mask->data().array() != 0.0f).cast<float>().matrix();
+  for (Eigen::Index r = 0; r < w->data().rows(); ++r) {
+    v.row_sums_before.push_back(w->data().row(r).sum());
+    v.row_sums_after.push_back(dropped->data().row(r).sum());
   }
   return v;
 }
@@ -545,14 +545,14 @@ std::optional<HeadSplit> split_heads(const Trace& trace, std::string_view id) {
   HeadSplit s;
   s.heads = trace.config.num_heads;
   s.head_dim = trace.config.d_out / s.heads;
-  s.whole = whole->data;
-  const Eigen::Index T = whole->data.rows(), dh = s.head_dim;
+  s.whole = whole->data();
+  const Eigen::Index T = whole->data().rows(), dh = s.head_dim;
   // .view(b, T, h, dh).transpose(1, 2): element (t, h·dh + d) moves to (h, t, d).
   s.transposed.resize(T * s.heads, dh);
   for (Eigen::Index h = 0; h < s.heads; ++h)
     for (Eigen::Index t = 0; t < T; ++t)
-      for (Eigen::Index d = 0; d < dh; ++d) s.transposed(h * T + t, d) = whole->data(t, h * dh + d);
-  s.concat = concat->data;
+      for (Eigen::Index d = 0; d < dh; ++d) s.transposed(h * T + t, d) = whole->data()(t, h * dh + d);
+  s.concat = concat->data();
   return s;
 }
 
@@ -565,12 +565,12 @@ std::optional<StageDiff> compare_stage(const Trace& a, const Trace& b, std::stri
   const Stage* sb = b.find(id, head);
   if (!sa || !sb) return std::nullopt;
   StageDiff d;
-  d.same_shape = sa->data.rows() == sb->data.rows() && sa->data.cols() == sb->data.cols();
+  d.same_shape = sa->data().rows() == sb->data().rows() && sa->data().cols() == sb->data().cols();
   if (!d.same_shape) return d;
-  d.diff = sb->data - sa->data;
+  d.diff = sb->data() - sa->data();
   // −∞ − −∞ is NaN: cells masked in both runs are equal, so their difference is 0.
   for (Eigen::Index k = 0; k < d.diff.size(); ++k)
-    if (sa->data.data()[k] == sb->data.data()[k]) d.diff.data()[k] = 0.0f;
+    if (sa->data().data()[k] == sb->data().data()[k]) d.diff.data()[k] = 0.0f;
   d.max_abs = d.diff.size() ? d.diff.cwiseAbs().maxCoeff() : 0.0f;
   return d;
 }
@@ -585,11 +585,11 @@ std::optional<Parameters> parameters_of(const Trace& trace) {
   auto projection = [&](const char* w, const char* b, int head) -> std::optional<Projection> {
     const Stage* ws = trace.find(w, head);
     if (!ws) return std::nullopt;
-    Projection p{ws->data, RowMatrix()};
+    Projection p{ws->data(), RowMatrix()};
     if (bias) {
       const Stage* bs = trace.find(b, head);
       if (!bs) return std::nullopt;
-      p.bias = bs->data;
+      p.bias = bs->data();
     }
     return p;
   };
@@ -607,7 +607,7 @@ std::optional<Parameters> parameters_of(const Trace& trace) {
     const Stage* w = trace.find("W_out", -1);
     const Stage* b = trace.find("b_out", -1);
     if (!w || !b) return std::nullopt;
-    params.out = Projection{w->data, b->data};
+    params.out = Projection{w->data(), b->data()};
   }
   return params;
 }

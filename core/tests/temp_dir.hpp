@@ -74,7 +74,7 @@ inline void expect_identical_traces(const Trace& a, const Trace& b) {
   for (std::size_t k = 0; k < a.stages.size(); ++k) {
     EXPECT_EQ(a.stages[k].id, b.stages[k].id) << "stage " << k;
     EXPECT_EQ(a.stages[k].head, b.stages[k].head) << a.stages[k].id;
-    EXPECT_TRUE(same_bits(a.stages[k].data, b.stages[k].data))
+    EXPECT_TRUE(same_bits(a.stages[k].data(), b.stages[k].data()))
         << a.stages[k].id << " head " << a.stages[k].head << " differs";
   }
 }

@@ -158,14 +158,14 @@ TEST(WriteTraceJson, RoundTripsEveryNumberAndMarksInfinity) {
     const auto& js = doc["stages"][k];
     const Stage& st = t.stages[k];
     EXPECT_EQ(js["id"], st.id);
-    EXPECT_EQ(js["shape"][0], st.data.rows());
-    for (Eigen::Index r = 0; r < st.data.rows(); ++r)
-      for (Eigen::Index col = 0; col < st.data.cols(); ++col) {
+    EXPECT_EQ(js["shape"][0], st.data().rows());
+    for (Eigen::Index r = 0; r < st.data().rows(); ++r)
+      for (Eigen::Index col = 0; col < st.data().cols(); ++col) {
         const auto& v = js["data"][static_cast<std::size_t>(r)][static_cast<std::size_t>(col)];
-        if (std::isinf(st.data(r, col)))
+        if (std::isinf(st.data()(r, col)))
           EXPECT_EQ(v, "-inf");
         else
-          EXPECT_EQ(static_cast<float>(v.get<double>()), st.data(r, col)) << st.id;
+          EXPECT_EQ(static_cast<float>(v.get<double>()), st.data()(r, col)) << st.id;
       }
   }
 }

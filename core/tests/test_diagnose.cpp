@@ -54,7 +54,7 @@ TEST(Diagnose, TheCausalMaskIsExpectedButOtherInfinitiesAreNot) {
   const Trace t = run_attention(config_of(Variant::Causal), book_inputs());
   const Stage* masked = t.find("masked_scores");
   ASSERT_NE(masked, nullptr);
-  ASSERT_TRUE(std::isinf(masked->data(0, 1)));
+  ASSERT_TRUE(std::isinf(masked->data()(0, 1)));
   EXPECT_TRUE(nonfinite_expected(*masked, 0, 1));
   EXPECT_FALSE(nonfinite_expected(*masked, 1, 0));  // below the diagonal: finite by design
   EXPECT_FALSE(find_nonfinite(t).has_value());
@@ -63,7 +63,7 @@ TEST(Diagnose, TheCausalMaskIsExpectedButOtherInfinitiesAreNot) {
   for (auto [r, c, v] : {std::tuple{2, 2, -kInf}, std::tuple{0, 3, kNaN}, std::tuple{1, 5, kInf}}) {
     Trace bad = t;
     for (Stage& s : bad.stages)
-      if (s.id == "masked_scores") s.data(r, c) = v;
+      if (s.id == "masked_scores") s.mutable_data()(r, c) = v;
     const auto f = find_nonfinite(bad);
     ASSERT_TRUE(f.has_value()) << r << "," << c;
     EXPECT_EQ(f->stage, "masked_scores");
@@ -74,7 +74,7 @@ TEST(Diagnose, TheCausalMaskIsExpectedButOtherInfinitiesAreNot) {
   // The same -inf in a stage that is not masked is reported.
   Trace bad = t;
   for (Stage& s : bad.stages)
-    if (s.id == "scaled_scores") s.data(0, 1) = -kInf;
+    if (s.id == "scaled_scores") s.mutable_data()(0, 1) = -kInf;
   const auto f = find_nonfinite(bad);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->stage, "scaled_scores");
@@ -198,7 +198,7 @@ TEST(Diagnose, OutputProjectionOverflow) {
 TEST(Diagnose, NonFiniteInputsOrWeightsAreNamedAsSuch) {
   Trace t = run_attention(config_of(Variant::Causal), book_inputs());
   Trace bad_inputs = t;
-  bad_inputs.stages.front().data(4, 2) = kNaN;
+  bad_inputs.stages.front().mutable_data()(4, 2) = kNaN;
   auto f = find_nonfinite(bad_inputs);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->where, "inputs, row 4 ('one'), column 2 ('d2')");
@@ -206,7 +206,7 @@ TEST(Diagnose, NonFiniteInputsOrWeightsAreNamedAsSuch) {
 
   Trace bad_weights = t;
   for (Stage& s : bad_weights.stages)
-    if (s.id == "W_value") s.data(0, 0) = -kInf;
+    if (s.id == "W_value") s.mutable_data()(0, 0) = -kInf;
   f = find_nonfinite(bad_weights);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->stage, "W_value");

@@ -78,7 +78,7 @@ TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
   auto same = [](const Trace& a, const Trace& b) {
     if (a.stages.size() != b.stages.size()) return false;
     for (std::size_t k = 0; k < a.stages.size(); ++k)
-      if (!a.stages[k].data.cwiseEqual(b.stages[k].data).all()) return false;
+      if (!a.stages[k].data().cwiseEqual(b.stages[k].data()).all()) return false;
     return true;
   };
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));  // miss
@@ -90,6 +90,33 @@ TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
   c.num_heads = 4;                                                         // heads: miss
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
+}
+
+TEST(ParameterCache, TracesShareOneCopyOfTheParametersAndHeadsShareTheMask) {
+  ParameterCache cache;
+  Config c;
+  c.variant = Variant::Multihead;
+  c.d_out = 4;
+  c.num_heads = 2;
+  const Inputs in = testing::book_inputs();
+  const Trace first = run_attention(c, in, cache);
+  const Trace second = run_attention(c, in, cache);  // a hit: the same prepared parameters
+  for (const char* id : {"W_query", "W_key", "W_value", "W_out", "b_out"})
+    EXPECT_TRUE(first.find(id)->shares_data_with(*second.find(id))) << id;
+  EXPECT_FALSE(first.find("context", 0)->shares_data_with(*second.find("context", 0)));
+  EXPECT_TRUE(first.find("mask", 0)->shares_data_with(*first.find("mask", 1)));
+  EXPECT_FALSE(first.find("mask", 0)->shares_data_with(*second.find("mask", 0)));  // one per run
+
+  // Writing through one stage leaves every other holder as it was.
+  Trace edited = second;
+  const float before = first.find("W_query")->data()(0, 0);
+  edited.stages[1].mutable_data()(0, 0) = before + 1.0f;
+  ASSERT_EQ(edited.stages[1].id, "W_query");
+  EXPECT_EQ(edited.find("W_query")->data()(0, 0), before + 1.0f);
+  EXPECT_EQ(first.find("W_query")->data()(0, 0), before);
+  EXPECT_EQ(second.find("W_query")->data()(0, 0), before);
+  TorchGenerator gen(0);
+  EXPECT_EQ(cache.get(c, 3, gen).qkv.front().query.weight(0, 0), before);
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ TEST(StageCsv, RoundTripsEveryStageOfEveryVariantBitForBit) {
     for (const Stage& s : t.stages) {
       const Table table = parse_csv_table(stage_csv(t, s), "x.csv", NonFinite::Allow);
       const StageAxes axes = stage_axes(t, s);
-      EXPECT_TRUE(same_bits(table.values, s.data)) << s.id << " head " << s.head;
+      EXPECT_TRUE(same_bits(table.values, s.data())) << s.id << " head " << s.head;
       EXPECT_EQ(table.row_labels, axes.row_labels) << s.id;
       EXPECT_EQ(table.col_labels, axes.col_labels) << s.id;
     }
@@ -104,7 +104,7 @@ TEST(MatrixNpy, RoundTripsEveryStageBitForBit) {
   for (const Trace& t : every_variant())
     for (const Stage& s : t.stages)
       EXPECT_TRUE(same_bits(
-          parse_npy(matrix_npy(s.data), "x.npy", NpyRank::Matrix, NonFinite::Allow), s.data))
+          parse_npy(matrix_npy(s.data()), "x.npy", NpyRank::Matrix, NonFinite::Allow), s.data()))
           << s.id;
 }
 
@@ -194,7 +194,7 @@ TEST(StageJson, RoundTripsEveryStageIncludingInfinities) {
       EXPECT_EQ(f.stage.head, s.head);
       EXPECT_EQ(f.variant, variant_id(t.config.variant));
       EXPECT_EQ(f.tokens, t.tokens);
-      EXPECT_TRUE(same_bits(f.stage.data, s.data)) << s.id;
+      EXPECT_TRUE(same_bits(f.stage.data(), s.data())) << s.id;
     }
 }
 
@@ -360,7 +360,7 @@ TEST(ExportStages, NamesFilesByTheRuleInTraceOrder) {
   ASSERT_EQ(paths.size(), 2u);
   EXPECT_EQ(paths[0], dir / "inputs_multihead_wrapper_20240102-030405.npy");
   EXPECT_EQ(paths[1], dir / "weights_h1_multihead_wrapper_20240102-030405.npy");
-  EXPECT_EQ(testing::read_text(paths[1]), matrix_npy(trace.find("weights", 1)->data));
+  EXPECT_EQ(testing::read_text(paths[1]), matrix_npy(trace.find("weights", 1)->data()));
   const auto again =
       export_stages(trace, chosen, dir.path(), ".npy", data_renderer(DataFormat::Npy), t);
   EXPECT_EQ(again[0], dir / "inputs_multihead_wrapper_20240102-030405-1.npy");

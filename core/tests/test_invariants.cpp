@@ -47,9 +47,9 @@ TEST_P(EveryVariant, WeightRowsSumToOne) {
   const auto weights = stages_named(t, "weights");
   ASSERT_FALSE(weights.empty());
   for (const Stage* s : weights)
-    for (Eigen::Index r = 0; r < s->data.rows(); ++r) {
-      EXPECT_NEAR(s->data.row(r).sum(), 1.0f, 1e-6f) << "head " << s->head << " row " << r;
-      EXPECT_GE(s->data.row(r).minCoeff(), 0.0f);
+    for (Eigen::Index r = 0; r < s->data().rows(); ++r) {
+      EXPECT_NEAR(s->data().row(r).sum(), 1.0f, 1e-6f) << "head " << s->head << " row " << r;
+      EXPECT_GE(s->data().row(r).minCoeff(), 0.0f);
     }
 }
 
@@ -57,9 +57,9 @@ TEST_P(CausalVariant, UpperTriangleIsExactlyZero) {
   const Trace t = run_attention(variant_config(GetParam(), 0.3), random_inputs(9, 5, 2));
   for (const char* id : {"weights", "dropped_weights"})
     for (const Stage* s : stages_named(t, id))
-      for (Eigen::Index i = 0; i < s->data.rows(); ++i)
-        for (Eigen::Index j = i + 1; j < s->data.cols(); ++j)
-          EXPECT_EQ(s->data(i, j), 0.0f) << id << " head " << s->head << " (" << i << "," << j << ")";
+      for (Eigen::Index i = 0; i < s->data().rows(); ++i)
+        for (Eigen::Index j = i + 1; j < s->data().cols(); ++j)
+          EXPECT_EQ(s->data()(i, j), 0.0f) << id << " head " << s->head << " (" << i << "," << j << ")";
 }
 
 TEST_P(CausalVariant, DropoutKeepsValuesScaledByOneOverOneMinusP) {
@@ -70,8 +70,8 @@ TEST_P(CausalVariant, DropoutKeepsValuesScaledByOneOverOneMinusP) {
   for (const Stage* mask : stages_named(t, "dropout_mask")) {
     const RowMatrix& w = stage(t, "weights", mask->head);
     const RowMatrix& d = stage(t, "dropped_weights", mask->head);
-    for (Eigen::Index k = 0; k < mask->data.size(); ++k) {
-      const float m = mask->data.data()[k];
+    for (Eigen::Index k = 0; k < mask->data().size(); ++k) {
+      const float m = mask->data().data()[k];
       ASSERT_TRUE(m == 0.0f || m == scale) << m;
       (m == 0.0f ? dropped : kept)++;
       EXPECT_EQ(d.data()[k], w.data()[k] * m);
@@ -105,7 +105,7 @@ TEST_P(EveryVariant, SameSeedGivesIdenticalTrace) {
   ASSERT_EQ(a.stages.size(), b.stages.size());
   for (std::size_t k = 0; k < a.stages.size(); ++k) {
     EXPECT_EQ(a.stages[k].id, b.stages[k].id);
-    EXPECT_TRUE(a.stages[k].data.cwiseEqual(b.stages[k].data).all()) << a.stages[k].id;
+    EXPECT_TRUE(a.stages[k].data().cwiseEqual(b.stages[k].data()).all()) << a.stages[k].id;
   }
 }
 

@@ -65,13 +65,13 @@ Trace run_both(const Config& c, const Inputs& in) {
 void expect_weight_rows_sum_to_one(const Trace& t) {
   for (const Stage& s : t.stages) {
     if (s.id != "weights") continue;
-    ASSERT_TRUE(s.data.allFinite()) << "head " << s.head;
-    const double tolerance = 1e-6 * std::max(1.0, std::sqrt(static_cast<double>(s.data.cols())));
-    for (Eigen::Index r = 0; r < s.data.rows(); ++r) {
-      EXPECT_NEAR(s.data.row(r).cast<double>().sum(), 1.0, tolerance)
+    ASSERT_TRUE(s.data().allFinite()) << "head " << s.head;
+    const double tolerance = 1e-6 * std::max(1.0, std::sqrt(static_cast<double>(s.data().cols())));
+    for (Eigen::Index r = 0; r < s.data().rows(); ++r) {
+      EXPECT_NEAR(s.data().row(r).cast<double>().sum(), 1.0, tolerance)
           << "head " << s.head << " row " << r;
-      EXPECT_GE(s.data.row(r).minCoeff(), 0.0f);
-      EXPECT_LE(s.data.row(r).maxCoeff(), 1.0f);
+      EXPECT_GE(s.data().row(r).minCoeff(), 0.0f);
+      EXPECT_LE(s.data().row(r).maxCoeff(), 1.0f);
     }
   }
 }
@@ -79,11 +79,11 @@ void expect_weight_rows_sum_to_one(const Trace& t) {
 // Every stage finite except masked_scores' -inf above the diagonal.
 void expect_no_unexpected_nonfinite(const Trace& t) {
   for (const Stage& s : t.stages)
-    for (Eigen::Index r = 0; r < s.data.rows(); ++r)
-      for (Eigen::Index c = 0; c < s.data.cols(); ++c)
-        if (!std::isfinite(s.data(r, c))) {
+    for (Eigen::Index r = 0; r < s.data().rows(); ++r)
+      for (Eigen::Index c = 0; c < s.data().cols(); ++c)
+        if (!std::isfinite(s.data()(r, c))) {
           ASSERT_TRUE(nonfinite_expected(s, r, c))
-              << s.id << " head " << s.head << " (" << r << ", " << c << ") = " << s.data(r, c);
+              << s.id << " head " << s.head << " (" << r << ", " << c << ") = " << s.data()(r, c);
         }
   EXPECT_FALSE(find_nonfinite(t).has_value());
 }
@@ -97,7 +97,7 @@ TEST_P(EdgesOfEveryVariant, HugeFiniteScoresGiveFiniteWeightsThatSumToOne) {
       run_both(config_of(GetParam(), 4, 2, 0.25), inputs_of(scaled_values(7, 3, 1e17f, 1)));
   float largest = 0;
   for (const Stage& s : t.stages)
-    if (s.id == "scores") largest = std::max(largest, s.data.cwiseAbs().maxCoeff());
+    if (s.id == "scores") largest = std::max(largest, s.data().cwiseAbs().maxCoeff());
   EXPECT_GT(largest, 1e32f) << "the scores should be huge for this test to mean anything";
   expect_weight_rows_sum_to_one(t);
   expect_no_unexpected_nonfinite(t);
@@ -121,7 +121,7 @@ TEST_P(EdgesOfEveryVariant, TinyAndDenormalEmbeddingsGiveUniformFiniteWeights) {
         for (Eigen::Index i = 0; i < 5; ++i)
           for (Eigen::Index j = 0; j < 5; ++j) {
             const float want = causal ? (j <= i ? 1.0f / static_cast<float>(i + 1) : 0.0f) : 0.2f;
-            EXPECT_NEAR(s.data(i, j), want, 1e-6f)
+            EXPECT_NEAR(s.data()(i, j), want, 1e-6f)
                 << "head " << s.head << " (" << i << "," << j << ")";
           }
       }
@@ -139,14 +139,14 @@ TEST_P(EdgesOfEveryVariant, AllEqualScoresGiveExactlyUniformWeights) {
   for (const Stage& s : t.stages) {
     if (s.id == "scores") {
       for (Eigen::Index i = 0; i < 6; ++i)
-        EXPECT_TRUE((s.data.row(i).array() == s.data(i, 0)).all())
+        EXPECT_TRUE((s.data().row(i).array() == s.data()(i, 0)).all())
             << "head " << s.head << " row " << i;
     }
     if (s.id != "weights") continue;
     for (Eigen::Index i = 0; i < 6; ++i)
       for (Eigen::Index j = 0; j < 6; ++j) {
         const float want = causal ? (j <= i ? 1.0f / static_cast<float>(i + 1) : 0.0f) : 1.0f / 6;
-        EXPECT_FLOAT_EQ(s.data(i, j), want) << "head " << s.head << " (" << i << "," << j << ")";
+        EXPECT_FLOAT_EQ(s.data()(i, j), want) << "head " << s.head << " (" << i << "," << j << ")";
       }
   }
 }
@@ -161,7 +161,7 @@ TEST_P(EdgesOfEveryVariant, OneTokenOneDimensionOneOutput) {
     const Trace t = run_both(config_of(GetParam(), 1, 1, 0.5, bias), inputs_of(x));
     for (const Stage& s : t.stages)
       if (s.id == "weights") {
-        EXPECT_EQ(s.data, RowMatrix::Constant(1, 1, 1.0f));
+        EXPECT_EQ(s.data(), RowMatrix::Constant(1, 1, 1.0f));
       }
     expect_no_unexpected_nonfinite(t);
     const char* last = GetParam() == Variant::MultiheadWrapper || GetParam() == Variant::Multihead
@@ -224,11 +224,11 @@ TEST(NumericEdges, DropoutZeroAndOneInTrainingAndEvalForEveryCausalVariant) {
         const bool drops_all = p == 1.0 && training;
         for (const Stage& s : t.stages) {
           if (s.id == "dropout_mask") {
-            EXPECT_EQ(s.data, drops_all ? RowMatrix::Zero(6, 6) : RowMatrix::Ones(6, 6));
+            EXPECT_EQ(s.data(), drops_all ? RowMatrix::Zero(6, 6) : RowMatrix::Ones(6, 6));
           } else if (s.id == "dropped_weights") {
-            EXPECT_EQ(s.data, drops_all ? RowMatrix::Zero(6, 6) : stage(t, "weights", s.head));
+            EXPECT_EQ(s.data(), drops_all ? RowMatrix::Zero(6, 6) : stage(t, "weights", s.head));
           } else if (s.id == "context" && drops_all) {
-            EXPECT_TRUE(s.data.isZero()) << "head " << s.head;
+            EXPECT_TRUE(s.data().isZero()) << "head " << s.head;
           }
         }
         expect_weight_rows_sum_to_one(t);
@@ -244,7 +244,7 @@ TEST(NumericEdges, EvalModeIgnoresTheDropoutRate) {
     const Trace none = run_both(config_of(v, 4, 2, 0.0, false, true), in);
     ASSERT_EQ(eval.stages.size(), none.stages.size());
     for (std::size_t k = 0; k < eval.stages.size(); ++k)
-      EXPECT_EQ(eval.stages[k].data, none.stages[k].data)
+      EXPECT_EQ(eval.stages[k].data(), none.stages[k].data())
           << variant_id(v) << " " << eval.stages[k].id;
   }
 }
@@ -267,12 +267,12 @@ TEST_P(EdgesOfEveryVariant, OverflowingEmbeddingsGiveTheSameNaNsOnBothPathsAndAr
     for (const Stage& s : t.stages) {
       if (s.id == found->stage && s.head == found->head) {
         reached = true;
-        EXPECT_FALSE(std::isfinite(s.data(found->row, found->col)));
+        EXPECT_FALSE(std::isfinite(s.data()(found->row, found->col)));
         break;
       }
-      for (Eigen::Index r = 0; r < s.data.rows(); ++r)
-        for (Eigen::Index c = 0; c < s.data.cols(); ++c)
-          if (!std::isfinite(s.data(r, c))) {
+      for (Eigen::Index r = 0; r < s.data().rows(); ++r)
+        for (Eigen::Index c = 0; c < s.data().cols(); ++c)
+          if (!std::isfinite(s.data()(r, c))) {
             ASSERT_TRUE(nonfinite_expected(s, r, c)) << s.id;
           }
     }
@@ -295,9 +295,9 @@ TEST(NumericEdges, AnOverflowedCausalRowIsNaNAtTheMaskedKeysToo) {
     for (const Stage& s : t.stages) {
       if (s.id != "weights") continue;
       for (Eigen::Index i = 0; i < 5; ++i) {
-        if (!std::isnan(s.data(i, 0))) continue;  // this row's scores did not overflow
+        if (!std::isnan(s.data()(i, 0))) continue;  // this row's scores did not overflow
         for (Eigen::Index j = 0; j < 5; ++j)
-          EXPECT_TRUE(std::isnan(s.data(i, j)))
+          EXPECT_TRUE(std::isnan(s.data()(i, j)))
               << "head " << s.head << " (" << i << "," << j << ")";
       }
     }

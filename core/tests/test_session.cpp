@@ -61,7 +61,7 @@ TEST(Session, ExplicitWeightsAreSavedAndReproduceTheTrace) {
     const Trace a = run_session(back), b = run_session(s);
     testing::expect_identical_traces(a, b);
     EXPECT_FALSE(
-        testing::same_bits(a.stages[1].data, run_attention(s.config, s.inputs).stages[1].data));
+        testing::same_bits(a.stages[1].data(), run_attention(s.config, s.inputs).stages[1].data()));
   }
 }
 

@@ -62,14 +62,14 @@ inline void expect_paths_agree(const Trace& fast, const Trace& ref) {
     const Stage& b = ref.stages[k];
     ASSERT_EQ(a.id, b.id) << "stage " << k;
     ASSERT_EQ(a.head, b.head) << a.id;
-    ASSERT_EQ(a.data.rows(), b.data.rows()) << a.id;
-    ASSERT_EQ(a.data.cols(), b.data.cols()) << a.id;
+    ASSERT_EQ(a.data().rows(), b.data().rows()) << a.id;
+    ASSERT_EQ(a.data().cols(), b.data().cols()) << a.id;
     const bool drawn = a.id.starts_with("W_") || a.id.starts_with("b_") || a.id == "mask" ||
                        a.id == "dropout_mask" || a.id == "inputs";
-    const RowMatrix finite = b.data.array().isFinite().select(b.data, 0.0f);
+    const RowMatrix finite = b.data().array().isFinite().select(b.data(), 0.0f);
     const float scale = finite.size() ? std::max(1.0f, finite.cwiseAbs().maxCoeff()) : 1.0f;
-    for (Eigen::Index i = 0; i < a.data.size(); ++i) {
-      const float x = a.data.data()[i], y = b.data.data()[i];
+    for (Eigen::Index i = 0; i < a.data().size(); ++i) {
+      const float x = a.data().data()[i], y = b.data().data()[i];
       if (std::isnan(y))
         ASSERT_TRUE(std::isnan(x)) << a.id << " head " << a.head << " element " << i << ": " << x;
       else if (drawn || !std::isfinite(y))
@@ -83,7 +83,7 @@ inline void expect_paths_agree(const Trace& fast, const Trace& ref) {
 inline const RowMatrix& stage(const Trace& t, const char* id, int head = -1) {
   const Stage* s = t.find(id, head);
   if (!s) throw std::runtime_error(std::string("missing stage ") + id);
-  return s->data;
+  return s->data();
 }
 
 }  // namespace attnscope::core::testing

@@ -52,7 +52,7 @@ TEST(TeachBook, MaskedScoresCompareMinusInfExactlyAndTheLowerTriangleByValue) {
   for (Stage& s : t.stages)
     if (s.id == "scores") scores = &s;
   ASSERT_NE(scores, nullptr);
-  scores->data(4, 4) += 0.01f;  // a lower-triangle edit shows its size
+  scores->mutable_data()(4, 4) += 0.01f;  // a lower-triangle edit shows its size
   c = check_book(*masked, &t);
   EXPECT_FALSE(c.matches);
   EXPECT_NEAR(c.max_diff, 0.01f, 1e-4f);
@@ -69,7 +69,7 @@ TEST(TeachBook, TheScalarAttnScore22IsOneCellOfTheScores) {
   const auto v = book_value(*s22, &t);
   ASSERT_TRUE(v);
   ASSERT_EQ(v->size(), 1);
-  EXPECT_EQ((*v)(0, 0), t.find("scores")->data(1, 1));
+  EXPECT_EQ((*v)(0, 0), t.find("scores")->data()(1, 1));
   EXPECT_NEAR((*v)(0, 0), 1.8524f, kBookTolerance);
   EXPECT_TRUE(check_book(*s22, &t).matches);
 }
@@ -168,7 +168,7 @@ TEST(TeachNormalise, WholeMatrixBothWaysRowsSumToOne) {
   ASSERT_TRUE(n);
   EXPECT_NEAR(n->naive(1, 1), 0.2278f, kBookTolerance);    // attn_weights_2_tmp
   EXPECT_NEAR(n->softmax(1, 1), 0.2379f, kBookTolerance);  // attn_weights_2
-  EXPECT_EQ(n->softmax, t.find("weights")->data);  // simple: softmax of unscaled scores
+  EXPECT_EQ(n->softmax, t.find("weights")->data());  // simple: softmax of unscaled scores
   for (int r = 0; r < 6; ++r) {
     EXPECT_NEAR(n->naive_row_sums[r], 1.0f, 1e-6f);
     EXPECT_NEAR(n->softmax_row_sums[r], 1.0f, 1e-6f);
@@ -253,7 +253,7 @@ TEST(TeachSizes, CountsMatchTheTensorsTheEngineBuilds) {
       const Trace t = run_attention(c, book_inputs());
       long long from_trace = 0;
       for (const Stage& s : t.stages)
-        if (s.id.starts_with("W_") || s.id.starts_with("b_")) from_trace += s.data.size();
+        if (s.id.starts_with("W_") || s.id.starts_with("b_")) from_trace += s.data().size();
       EXPECT_EQ(count_parameters(c, 3).total, from_trace) << variant_id(v) << " bias " << bias;
     }
 }

@@ -78,10 +78,10 @@ TEST(RunWithExplicitParameters, OtherWeightsKeepTheSeededDropoutMask) {
       const Stage* b = seeded_run.find("dropout_mask", h);
       ASSERT_EQ(a == nullptr, b == nullptr) << h;
       if (a) {
-        EXPECT_TRUE(same_bits(a->data, b->data)) << variant_id(v) << " head " << h;
+        EXPECT_TRUE(same_bits(a->data(), b->data())) << variant_id(v) << " head " << h;
       }
     }
-    EXPECT_TRUE(same_bits(explicit_run.stages[1].data, p.qkv.front().query.weight));
+    EXPECT_TRUE(same_bits(explicit_run.stages[1].data(), p.qkv.front().query.weight));
   }
 }
 

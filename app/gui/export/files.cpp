@@ -114,8 +114,8 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
     case ExportKind::Png:
       return png_bytes(state, trace, stage, scale);
     case ExportKind::Svg: {
-      const int rows = static_cast<int>(stage.data.rows()),
-                cols = static_cast<int>(stage.data.cols());
+      const int rows = static_cast<int>(stage.data().rows()),
+                cols = static_cast<int>(stage.data().cols());
       if (!figure::svg_supported(rows, cols))
         throw std::runtime_error(stage.id + " is " + std::to_string(rows) + "x" +
                                  std::to_string(cols) + ", too large for SVG (at most " +

@@ -70,10 +70,10 @@ void draw_export_menu_items(AppState& state, const core::Stage& stage) {
   if (ImGui::MenuItem("JSON")) export_stage(state, stage, ExportKind::Json);
   ImGui::Separator();
   if (ImGui::MenuItem("Copy as torch.tensor([...])")) {
-    ImGui::SetClipboardText(core::matrix_torch(stage.data).c_str());
+    ImGui::SetClipboardText(core::matrix_torch(stage.data()).c_str());
     notify(state,
-           "Copied " + stage.id + " (" + std::to_string(stage.data.rows()) + " x " +
-               std::to_string(stage.data.cols()) + ") as torch.tensor to the clipboard",
+           "Copied " + stage.id + " (" + std::to_string(stage.data().rows()) + " x " +
+               std::to_string(stage.data().cols()) + ") as torch.tensor to the clipboard",
            "", false);
   }
 }

@@ -49,11 +49,11 @@ void draw_heads_panel(AppState& state) {
     spec.stage = s;
     spec.compact = true;
     spec.focused = h == state.stage_head();
-    spec.title = "head " + std::to_string(h) + "  " + shape_text(s->data);
+    spec.title = "head " + std::to_string(h) + "  " + shape_text(s->data());
     const PinMarks m = pin_marks(state, *s);
     spec.pin_row = m.pin_row;
     spec.pin_col = m.pin_col;
-    const float aspect = static_cast<float>(s->data.cols()) / static_cast<float>(s->data.rows());
+    const float aspect = static_cast<float>(s->data().cols()) / static_cast<float>(s->data().rows());
     const float w = std::clamp(side * aspect, ImGui::GetFontSize() * 6, side * 1.6f);
     const HeatmapResult r = draw_heatmap(state, spec, ImVec2(w, side));
     if (r.clicked) {

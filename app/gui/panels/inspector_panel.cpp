@@ -221,9 +221,9 @@ void dropout_section(AppState& s, const core::Trace& t, int head, int i, int j) 
   const core::Stage* d = t.find("dropped_weights", head);
   if (!w || !m || !d) return;
   heading(s, "then dropout");
-  const float keep = m->data(i, j);
+  const float keep = m->data()(i, j);
   text_wrapped(
-      s, num(s, w->data(i, j)) + " × mask " + num(s, keep) + " = " + num(s, d->data(i, j)) +
+      s, num(s, w->data()(i, j)) + " × mask " + num(s, keep) + " = " + num(s, d->data()(i, j)) +
              (keep == 0.0f                                ? "   (dropped)"
               : t.config.training && t.config.dropout > 0 ? "   (kept and scaled up by 1/(1−p))"
                                                           : "   (kept)"));
@@ -304,11 +304,11 @@ void projection_section(AppState& s, const core::Trace& t, const core::Stage& st
   if (!x || !w) return;
   heading(s, stage_symbol(st.id) + "[" + std::to_string(i) + ", " + std::to_string(c) +
                  "] = x_i · W_" + which + "[:, " + std::to_string(c) + "]" + (bias ? " + b" : ""));
-  const core::RowMatrix col = w->data.col(c);
+  const core::RowMatrix col = w->data().col(c);
   mono_push(s);
-  vector_line(s, "x_i", x->data.row(i).data(), x->data.cols());
+  vector_line(s, "x_i", x->data().row(i).data(), x->data().cols());
   vector_line(s, "W_" + which + "[:, " + std::to_string(c) + "]", col.data(), col.size());
-  if (bias) text_wrapped(s, "b[" + std::to_string(c) + "] = " + num(s, bias->data(0, c)));
+  if (bias) text_wrapped(s, "b[" + std::to_string(c) + "] = " + num(s, bias->data()(0, c)));
   mono_pop(s);
 }
 
@@ -323,11 +323,11 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
       heading(s, "output[" + std::to_string(i) + ", " + std::to_string(c) +
                      "] = concat_i · W_out[:, " + std::to_string(c) + "] + b_out[" +
                      std::to_string(c) + "]");
-      const core::RowMatrix col = w->data.col(c);
+      const core::RowMatrix col = w->data().col(c);
       mono_push(s);
-      vector_line(s, "concat_i", cc->data.row(i).data(), cc->data.cols());
+      vector_line(s, "concat_i", cc->data().row(i).data(), cc->data().cols());
       vector_line(s, "W_out[:, " + std::to_string(c) + "]", col.data(), col.size());
-      text_wrapped(s, "b_out[" + std::to_string(c) + "] = " + num(s, b->data(0, c)));
+      text_wrapped(s, "b_out[" + std::to_string(c) + "] = " + num(s, b->data()(0, c)));
       mono_pop(s);
     }
   } else if (st.id == "concat" ||
@@ -341,13 +341,13 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
                    ": it is head " + std::to_string(h) + "'s context[" + std::to_string(i) + ", " +
                    std::to_string(c - h * width) + "]");
     if (ctx)
-      vector_line(s, "head " + std::to_string(h) + "'s z_i", ctx->data.row(i).data(),
-                  ctx->data.cols());
+      vector_line(s, "head " + std::to_string(h) + "'s z_i", ctx->data().row(i).data(),
+                  ctx->data().cols());
   }
-  if (st.data.rows() > i) {
+  if (st.data().rows() > i) {
     heading(s, "the whole row");
     mono_push(s);
-    vector_line(s, "row " + std::to_string(i), st.data.row(i).data(), st.data.cols());
+    vector_line(s, "row " + std::to_string(i), st.data().row(i).data(), st.data().cols());
     mono_pop(s);
   }
 }
@@ -372,12 +372,12 @@ void draw_inspector_panel(AppState& state) {
     return;
   }
   const core::Stage* st = t.find(p.stage, p.head);
-  if (!st || p.row >= st->data.rows() || p.col >= st->data.cols()) {
+  if (!st || p.row >= st->data().rows() || p.col >= st->data().cols()) {
     text_wrapped(state, "The pinned cell is not part of the current result.");
     if (ImGui::Button("Unpin")) state.pinned = CellRef{};
     return;
   }
-  const float v = st->data(p.row, p.col);
+  const float v = st->data()(p.row, p.col);
   std::string title =
       stage_name(st->id) + " [" + std::to_string(p.row) + ", " + std::to_string(p.col) + "]";
   if (st->head >= 0) title += " · head " + std::to_string(st->head);
@@ -388,7 +388,7 @@ void draw_inspector_panel(AppState& state) {
   if (tbt)
     text_wrapped(state, "query " + token(t, p.row) + " (row " + std::to_string(p.row) + ") · key " +
                             token(t, p.col) + " (column " + std::to_string(p.col) + ")");
-  else if (st->data.rows() == t.num_tokens() && !st->id.starts_with("W_") &&
+  else if (st->data().rows() == t.num_tokens() && !st->id.starts_with("W_") &&
            !st->id.starts_with("b_"))
     text_wrapped(state, "token " + token(t, p.row) + ", column " + std::to_string(p.col));
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);

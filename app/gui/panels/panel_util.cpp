@@ -79,7 +79,7 @@ PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
   } else if (p.stage == "context") {
     if (token_by_token(stage.id)) m.mark_row = p.row;
     if (stage.id == "values" || (stage.id == "inputs" && stage.head == -1)) m.mark_col = p.col;
-  } else if (stage.data.rows() == state.trace->num_tokens() && stage.id != "W_out") {
+  } else if (stage.data().rows() == state.trace->num_tokens() && stage.id != "W_out") {
     m.mark_row = p.row;
   }
   return m;

@@ -121,7 +121,7 @@ std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
       s.id == "queries" || s.id == "keys" || s.id == "values" || s.id == "concat";
   if (!(multihead ? split_ids : s.id == "output")) return bands;
   const int width = multihead ? c.d_out / c.num_heads : c.d_out;
-  if (width <= 0 || width * c.num_heads != s.data.cols()) return bands;
+  if (width <= 0 || width * c.num_heads != s.data().cols()) return bands;
   for (int h = 0; h < c.num_heads; ++h)
     bands.push_back(
         ColumnBand{h * width, (h + 1) * width, head_color(h), "head " + std::to_string(h)});
@@ -149,8 +149,8 @@ void draw_one(AppState& state, const core::Stage& s, const std::string& slot, Im
 float cell_in_box(const core::Stage& s, float w, float h) {
   const float px = ImGui::GetFontSize() / 17.0f;
   const float line = ImGui::GetTextLineHeight();
-  const float cw = (w - 75 * px) / static_cast<float>(s.data.cols());
-  const float ch = (h - 4 * line - 30 * px) / static_cast<float>(s.data.rows());
+  const float cw = (w - 75 * px) / static_cast<float>(s.data().cols());
+  const float ch = (h - 4 * line - 30 * px) / static_cast<float>(s.data().rows());
   return std::min({cw, ch, 110.0f * px});
 }
 

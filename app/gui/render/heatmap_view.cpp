@@ -143,11 +143,11 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
 }  // namespace
 
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return !is_parameter(stage.id) && stage.data.rows() == trace.num_tokens();
+  return !is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
 }
 
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return is_token_by_token(stage.id) && stage.data.cols() == trace.num_tokens();
+  return is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
 }
 
 std::string fit_text(const std::string& text, float max_width, bool unicode) {
@@ -184,13 +184,13 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     ImGui::Dummy(size);
     return res;
   };
-  if (!spec.stage || !state.trace || size.x < 16 || size.y < 16 || spec.stage->data.size() == 0)
+  if (!spec.stage || !state.trace || size.x < 16 || size.y < 16 || spec.stage->data().size() == 0)
     return finish();
 
   const core::Stage& st = *spec.stage;
   const core::Trace& tr = *state.trace;
-  const int rows = static_cast<int>(st.data.rows());
-  const int cols = static_cast<int>(st.data.cols());
+  const int rows = static_cast<int>(st.data().rows());
+  const int cols = static_cast<int>(st.data().cols());
   const bool uni = state.ui.unicode;
   const bool compact = spec.compact;
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -212,7 +212,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
   std::string title = spec.title.empty() ? stage_title(st) : spec.title;
   if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > title_w) {
-    title = stage_symbol(st.id) + " (" + shape_text(st.data) + ")";
+    title = stage_symbol(st.id) + " (" + shape_text(st.data()) + ")";
     if (st.head >= 0) title += " · head " + std::to_string(st.head);
   }
   if (!uni) title = ascii_fallback(title);
@@ -352,7 +352,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float spacing = std::max(4.0f, std::min(9.0f * px, cell / 2));
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c)
-        if (std::isinf(st.data(r, c)))
+        if (std::isinf(st.data()(r, c)))
           hatch_cell(dl, cell_min(r, c), cell, to_u32(masked_hatch(map)), spacing,
                      std::max(1.0f, px));
   }
@@ -376,7 +376,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   if (decimals > 0) {
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c) {
-        const float v = st.data(r, c);
+        const float v = st.data()(r, c);
         const std::string s = format_value(v, decimals, uni);
         const ImVec2 ts = num_font->CalcTextSizeA(num_size, 1e9f, 0, s.c_str());
         const ImVec2 p = cell_min(r, c);
@@ -498,7 +498,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
 
   // Tooltip: which query/key, and the engine's value.
   if (hover_r >= 0 && !(active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))) {
-    const float v = st.data(hover_r, hover_c);
+    const float v = st.data()(hover_r, hover_c);
     ImGui::BeginTooltip();
     ImGui::Text("%s: %s (row %d)", row_noun(st, tr), row_label(st, tr, hover_r).c_str(), hover_r);
     ImGui::Text("%s: %s (col %d)", col_noun(st, tr), col_label(st, tr, hover_c).c_str(), hover_c);

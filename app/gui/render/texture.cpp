@@ -37,7 +37,7 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
       w.has_range = true;
     }
   }
-  const core::RowMatrix& m = stage.data;
+  const core::RowMatrix& m = stage.data();
   constexpr Eigen::Index kSmallCells = 64 * 1024;  // well under a millisecond: no budget
   const bool small = m.size() <= kSmallCells;
   const auto start = Clock::now();
@@ -138,9 +138,9 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     Next& n = e.next;
     if (n.version == next_version && n.texture) continue;  // ready
     const core::Stage* s = next.find(e.stage_id, e.head);
-    if (!s || s->data.size() == 0) continue;  // not in the new trace: coloured when drawn
+    if (!s || s->data().size() == 0) continue;  // not in the new trace: coloured when drawn
     if (over(budget_ms)) return false;
-    const core::RowMatrix& m = s->data;
+    const core::RowMatrix& m = s->data();
     if (n.version != next_version) {
       n = Next{};
       n.version = next_version;

@@ -75,9 +75,9 @@ void draw_compare(AppState& state) {
   const ImVec2 box(w, ImGui::GetContentRegionAvail().y - 8);
   const std::string pin = std::to_string(ts.compare_pins);
   teach_heatmap(state, "teach/cmp/a" + pin, cur.first, cur.second,
-                a.find(cur.first, cur.second)->data, "A: " + label(cur), box);
+                a.find(cur.first, cur.second)->data(), "A: " + label(cur), box);
   ImGui::SameLine();
-  teach_heatmap(state, "teach/cmp/b", cur.first, cur.second, b.find(cur.first, cur.second)->data,
+  teach_heatmap(state, "teach/cmp/b", cur.first, cur.second, b.find(cur.first, cur.second)->data(),
                 "B: " + label(cur), box);
   ImGui::SameLine();
   teach_heatmap(state, "teach/cmp/d" + pin, "diff", cur.second, d->diff, "B − A", box);

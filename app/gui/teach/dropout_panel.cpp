@@ -62,10 +62,10 @@ void draw_dropout_lab(AppState& state) {
                   "keep mask (1 kept, 0 dropped)", box);
     ImGui::SameLine();
     if (const core::Stage* s = t.find("weights", h))
-      teach_heatmap(state, "teach/drop/w", s->id, h, s->data, "weights before dropout", box);
+      teach_heatmap(state, "teach/drop/w", s->id, h, s->data(), "weights before dropout", box);
     ImGui::SameLine();
     if (const core::Stage* s = t.find("dropped_weights", h))
-      teach_heatmap(state, "teach/drop/d", s->id, h, s->data, "weights after dropout", box);
+      teach_heatmap(state, "teach/drop/d", s->id, h, s->data(), "weights after dropout", box);
     std::string sums = "row sums after dropout:";
     for (std::size_t r = 0; r < v->row_sums_after.size() && r < 16; ++r)
       sums += "  " + t.tokens[r] + " " + num(v->row_sums_after[r], 3);
@@ -83,10 +83,10 @@ void draw_dropout_lab(AppState& state) {
     const core::Stage* weights = t.find("weights", h);
     const double pa = state.config.dropout;
     const bool trivial = pa <= 0.0 || pa >= 1.0;
-    const bool fits = weights && weights->data.rows() <= core::kDropoutAverageMaxTokens;
+    const bool fits = weights && weights->data().rows() <= core::kDropoutAverageMaxTokens;
     ImGui::BeginDisabled(!fits || trivial);
     if (ImGui::Button("Average the dropped weights over these seeds")) {
-      ts.average = core::dropout_average(weights->data, pa,
+      ts.average = core::dropout_average(weights->data(), pa,
                                          static_cast<std::uint64_t>(ts.average_first_seed),
                                          ts.average_seeds);
       ts.average_trace_version = state.trace_version;

@@ -42,8 +42,8 @@ void expect_same_trace(const core::Trace& a, const core::Trace& b) {
     EXPECT_EQ(a.stages[k].id, b.stages[k].id);
     EXPECT_EQ(a.stages[k].head, b.stages[k].head);
     // Bit for bit, -inf and all: the same engine ran on the same inputs.
-    EXPECT_EQ(0, std::memcmp(a.stages[k].data.data(), b.stages[k].data.data(),
-                             sizeof(float) * static_cast<std::size_t>(a.stages[k].data.size())))
+    EXPECT_EQ(0, std::memcmp(a.stages[k].data().data(), b.stages[k].data().data(),
+                             sizeof(float) * static_cast<std::size_t>(a.stages[k].data().size())))
         << a.stages[k].id;
   }
 }

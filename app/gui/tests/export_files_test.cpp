@@ -104,7 +104,7 @@ void expect_same_trace(const core::Trace& a, const core::Trace& b) {
     EXPECT_EQ(a.stages[k].id, b.stages[k].id);
     EXPECT_EQ(a.stages[k].head, b.stages[k].head);
     // Bit for bit; NaN-free, and -inf == -inf.
-    EXPECT_TRUE(a.stages[k].data.cwiseEqual(b.stages[k].data).all()) << a.stages[k].id;
+    EXPECT_TRUE(a.stages[k].data().cwiseEqual(b.stages[k].data()).all()) << a.stages[k].id;
   }
 }
 
@@ -119,7 +119,7 @@ TEST_F(Files, AStageIsExportedUnderTheNamingRuleAndNeverOverwritten) {
   EXPECT_EQ(b->stem().string(), a->stem().string() + "-1");  // the same second: -1
   EXPECT_EQ(core::parse_npy(core::read_import_file(*a), "a", core::NpyRank::Matrix,
                             core::NonFinite::Allow),
-            w.data);
+            w.data());
   // The notice names the full path.
   EXPECT_FALSE(state_.files.notice.error);
   EXPECT_EQ(state_.files.notice.path, b->string());
@@ -143,7 +143,7 @@ TEST_F(Files, EveryKindOfExportWritesItsFormat) {
       EXPECT_NE(bytes.find("\xE2\x88\x92\xE2\x88\x9E"), std::string::npos);
     }
     if (k == ExportKind::Json) {
-      EXPECT_EQ(core::parse_stage_json(bytes, "j").stage.data.size(), m.data.size());
+      EXPECT_EQ(core::parse_stage_json(bytes, "j").stage.data().size(), m.data().size());
     }
   }
 }
@@ -153,9 +153,9 @@ TEST_F(Files, SvgUsesThePaletteAndNumberSettingOnScreen) {
   state_.ui.palette = Palette::ColorBlindSafe;
   state_.ui.show_values = false;
   const std::string svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
-  const auto range = figure::value_range(s.data, figure::ScaleKind::Diverging);
+  const auto range = figure::value_range(s.data(), figure::ScaleKind::Diverging);
   // The screen's texture colours (colorize), cell for cell.
-  const auto c = figure::colorize(s.data, range, figure::Colormap::PuOr).at(1, 2);
+  const auto c = figure::colorize(s.data(), range, figure::Colormap::PuOr).at(1, 2);
   EXPECT_NE(svg.find(figure::hex(c)), std::string::npos);
   EXPECT_EQ(svg.find("class=\"value\""), std::string::npos);
 }
@@ -258,7 +258,7 @@ TEST_F(Files, ImportedWeightsRunInsteadOfSeededAndResetGoesBack) {
   EXPECT_EQ(weights_origin(state_), (dir_ / "w.json").string());
   state_.finish_recompute();
   EXPECT_TRUE(state_.trace->explicit_weights);
-  EXPECT_FALSE(state_.trace->find("weights", 0)->data.isApprox(seeded.find("weights", 0)->data));
+  EXPECT_FALSE(state_.trace->find("weights", 0)->data().isApprox(seeded.find("weights", 0)->data()));
   reset_to_seeded_weights(state_);
   state_.finish_recompute();
   EXPECT_EQ(weights_origin(state_), "");

@@ -104,8 +104,8 @@ TEST_F(Headless, EveryVariantEveryStageDrawsForManyFramesWithPinnedCells) {
         // Pin a cell of every matrix on screen, inputs included.
         for (const auto* list : {&m.outputs, &m.inputs})
           for (const core::Stage* s : *list) {
-            state.pinned = CellRef{s->id, s->head, static_cast<int>(s->data.rows()) - 1,
-                                   static_cast<int>(s->data.cols()) - 1};
+            state.pinned = CellRef{s->id, s->head, static_cast<int>(s->data().rows()) - 1,
+                                   static_cast<int>(s->data().cols()) - 1};
             frames(3);
             EXPECT_TRUE(state.pinned.valid()) << s->id;
           }
@@ -338,7 +338,7 @@ TEST_F(Headless, A512TokenInputDrawsEveryStageOfMultihead) {
     const StepMatrices m = step_matrices(step, *state.trace, 0);
     const core::Stage* s = m.outputs.front();
     state.pinned = CellRef{s->id, s->head, 300,
-                           static_cast<int>(std::min<Eigen::Index>(100, s->data.cols() - 1))};
+                           static_cast<int>(std::min<Eigen::Index>(100, s->data().cols() - 1))};
     frames(2);
   }
   EXPECT_EQ(state.trace->num_tokens(), 512);

@@ -137,7 +137,7 @@ TEST_F(Teach, TheDropoutAverageIsComputedOnDemandForTheCurrentTrace) {
   frames(2);
   EXPECT_FALSE(state.teach.average);  // nothing per frame
   const core::Stage* w = state.trace->find("weights");
-  state.teach.average = core::dropout_average(w->data, 0.5, 1, 200);
+  state.teach.average = core::dropout_average(w->data(), 0.5, 1, 200);
   state.teach.average_trace_version = state.trace_version;
   frames(2);
   ASSERT_TRUE(state.teach.average);
@@ -148,7 +148,7 @@ TEST_F(Teach, EditedWeightsRunThroughTheEngineAndResetReturnsToSeeded) {
   state.config.variant = core::Variant::SelfAttentionV1;
   state.mark_dirty();
   frames(2);
-  const core::RowMatrix seeded = state.trace->find("context")->data;
+  const core::RowMatrix seeded = state.trace->find("context")->data();
   auto p = core::parameters_of(*state.trace);
   ASSERT_TRUE(p);
   p->qkv[0].value.weight(0, 0) += 1.0f;
@@ -157,11 +157,11 @@ TEST_F(Teach, EditedWeightsRunThroughTheEngineAndResetReturnsToSeeded) {
   state.teach.show_weights = true;
   frames(2);
   EXPECT_TRUE(state.trace->explicit_weights);
-  EXPECT_NE(state.trace->find("context")->data, seeded);
+  EXPECT_NE(state.trace->find("context")->data(), seeded);
   state.explicit_parameters.reset();  // "Reset to seeded"
   state.mark_dirty();
   frames(2);
-  EXPECT_EQ(state.trace->find("context")->data, seeded);
+  EXPECT_EQ(state.trace->find("context")->data(), seeded);
 }
 
 TEST_F(Teach, CompareShowsExactDifferencesBetweenPinnedAndCurrent) {
@@ -176,8 +176,8 @@ TEST_F(Teach, CompareShowsExactDifferencesBetweenPinnedAndCurrent) {
   const auto d = core::compare_stage(*state.teach.compare_a, *state.trace, "weights", -1);
   ASSERT_TRUE(d);
   EXPECT_GT(d->max_abs, 0.0f);
-  EXPECT_EQ(d->diff(5, 0), state.trace->find("weights")->data(5, 0) -
-                               state.teach.compare_a->find("weights")->data(5, 0));
+  EXPECT_EQ(d->diff(5, 0), state.trace->find("weights")->data()(5, 0) -
+                               state.teach.compare_a->find("weights")->data()(5, 0));
 }
 
 TEST_F(Teach, LearnWindowsOpenInTheCentreClearOfTheStepperAndTheWalkthrough) {
@@ -217,9 +217,9 @@ TEST_F(Teach, DropoutAverageAtPZeroOrOneIsExplainedNotReplaced) {
   }
   // The first seed shifts the seeds averaged over.
   const core::Stage* w = state.trace->find("weights");
-  const auto a1 = core::dropout_average(w->data, 0.5, 1, 1);
-  const auto a7 = core::dropout_average(w->data, 0.5, 7, 1);
-  EXPECT_EQ(a7->mean, core::apply_dropout(w->data, 0.5, 7));
+  const auto a1 = core::dropout_average(w->data(), 0.5, 1, 1);
+  const auto a7 = core::dropout_average(w->data(), 0.5, 7, 1);
+  EXPECT_EQ(a7->mean, core::apply_dropout(w->data(), 0.5, 7));
   EXPECT_NE(a1->mean, a7->mean);
 }
 

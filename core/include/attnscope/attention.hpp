@@ -29,9 +29,10 @@ struct Parameters {
   Projection out;                   // out_proj, multihead only
 };
 
-// The parameters' weight matrices packed for the engine's matrix-product
-// kernel (see core/src/gemm.hpp); built by ParameterCache.
-struct PackedParameters;
+// Parameters prepared for repeated runs: weights packed for the engine's
+// matrix-product kernel (core/src/gemm.hpp) and held as matrices that the
+// traces' parameter stages share. Built by ParameterCache.
+struct PreparedParameters;
 
 // Which implementation of the forward pass to run. Both compute the same
 // stages; Fast fuses the per-row work, runs heads in parallel and skips
@@ -55,16 +56,17 @@ Trace run_attention(const Config& config, const Inputs& inputs,
 // Remembers the module built for the last (variant, d_in, d_out, heads,
 // qkv_bias, seed) and the generator right after its construction, so that a
 // recompute after an edit of the inputs, dropout rate or mode skips drawing
-// the parameters again (at d = 768 that is 2.4 M draws) and packing their
-// weights for the matrix-product kernel. Not thread-safe:
+// the parameters again (at d = 768 that is 2.4 M draws), packing their
+// weights for the matrix-product kernel and copying them into the stages:
+// the traces it computes share one copy of the parameters. Not thread-safe:
 // one cache per thread that computes traces.
 class ParameterCache {
  public:
   // The parameters for config and d_in, building them on a miss; `gen` is set
   // to the generator state right after construction.
   const Parameters& get(const Config& config, int d_in, TorchGenerator& gen);
-  // The last get()'s parameters packed for the kernel, or null without one.
-  const PackedParameters* packed() const { return packed_.get(); }
+  // The last get()'s parameters prepared, or null before the first get().
+  const PreparedParameters* prepared() const { return prepared_.get(); }
 
  private:
   struct Key {
@@ -77,7 +79,7 @@ class ParameterCache {
   std::optional<Key> key_;
   Parameters params_;
   std::optional<TorchGenerator> after_init_;
-  std::shared_ptr<const PackedParameters> packed_;  // params_ packed, or null
+  std::shared_ptr<const PreparedParameters> prepared_;  // params_ prepared
 };
 
 // run_attention, reusing the cache's parameters when they match.
