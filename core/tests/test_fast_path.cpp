@@ -67,12 +67,18 @@ TEST(FastPath, MatchesReferenceForEveryVariantAndMode) {
   }
 }
 
-TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
-  ParameterCache cache;
+// MultiHeadAttention on the book's inputs: d_out 4, 2 heads.
+Config small_multihead() {
   Config c;
   c.variant = Variant::Multihead;
   c.d_out = 4;
   c.num_heads = 2;
+  return c;
+}
+
+TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
+  ParameterCache cache;
+  Config c = small_multihead();
   c.dropout = 0.5;
   Inputs in = testing::book_inputs();
   auto same = [](const Trace& a, const Trace& b) {
@@ -94,10 +100,7 @@ TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
 
 TEST(ParameterCache, TracesShareOneCopyOfTheParametersAndHeadsShareTheMask) {
   ParameterCache cache;
-  Config c;
-  c.variant = Variant::Multihead;
-  c.d_out = 4;
-  c.num_heads = 2;
+  const Config c = small_multihead();
   const Inputs in = testing::book_inputs();
   const Trace first = run_attention(c, in, cache);
   const Trace second = run_attention(c, in, cache);  // a hit: the same prepared parameters
