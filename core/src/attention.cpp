@@ -31,6 +31,7 @@ namespace attnscope::core {
 struct PreparedParameters {
   struct Layer {
     gemm::PackedWeights packed;                     // empty without the kernel
+    float max_abs = 0.0f;                           // gemm::max_abs(weight)
     std::shared_ptr<RowMatrix> weight, bias;        // the stages' matrices
     const gemm::PackedWeights* kernel_weights() const { return packed.data.empty() ? nullptr : &packed; }
   };
@@ -274,6 +275,7 @@ void for_row_blocks(Eigen::Index rows, double cost_per_row, Fn&& fn) {
 // Columns [col, col + cols) of y = x . p.weight + p.bias.
 struct ColumnBlock {
   const Projection* p;
+  bool kernel;                        // on the kernel (else Eigen's product)
   const gemm::PackedWeights* packed;  // p.weight packed, or nullptr: pack per panel
   RowMatrix* y;
   Eigen::Index col, cols;  // whole panels of the kernel when it runs
@@ -283,10 +285,11 @@ struct ColumnBlock {
 struct ProjectionInput {
   const RowMatrix& x;
   const gemm::PackedRows* packed;  // nullptr: Eigen's product
+  float max_abs = 0.0f;            // gemm::max_abs(x), when packed
 };
 
 void run_block(const ProjectionInput& in, const ColumnBlock& b) {
-  if (in.packed) {
+  if (b.kernel) {
     thread_local std::vector<float> scratch;  // one panel of weights packed
     for (Eigen::Index q = b.col / gemm::kPanelCols; q * gemm::kPanelCols < b.col + b.cols; ++q) {
       const float* panel = nullptr;
@@ -312,11 +315,16 @@ void run_block(const ProjectionInput& in, const ColumnBlock& b) {
 // with row blocks at T = 256 that packing cost as much as the products). With
 // Eigen the blocks are about 256 columns wide or wider, so x is packed only a
 // few times; the kernel reads x packed once, so its blocks are two panels.
+// `prepared` is p prepared, or null. The kernel runs where its sums cannot
+// overflow (gemm.hpp says why), else Eigen's product.
 void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& in,
-                       const Projection& p, const gemm::PackedWeights* packed, RowMatrix& y,
-                       int threads) {
-  const Eigen::Index unit = in.packed ? gemm::kPanelCols : 1;  // cut between these
-  const Eigen::Index min_units = in.packed ? 2 : 256;
+                       const Projection& p, const PreparedParameters::Layer* prepared,
+                       RowMatrix& y, int threads) {
+  const float w_max = prepared ? prepared->max_abs : gemm::max_abs(p.weight);
+  const bool kernel = in.packed && gemm::sums_stay_finite(in.max_abs, w_max, p.weight.rows());
+  const gemm::PackedWeights* packed = kernel && prepared ? prepared->kernel_weights() : nullptr;
+  const Eigen::Index unit = kernel ? gemm::kPanelCols : 1;  // cut between these
+  const Eigen::Index min_units = kernel ? 2 : 256;
   const Eigen::Index n = p.weight.cols();
   const Eigen::Index units = (n + unit - 1) / unit;
   y.resize(in.x.rows(), n);
@@ -326,7 +334,7 @@ void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& 
   for (Eigen::Index b = 0; b < count; ++b) {
     const Eigen::Index begin = units * b / count * unit;
     const Eigen::Index end = std::min(n, units * (b + 1) / count * unit);
-    if (end > begin) blocks.push_back(ColumnBlock{&p, packed, &y, begin, end - begin});
+    if (end > begin) blocks.push_back(ColumnBlock{&p, kernel, packed, &y, begin, end - begin});
   }
 }
 
@@ -357,16 +365,16 @@ double projection_flops(const RowMatrix& x, Eigen::Index out_cols) {
 ProjectionInput projection_input(const RowMatrix& x, gemm::PackedRows& storage) {
   if (!gemm::available()) return ProjectionInput{x, nullptr};
   gemm::pack_rows(x, storage);
-  return ProjectionInput{x, &storage};
+  return ProjectionInput{x, &storage, gemm::max_abs(x)};
 }
 
 // x . weight + bias, the column blocks shared among the threads.
 RowMatrix project_fast(const ProjectionInput& in, const Projection& p,
-                       const gemm::PackedWeights* packed) {
+                       const PreparedParameters::Layer* prepared) {
   RowMatrix y;
   const int threads = worth_threads(projection_flops(in.x, p.weight.cols()));
   std::vector<ColumnBlock> blocks;
-  add_column_blocks(blocks, in, p, packed, y, threads);
+  add_column_blocks(blocks, in, p, prepared, y, threads);
   std::vector<std::function<void()>> jobs;
   for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
   run_jobs(jobs, threads);
@@ -554,9 +562,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
         });
       flops = projection_flops(x, 3 * qkv.query.weight.cols());
       const int threads = worth_threads(flops);
-      add_column_blocks(blocks, in, qkv.query, pq ? pq->query.kernel_weights() : nullptr, queries, threads);
-      add_column_blocks(blocks, in, qkv.key, pq ? pq->key.kernel_weights() : nullptr, keys, threads);
-      add_column_blocks(blocks, in, qkv.value, pq ? pq->value.kernel_weights() : nullptr, values, threads);
+      add_column_blocks(blocks, in, qkv.query, pq ? &pq->query : nullptr, queries, threads);
+      add_column_blocks(blocks, in, qkv.key, pq ? &pq->key : nullptr, keys, threads);
+      add_column_blocks(blocks, in, qkv.value, pq ? &pq->value : nullptr, values, threads);
     }
     for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
     run_jobs(jobs, worth_threads(flops));
@@ -582,9 +590,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     if (wrapper) {
       const PreparedParameters::Qkv* pq = prepared ? &prepared->qkv[hs] : nullptr;
       push_projection_stages(out, params.qkv[hs], head, pq);
-      q = project_fast(in, params.qkv[hs].query, pq ? pq->query.kernel_weights() : nullptr);
-      k = project_fast(in, params.qkv[hs].key, pq ? pq->key.kernel_weights() : nullptr);
-      v = project_fast(in, params.qkv[hs].value, pq ? pq->value.kernel_weights() : nullptr);
+      q = project_fast(in, params.qkv[hs].query, pq ? &pq->query : nullptr);
+      k = project_fast(in, params.qkv[hs].key, pq ? &pq->key : nullptr);
+      v = project_fast(in, params.qkv[hs].value, pq ? &pq->value : nullptr);
     } else if (split) {
       q = queries.middleCols(h * width, width);
       k = keys.middleCols(h * width, width);
@@ -623,7 +631,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     } else {
       gemm::PackedRows concat_storage;
       RowMatrix output = project_fast(projection_input(concat, concat_storage), params.out,
-                                      prepared ? prepared->out.kernel_weights() : nullptr);
+                                      prepared ? &prepared->out : nullptr);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
       for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});
@@ -687,6 +695,7 @@ namespace {
 PreparedParameters::Layer prepare_layer(const Projection& p) {
   PreparedParameters::Layer layer;
   if (gemm::available()) layer.packed = gemm::pack_weights(p.weight);
+  layer.max_abs = gemm::max_abs(p.weight);
   layer.weight = std::make_shared<RowMatrix>(p.weight);
   layer.bias = std::make_shared<RowMatrix>(p.bias);
   return layer;

@@ -3,12 +3,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 namespace attnscope::core::gemm {
+
+float max_abs(const RowMatrix& m) {
+  if (m.size() == 0) return 0.0f;
+  if (!m.allFinite()) return std::numeric_limits<float>::infinity();
+  return m.cwiseAbs().maxCoeff();
+}
+
+bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K) {
+  const double bound = static_cast<double>(max_abs_x) * static_cast<double>(max_abs_w) *
+                       static_cast<double>(std::max<Eigen::Index>(K, 1));
+  return bound < static_cast<double>(std::numeric_limits<float>::max());  // false for inf, NaN
+}
 
 PackedWeights pack_weights(const RowMatrix& w) {
   PackedWeights packed;

@@ -47,6 +47,16 @@ struct PackedRows {
   const float* tile(Eigen::Index t) const { return data.data() + t * cols * kTileRows; }
 };
 
+// Where products or sums overflow, the order of the arithmetic decides
+// between inf and NaN: a fused multiply-add never rounds a product to inf
+// before adding, Eigen's small products do. The engine therefore runs the
+// kernel only when no product and no partial sum can leave float32's range
+// (max|x| * max|w| * K below FLT_MAX), so that both engine paths give the
+// same NaNs; otherwise it uses Eigen, like the reference path.
+// The largest |value| in m, or +inf when m holds a NaN or an infinity.
+float max_abs(const RowMatrix& m);
+bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
+
 PackedWeights pack_weights(const RowMatrix& w);
 // Panel p of w into out (w.rows() * kPanelCols floats).
 void pack_panel(const RowMatrix& w, Eigen::Index p, float* out);

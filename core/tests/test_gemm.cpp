@@ -91,6 +91,19 @@ TEST(Gemm, InfinitiesAndNanPropagateAsInTheChain) {
   EXPECT_TRUE(std::isinf(ours(0, 0)) || std::isnan(ours(0, 0)));
 }
 
+TEST(Gemm, RunsOnlyWhereNoProductOrSumCanOverflow) {
+  EXPECT_TRUE(gemm::sums_stay_finite(1e19f, 1e19f, 1));    // 1e38 < FLT_MAX
+  EXPECT_FALSE(gemm::sums_stay_finite(1e19f, 1e19f, 4));   // 4e38 > FLT_MAX
+  EXPECT_TRUE(gemm::sums_stay_finite(3.0f, 0.04f, 768));
+  EXPECT_FALSE(gemm::sums_stay_finite(std::numeric_limits<float>::infinity(), 0.0f, 1));
+  RowMatrix m = random_matrix(3, 3, 11);
+  m(1, 2) = -7.5f;
+  EXPECT_EQ(gemm::max_abs(m), 7.5f);
+  m(0, 0) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(gemm::max_abs(m), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(gemm::max_abs(RowMatrix()), 0.0f);
+}
+
 TEST(Gemm, PackingKeepsEveryValueAndZeroPadsTheEdges) {
   const RowMatrix w = random_matrix(3, 50, 5);  // two panels, the second 2 wide
   const gemm::PackedWeights pw = gemm::pack_weights(w);

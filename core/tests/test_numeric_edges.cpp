@@ -331,6 +331,27 @@ TEST(NumericEdges, AnInfiniteValueOfALaterTokenReachesEveryContextRow) {
   EXPECT_EQ(found->row, 4);
 }
 
+// A product that overflows on its own: x * w = 1e20 * 1e20 = 1e40. Eigen
+// rounds it to inf and then adds -inf from the next term (NaN); a fused
+// multiply-add chain would add the exact product and stay at inf. The fast
+// path's kernel steps aside for Eigen here, so both paths give the same NaN.
+TEST(NumericEdges, ProductsThatOverflowAloneGiveTheSameNaNsOnBothPaths) {
+  Config c = config_of(Variant::SelfAttentionV2, 2, 1, 0.0);
+  RowMatrix x(3, 2);
+  x << 1e20f, -1e20f, 1e20f, 1e20f, 1.0f, 2.0f;
+  TorchGenerator gen(c.seed);
+  Parameters p = init_parameters(c, 2, gen);
+  for (Projection* w : {&p.qkv[0].query, &p.qkv[0].key, &p.qkv[0].value})
+    w->weight << 1e20f, 1.0f, 1e20f, 1.0f;  // column 0: x0 * 1e20 + x1 * 1e20
+  const Inputs in = inputs_of(x);
+  const Trace fast = run_with_explicit_parameters(c, in, p, EnginePath::Fast);
+  const Trace ref = run_with_explicit_parameters(c, in, p, EnginePath::Reference);
+  expect_paths_agree(fast, ref);
+  EXPECT_TRUE(std::isnan(stage(fast, "queries")(0, 0)));  // 1e40 - 1e40: inf - inf
+  EXPECT_TRUE(std::isinf(stage(fast, "queries")(1, 0)));  // 1e40 + 1e40
+  EXPECT_EQ(stage(fast, "queries")(2, 1), 3.0f);
+}
+
 // ---------------------------------------------------------------------------
 // Limits: validation accepts every maximum and refuses one more, with a
 // message naming the value and the limit.
