@@ -285,7 +285,6 @@ struct ColumnBlock {
 struct ProjectionInput {
   const RowMatrix& x;
   const gemm::PackedRows* packed;  // nullptr: Eigen's product
-  float max_abs = 0.0f;            // gemm::max_abs(x), when packed
 };
 
 void run_block(const ProjectionInput& in, const ColumnBlock& b) {
@@ -321,7 +320,7 @@ void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& 
                        const Projection& p, const PreparedParameters::Layer* prepared,
                        RowMatrix& y, int threads) {
   const float w_max = prepared ? prepared->max_abs : gemm::max_abs(p.weight);
-  const bool kernel = in.packed && gemm::sums_stay_finite(in.max_abs, w_max, p.weight.rows());
+  const bool kernel = in.packed && gemm::sums_stay_finite(in.packed->max_abs, w_max, p.weight.rows());
   const gemm::PackedWeights* packed = kernel && prepared ? prepared->kernel_weights() : nullptr;
   const Eigen::Index unit = kernel ? gemm::kPanelCols : 1;  // cut between these
   const Eigen::Index min_units = kernel ? 2 : 256;
@@ -365,7 +364,7 @@ double projection_flops(const RowMatrix& x, Eigen::Index out_cols) {
 ProjectionInput projection_input(const RowMatrix& x, gemm::PackedRows& storage) {
   if (!gemm::available()) return ProjectionInput{x, nullptr};
   gemm::pack_rows(x, storage);
-  return ProjectionInput{x, &storage, gemm::max_abs(x)};
+  return ProjectionInput{x, &storage};
 }
 
 // x . weight + bias, the column blocks shared among the threads.

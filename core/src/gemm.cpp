@@ -49,18 +49,26 @@ void pack_rows(const RowMatrix& x, PackedRows& out) {
   out.cols = x.cols();
   out.data.resize(static_cast<std::size_t>(out.tiles() * out.cols * kTileRows));
   const Eigen::Index K = x.cols();
+  float largest = 0.0f;  // of |x|; NaN compares false and is caught by the finite test
+  bool finite = true;
   for (Eigen::Index t = 0; t < out.tiles(); ++t) {
     float* dst = out.data.data() + t * K * kTileRows;
     for (Eigen::Index i = 0; i < kTileRows; ++i) {
       const Eigen::Index row = t * kTileRows + i;
       if (row < x.rows()) {
         const float* src = x.data() + row * K;
-        for (Eigen::Index k = 0; k < K; ++k) dst[k * kTileRows + i] = src[k];
+        for (Eigen::Index k = 0; k < K; ++k) {
+          dst[k * kTileRows + i] = src[k];
+          const float a = std::fabs(src[k]);
+          largest = a > largest ? a : largest;
+          finite = finite && a <= std::numeric_limits<float>::max();
+        }
       } else {
         for (Eigen::Index k = 0; k < K; ++k) dst[k * kTileRows + i] = 0.0f;
       }
     }
   }
+  out.max_abs = finite ? largest : std::numeric_limits<float>::infinity();
 }
 
 #if defined(__AVX512F__)

@@ -42,6 +42,7 @@ struct PackedWeights {
 struct PackedRows {
   Eigen::Index rows = 0, cols = 0;  // M, K of x
   std::vector<float> data;
+  float max_abs = 0.0f;  // max_abs(x), found while packing
 
   Eigen::Index tiles() const { return (rows + kTileRows - 1) / kTileRows; }
   const float* tile(Eigen::Index t) const { return data.data() + t * cols * kTileRows; }

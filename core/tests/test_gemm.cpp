@@ -99,8 +99,16 @@ TEST(Gemm, RunsOnlyWhereNoProductOrSumCanOverflow) {
   RowMatrix m = random_matrix(3, 3, 11);
   m(1, 2) = -7.5f;
   EXPECT_EQ(gemm::max_abs(m), 7.5f);
+  gemm::PackedRows packed;
+  gemm::pack_rows(m, packed);
+  EXPECT_EQ(packed.max_abs, 7.5f);
   m(0, 0) = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(gemm::max_abs(m), std::numeric_limits<float>::infinity());
+  gemm::pack_rows(m, packed);
+  EXPECT_EQ(packed.max_abs, std::numeric_limits<float>::infinity());
+  m(0, 0) = -std::numeric_limits<float>::infinity();
+  gemm::pack_rows(m, packed);
+  EXPECT_EQ(packed.max_abs, std::numeric_limits<float>::infinity());
   EXPECT_EQ(gemm::max_abs(RowMatrix()), 0.0f);
 }
 
