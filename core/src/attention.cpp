@@ -33,7 +33,6 @@ struct PreparedParameters {
     gemm::PackedWeights packed;                     // empty without the kernel
     float max_abs = 0.0f;                           // gemm::max_abs(weight)
     std::shared_ptr<RowMatrix> weight, bias;        // the stages' matrices
-    const gemm::PackedWeights* kernel_weights() const { return packed.data.empty() ? nullptr : &packed; }
   };
   struct Qkv {
     Layer query, key, value;
@@ -319,9 +318,11 @@ void run_block(const ProjectionInput& in, const ColumnBlock& b) {
 void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& in,
                        const Projection& p, const PreparedParameters::Layer* prepared,
                        RowMatrix& y, int threads) {
-  const float w_max = prepared ? prepared->max_abs : gemm::max_abs(p.weight);
-  const bool kernel = in.packed && gemm::sums_stay_finite(in.packed->max_abs, w_max, p.weight.rows());
-  const gemm::PackedWeights* packed = kernel && prepared ? prepared->kernel_weights() : nullptr;
+  const bool kernel =
+      in.packed && gemm::sums_stay_finite(in.packed->max_abs,
+                                          prepared ? prepared->max_abs : gemm::max_abs(p.weight),
+                                          p.weight.rows());
+  const gemm::PackedWeights* packed = kernel && prepared ? &prepared->packed : nullptr;
   const Eigen::Index unit = kernel ? gemm::kPanelCols : 1;  // cut between these
   const Eigen::Index min_units = kernel ? 2 : 256;
   const Eigen::Index n = p.weight.cols();

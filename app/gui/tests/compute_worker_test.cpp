@@ -115,7 +115,10 @@ TEST(ComputeWorker, ResultsEqualTheSynchronousPath) {
   ASSERT_TRUE(sync.trace) << sync.error;
   AppState async = with_worker(sync.inputs, sync.config);
   async.recompute_if_dirty();
-  EXPECT_TRUE(async.computing());
+  // The job went to the worker: the synchronous path's cache stayed empty.
+  // (Not computing(): a job this small can be done and adopted already.)
+  EXPECT_EQ(async.sync_cache.prepared(), nullptr);
+  EXPECT_NE(sync.sync_cache.prepared(), nullptr);
   async.finish_recompute();
   ASSERT_TRUE(async.trace) << async.error;
   expect_same_trace(*sync.trace, *async.trace);
