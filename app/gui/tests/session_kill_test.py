@@ -32,13 +32,15 @@ def temporaries(folder):
 
 
 def start_loop(helper, file, writes=0):
-    """Starts the save loop; returns (process, cleaned count) once it has saved once."""
+    """Starts the save loop; once it has saved once returns (process, cleaned
+    count, ready, seconds the first save took)."""
     proc = subprocess.Popen([helper, "loop", file] + ([str(writes)] if writes else []),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stdout.readline().split()
     cleaned = int(first[1]) if len(first) == 2 and first[0] == "cleaned" else -1
+    before = time.monotonic()
     ready = proc.stdout.readline().strip() == "ready"
-    return proc, cleaned, ready
+    return proc, cleaned, ready, time.monotonic() - before
 
 
 def main():
@@ -62,7 +64,7 @@ def main():
     bad = 0
     started = time.monotonic()
     for k in range(kills):
-        proc, cleaned, ready = start_loop(args.helper, file)
+        proc, cleaned, ready, save_seconds = start_loop(args.helper, file)
         if not ready:
             proc.kill()
             err = proc.communicate()[1]
@@ -73,7 +75,9 @@ def main():
             check(False, f"kill {k}: the start removed {cleaned} stale temporary file(s), "
                          f"expected {left_before}")
             bad += 1
-        time.sleep(rng.uniform(0.0, 0.3))
+        # A random moment within 0.3 s, or within a few saves when a loaded
+        # machine makes one save take longer: both A and B must get a chance.
+        time.sleep(rng.uniform(0.0, 1.0) * max(0.3, 4 * save_seconds))
         proc.kill()  # SIGKILL: no handler, no flush, no destructor
         proc.communicate()
 
@@ -101,7 +105,7 @@ def main():
             check(False, f"kill {k}: " + "; ".join(problems))
 
     # A clean run of two writes: starts by removing what the last kill left.
-    proc, cleaned, ready = start_loop(args.helper, file, writes=2)
+    proc, cleaned, ready, _ = start_loop(args.helper, file, writes=2)
     code = proc.wait(timeout=60)
     check(ready and code == 0 and cleaned == left_before,
           f"a clean run removes the last kill's {left_before} temporary file(s) (removed {cleaned})")
