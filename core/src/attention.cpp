@@ -394,7 +394,7 @@ constexpr std::size_t kMaxHeadStages = 8;
 void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& queries,
                          const RowMatrix& keys, const RowMatrix& values, const HeadOptions& opt,
                          const std::shared_ptr<RowMatrix>& mask, const std::uint8_t* keep,
-                         float dropout_scale, RowMatrix* context_out) {
+                         float dropout_scale) {
   const Eigen::Index T = queries.rows();
   const float sqrt_dk = root_dk(keys.cols());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -411,7 +411,7 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
   // The causal product may skip the zero weights above the diagonal only when
   // 0 * value is 0 for every value, i.e. when no value overflowed.
-  const bool future_values_finite = !opt.causal || values.allFinite();
+  const bool future_values_finite = !opt.causal || gemm::all_finite(values);
 
   // Rows [begin, end) of every stage: query rows are independent.
   auto rows = [&](Eigen::Index begin, Eigen::Index end) {
@@ -464,8 +464,6 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       4.0 * static_cast<double>(T) * static_cast<double>(keys.cols() + values.cols());
   for_row_blocks(T, cost_per_row, rows);
 
-  if (context_out) *context_out = context;
-
   auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
   push("scores", std::move(scores));
   push("scaled_scores", std::move(scaled));
@@ -478,7 +476,7 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
     push("dropout_mask", std::move(dropout_mask));
     push("dropped_weights", std::move(dropped));
   }
-  push("context", std::move(context));
+  push("context", std::move(context));  // last: the caller reads it as out.back()
 }
 
 // A parameter's stage: sharing the prepared matrix when there is one.
@@ -575,7 +573,14 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   const Eigen::Index width = split ? config.d_out / heads : config.d_out;  // per-head d_v
 
   std::vector<std::vector<Stage>> per_head(static_cast<std::size_t>(heads));
-  std::vector<RowMatrix> contexts(static_cast<std::size_t>(heads));
+  // The heads' contexts side by side, (T, heads * d_v), filled by the heads
+  // themselves; for out_proj also packed for the kernel, head by head.
+  RowMatrix concat;
+  gemm::PackedRows concat_storage;
+  std::vector<float> concat_max_abs(static_cast<std::size_t>(heads), 0.0f);
+  const bool packing_concat = split && gemm::available();
+  if (split || wrapper) concat.resize(T, width * heads);
+  if (packing_concat) gemm::size_rows(T, width * heads, concat_storage);
   // Heads run in parallel only when each has real work: a parallel region
   // costs a barrier, and on a busy machine a descheduled thread turns that
   // into milliseconds (T = 64 went from 0.25 ms to 80 ms under load). One
@@ -611,8 +616,12 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
       vr = &out[out.size() - 1].data();
     }
     const std::uint8_t* head_keep = keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
-    attention_head_fast(out, head, *qr, *kr, *vr, opt, mask, head_keep, dropout_scale,
-                        &contexts[hs]);
+    attention_head_fast(out, head, *qr, *kr, *vr, opt, mask, head_keep, dropout_scale);
+    if (split || wrapper) {
+      const RowMatrix& context = out.back().data();
+      concat.middleCols(h * width, width) = context;
+      if (packing_concat) concat_max_abs[hs] = gemm::pack_columns(context, h * width, concat_storage);
+    }
   }
 
   if (!wrapper) {
@@ -624,14 +633,12 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     for (auto& st : stages) trace.stages.push_back(std::move(st));
 
   if (wrapper || split) {
-    RowMatrix concat(T, width * heads);  // (T, heads * d_v) contexts side by side
-    for (int h = 0; h < heads; ++h) concat.middleCols(h * width, width) = contexts[static_cast<std::size_t>(h)];
     if (wrapper) {
       trace.stages.push_back(Stage{"output", -1, std::move(concat)});
     } else {
-      gemm::PackedRows concat_storage;
-      RowMatrix output = project_fast(projection_input(concat, concat_storage), params.out,
-                                      prepared ? &prepared->out : nullptr);
+      for (float m : concat_max_abs) concat_storage.max_abs = std::max(concat_storage.max_abs, m);
+      const ProjectionInput concat_in{concat, packing_concat ? &concat_storage : nullptr};
+      RowMatrix output = project_fast(concat_in, params.out, prepared ? &prepared->out : nullptr);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
       for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});

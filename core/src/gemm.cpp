@@ -5,15 +5,23 @@
 #include <cmath>
 #include <limits>
 
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
 namespace attnscope::core::gemm {
 
+bool all_finite(const RowMatrix& m) {
+  const float* v = m.data();
+  int bad = 0;  // |v| <= FLT_MAX is false for inf and NaN; no branch, so the loop vectorizes
+  for (Eigen::Index i = 0; i < m.size(); ++i)
+    bad |= static_cast<int>(!(std::fabs(v[i]) <= std::numeric_limits<float>::max()));
+  return bad == 0;
+}
+
 float max_abs(const RowMatrix& m) {
   if (m.size() == 0) return 0.0f;
-  if (!m.allFinite()) return std::numeric_limits<float>::infinity();
+  if (!all_finite(m)) return std::numeric_limits<float>::infinity();
   return m.cwiseAbs().maxCoeff();
 }
 
@@ -44,31 +52,94 @@ void pack_panel(const RowMatrix& w, Eigen::Index p, float* out) {
   }
 }
 
-void pack_rows(const RowMatrix& x, PackedRows& out) {
-  out.rows = x.rows();
-  out.cols = x.cols();
+void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out) {
+  out.rows = rows;
+  out.cols = cols;
+  out.max_abs = 0.0f;
   out.data.resize(static_cast<std::size_t>(out.tiles() * out.cols * kTileRows));
-  const Eigen::Index K = x.cols();
-  float largest = 0.0f;  // of |x|; NaN compares false and is caught by the finite test
+}
+
+void pack_rows(const RowMatrix& x, PackedRows& out) {
+  size_rows(x.rows(), x.cols(), out);
+  out.max_abs = pack_columns(x, 0, out);
+}
+
+namespace {
+
+#if defined(__AVX__)
+// r[i] holds 8 floats of row i; out receives them k-major: out[j * 8 + i] = r[i][j].
+inline void transpose_8x8(const __m256 r[8], float* out) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  // s_j: rows 0-3 (s0..s3) or 4-7 (s4..s7) at k = j in the low half, k = j + 4 in the high.
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(out + 0, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(out + 32, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(out + 40, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(out + 48, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(out + 56, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
+
+}  // namespace
+
+float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out) {
+  const Eigen::Index K = block.cols();
+  float largest = 0.0f;  // of |block|; NaN compares false and is caught by the finite test
   bool finite = true;
+  auto scalar = [&](const float* src, Eigen::Index k, float* dst) {  // one value, or 0 past the rows
+    const float v = src ? src[k] : 0.0f;
+    *dst = v;
+    const float a = std::fabs(v);
+    largest = a > largest ? a : largest;
+    finite = finite && a <= std::numeric_limits<float>::max();
+  };
+#if defined(__AVX__)
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();
+#endif
   for (Eigen::Index t = 0; t < out.tiles(); ++t) {
-    float* dst = out.data.data() + t * K * kTileRows;
+    float* dst = out.data.data() + t * out.cols * kTileRows + col * kTileRows;
+    const float* src[kTileRows];
     for (Eigen::Index i = 0; i < kTileRows; ++i) {
       const Eigen::Index row = t * kTileRows + i;
-      if (row < x.rows()) {
-        const float* src = x.data() + row * K;
-        for (Eigen::Index k = 0; k < K; ++k) {
-          dst[k * kTileRows + i] = src[k];
-          const float a = std::fabs(src[k]);
-          largest = a > largest ? a : largest;
-          finite = finite && a <= std::numeric_limits<float>::max();
-        }
-      } else {
-        for (Eigen::Index k = 0; k < K; ++k) dst[k * kTileRows + i] = 0.0f;
-      }
+      src[i] = row < block.rows() ? block.data() + row * K : nullptr;
     }
+    Eigen::Index k = 0;
+#if defined(__AVX__)
+    for (; k + 8 <= K; k += 8) {
+      __m256 r[kTileRows];
+      for (Eigen::Index i = 0; i < kTileRows; ++i) {
+        r[i] = src[i] ? _mm256_loadu_ps(src[i] + k) : _mm256_setzero_ps();
+        const __m256 a = _mm256_andnot_ps(sign, r[i]);
+        vmax = _mm256_max_ps(a, vmax);  // a NaN lane keeps vmax; `unordered` remembers it
+        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+      }
+      transpose_8x8(r, dst + k * kTileRows);
+    }
+#endif
+    for (; k < K; ++k)
+      for (Eigen::Index i = 0; i < kTileRows; ++i) scalar(src[i], k, dst + k * kTileRows + i);
   }
-  out.max_abs = finite ? largest : std::numeric_limits<float>::infinity();
+#if defined(__AVX__)
+  alignas(32) float lanes[8], flags[8];
+  _mm256_store_ps(lanes, vmax);
+  _mm256_store_ps(flags, unordered);
+  for (int i = 0; i < 8; ++i) {
+    largest = lanes[i] > largest ? lanes[i] : largest;
+    finite = finite && flags[i] == 0.0f;
+  }
+#endif
+  finite = finite && largest <= std::numeric_limits<float>::max();
+  return finite ? largest : std::numeric_limits<float>::infinity();
 }
 
 #if defined(__AVX512F__)

@@ -56,6 +56,8 @@ struct PackedRows {
 // same NaNs; otherwise it uses Eigen, like the reference path.
 // The largest |value| in m, or +inf when m holds a NaN or an infinity.
 float max_abs(const RowMatrix& m);
+// True when no value is inf or NaN; vectorized, unlike Eigen's allFinite().
+bool all_finite(const RowMatrix& m);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
 PackedWeights pack_weights(const RowMatrix& w);
@@ -63,6 +65,14 @@ PackedWeights pack_weights(const RowMatrix& w);
 void pack_panel(const RowMatrix& w, Eigen::Index p, float* out);
 // Reuses out's storage.
 void pack_rows(const RowMatrix& x, PackedRows& out);
+// Packing in pieces, for x assembled block by block (the heads' contexts
+// side by side): size_rows sizes out for an (M, K) x, then each
+// pack_columns call packs `block` as columns [col, col + block.cols()) of x
+// (zero in the padding rows) and returns max_abs(block). The caller sets
+// out.max_abs to the largest of the returned values. Calls for disjoint
+// column ranges may run on different threads.
+void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out);
+float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out);
 
 // Columns [p*48, min(p*48 + 48, N)) of y = x . w + bias, from panel p of w
 // (`panel`: pack_panel's layout). bias is (1, N) or empty; y is (M, N).

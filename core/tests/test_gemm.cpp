@@ -130,5 +130,49 @@ TEST(Gemm, PackingKeepsEveryValueAndZeroPadsTheEdges) {
       EXPECT_EQ(px.tile(1)[k * gemm::kTileRows + i], i < 2 ? x(8 + i, k) : 0.0f);
 }
 
+// pack_rows moves whole 8 x 8 blocks with a vector transpose and the rest
+// one value at a time: both, with a partial last tile.
+TEST(Gemm, PackingByBlocksAndByValuesAgree) {
+  const RowMatrix x = random_matrix(19, 37, 8);  // 3 tiles (the last 3 tall); k 0..31 blocks, 32..36 values
+  gemm::PackedRows px;
+  gemm::pack_rows(x, px);
+  ASSERT_EQ(px.tiles(), 3);
+  for (Eigen::Index t = 0; t < 3; ++t)
+    for (Eigen::Index k = 0; k < 37; ++k)
+      for (Eigen::Index i = 0; i < gemm::kTileRows; ++i) {
+        const Eigen::Index row = t * gemm::kTileRows + i;
+        ASSERT_EQ(px.tile(t)[k * gemm::kTileRows + i], row < 19 ? x(row, k) : 0.0f)
+            << "tile " << t << " k " << k << " row " << i;
+      }
+  EXPECT_EQ(px.max_abs, gemm::max_abs(x));
+  // A NaN or inf in the block part and in the value part both make max_abs +inf.
+  for (Eigen::Index k : {Eigen::Index{3}, Eigen::Index{35}})
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      RowMatrix y = x;
+      y(17, k) = bad;
+      gemm::pack_rows(y, px);
+      EXPECT_EQ(px.max_abs, std::numeric_limits<float>::infinity()) << "k " << k << " value " << bad;
+      EXPECT_FALSE(gemm::all_finite(y));
+    }
+  EXPECT_TRUE(gemm::all_finite(x));
+}
+
+// The heads pack their contexts into one input, each its own columns.
+TEST(Gemm, PackingInColumnBlocksEqualsPackingTheWhole) {
+  const RowMatrix x = random_matrix(21, 40, 9);
+  gemm::PackedRows whole, pieces;
+  gemm::pack_rows(x, whole);
+  gemm::size_rows(21, 40, pieces);
+  pieces.data.assign(pieces.data.size(), 777.0f);  // every value must be written
+  float largest = 0.0f;
+  for (Eigen::Index col : {0, 16, 24}) {
+    const Eigen::Index n = col == 0 ? 16 : col == 16 ? 8 : 16;
+    const RowMatrix block = x.middleCols(col, n);
+    largest = std::max(largest, gemm::pack_columns(block, col, pieces));
+  }
+  EXPECT_EQ(largest, whole.max_abs);
+  EXPECT_EQ(pieces.data, whole.data);
+}
+
 }  // namespace
 }  // namespace attnscope::core
