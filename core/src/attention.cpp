@@ -385,9 +385,6 @@ float root_dk(Eigen::Index d_k) {
   return static_cast<float>(std::pow(static_cast<double>(d_k), 0.5));
 }
 
-// The most stages attention_head_fast appends for one head.
-constexpr std::size_t kMaxHeadStages = 8;
-
 // The stages one head appends, computed from its queries/keys/values.
 // `keep` holds T*T flags when dropout draws, else nullptr.
 // `mask` is the causal mask every head shares (causal variants only).
@@ -607,7 +604,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     const RowMatrix* kr = &keys;
     const RowMatrix* vr = &values;
     if (split || wrapper) {  // the head's own Q, K, V: moved into its stages, read from there
-      out.reserve(out.size() + 3 + kMaxHeadStages);  // no reallocation below moves them
+      // (a stage's matrix lives behind its shared pointer: growing `out` does not move it)
       out.push_back(Stage{"queries", head, std::move(q)});
       out.push_back(Stage{"keys", head, std::move(k)});
       out.push_back(Stage{"values", head, std::move(v)});

@@ -48,6 +48,9 @@ struct PackedRows {
   const float* tile(Eigen::Index t) const { return data.data() + t * cols * kTileRows; }
 };
 
+// True when no value is inf or NaN; vectorized, unlike Eigen's allFinite().
+bool all_finite(const RowMatrix& m);
+
 // Where products or sums overflow, the order of the arithmetic decides
 // between inf and NaN: a fused multiply-add never rounds a product to inf
 // before adding, Eigen's small products do. The engine therefore runs the
@@ -56,8 +59,6 @@ struct PackedRows {
 // same NaNs; otherwise it uses Eigen, like the reference path.
 // The largest |value| in m, or +inf when m holds a NaN or an infinity.
 float max_abs(const RowMatrix& m);
-// True when no value is inf or NaN; vectorized, unlike Eigen's allFinite().
-bool all_finite(const RowMatrix& m);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
 PackedWeights pack_weights(const RowMatrix& w);
