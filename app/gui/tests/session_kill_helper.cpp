@@ -6,14 +6,15 @@
 //       Like the app's start: removes stale temporary files from FILE's folder
 //       (prints "cleaned K"); then saves two different sessions, A and B,
 //       alternately through an Autosave without debounce, each write waited
-//       for; prints "ready" after the first one. Stops after N writes (exit 0),
-//       or never when N is 0 or absent.
+//       for; prints "saved A" or "saved B" after each one. Stops after N
+//       writes (exit 0), or never when N is 0 or absent.
 //   session_kill_helper check FILE
 //       Restores FILE as the app does (load_session) and prints "A" or "B"
 //       when its bytes are exactly one of the two; else exits 1 saying why.
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,26 +33,34 @@ namespace core = attnscope::core;
 
 namespace {
 
-// A: the book's example at the softmax step.
-gui::AppState session_a() {
+// The two sessions are about the same size (~250-300 KB), so their writes
+// take about as long and a kill at a random moment leaves either one on disk
+// about as often. (With a small A, B was on disk only while A's 1 ms write
+// ran, and 50 kills on a loaded machine could miss it every time.)
+gui::AppState random_tokens(int count, int dims, std::uint64_t seed) {
   gui::AppState s;
-  s.load_preset("book");
+  s.inputs.embeddings.resize(count, dims);
+  core::TorchGenerator gen(seed);
+  gen.fill_uniform(s.inputs.embeddings, -1.0f, 1.0f);
+  s.inputs.tokens.clear();
+  for (int t = 0; t < count; ++t) s.inputs.tokens.push_back("tok" + std::to_string(t));
+  return s;
+}
+
+// A: 256 random tokens of 56 values, causal, at the softmax step, one cell pinned.
+gui::AppState session_a() {
+  gui::AppState s = random_tokens(256, 56, 98);
   s.config.variant = core::Variant::Causal;
   s.step = gui::Step::Softmax;
   s.pinned = gui::CellRef{"weights", -1, 2, 1};
+  s.mark_dirty();
   s.recompute_if_dirty();
   return s;
 }
 
-// B: 256 random tokens of 64 values (a ~200 KB file, so that a kill often
-// lands in the middle of writing it), multihead, at the context step.
+// B: 256 random tokens of 64 values, multihead, at the context step.
 gui::AppState session_b() {
-  gui::AppState s;
-  s.inputs.embeddings.resize(256, 64);
-  core::TorchGenerator gen(99);
-  gen.fill_uniform(s.inputs.embeddings, -1.0f, 1.0f);
-  s.inputs.tokens.clear();
-  for (int t = 0; t < 256; ++t) s.inputs.tokens.push_back("tok" + std::to_string(t));
+  gui::AppState s = random_tokens(256, 64, 99);
   s.config.variant = core::Variant::Multihead;
   s.config.d_out = 8;
   s.config.num_heads = 2;
@@ -79,10 +88,8 @@ int loop(const std::filesystem::path& file, long writes) {
       std::fprintf(stderr, "error: %s\n", report->message.c_str());
       return 1;
     }
-    if (n == 0) {
-      std::printf("ready\n");
-      std::fflush(stdout);
-    }
+    std::printf("saved %c\n", n % 2 ? 'B' : 'A');
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """SIGKILL during a session save: the file on disk is always a complete session.
 
-session_kill_helper saves two different sessions (A: the book's example;
-B: 256 random tokens, ~200 KB) alternately in a tight loop through the app's
-own autosave path (Autosave's writer thread, session_text, core's atomic
+session_kill_helper saves two different sessions of about the same size (A
+and B: 256 random tokens each, ~250-300 KB, so a kill often lands mid-write
+and leaves either one on disk about as often) alternately in a tight loop
+through the app's own autosave path (Autosave's writer thread, session_text, core's atomic
 write). This test starts it, kills it with SIGKILL at a random moment, and
 checks, KILLS times (default 50, seed fixed, both overridable):
 
@@ -32,14 +33,15 @@ def temporaries(folder):
 
 
 def start_loop(helper, file, writes=0):
-    """Starts the save loop; once it has saved once returns (process, cleaned
-    count, ready, seconds the first save took)."""
+    """Starts the save loop and waits for its first two saves (A, then B).
+    Returns (process, cleaned count, ready, seconds the save of B took)."""
     proc = subprocess.Popen([helper, "loop", file] + ([str(writes)] if writes else []),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stdout.readline().split()
     cleaned = int(first[1]) if len(first) == 2 and first[0] == "cleaned" else -1
+    ready = proc.stdout.readline().strip() == "saved A"
     before = time.monotonic()
-    ready = proc.stdout.readline().strip() == "ready"
+    ready = ready and proc.stdout.readline().strip() == "saved B"
     return proc, cleaned, ready, time.monotonic() - before
 
 
@@ -75,7 +77,7 @@ def main():
             check(False, f"kill {k}: the start removed {cleaned} stale temporary file(s), "
                          f"expected {left_before}")
             bad += 1
-        # A random moment within 0.3 s, or within a few saves when a loaded
+        # A random moment within 0.3 s, or within four saves when a loaded
         # machine makes one save take longer: both A and B must get a chance.
         time.sleep(rng.uniform(0.0, 1.0) * max(0.3, 4 * save_seconds))
         proc.kill()  # SIGKILL: no handler, no flush, no destructor
