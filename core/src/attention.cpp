@@ -406,60 +406,104 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   RowMatrix context(T, values.cols());  // (T, d_v)
   const bool drawing = keep != nullptr;
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
-  // The causal product may skip the zero weights above the diagonal only when
-  // 0 * value is 0 for every value, i.e. when no value overflowed.
-  const bool future_values_finite = !opt.causal || gemm::all_finite(values);
+  // The causal products below may skip the zero weights above the diagonal
+  // only when 0 * value is 0 for every value, i.e. when no value overflowed.
 
-  // Rows [begin, end) of every stage: query rows are independent.
-  auto rows = [&](Eigen::Index begin, Eigen::Index end) {
-    const Eigen::Index n = end - begin;
-    scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();
-    for (Eigen::Index i = begin; i < end; ++i) {
-      const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
-      const float* s = &scores(i, 0);
-      float* sc = &scaled(i, 0);
-      for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
+  // Everything after the scores for query row i: scaled, softmax, masked,
+  // dropout mask and dropped weights.
+  auto finish_row = [&](Eigen::Index i) {
+    const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
+    const float* s = &scores(i, 0);
+    float* sc = &scaled(i, 0);
+    for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
 
-      Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
-      const float row_max = logits.maxCoeff();
-      float* w = &weights(i, 0);
-      Eigen::Map<Eigen::ArrayXf> e(w, visible);
-      e = (logits - row_max).exp();
-      const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
-      e *= inv;
-      // Masked keys: exp(-inf - max) * inv = 0 * inv, as in the reference and
-      // PyTorch. That is 0, except in a row whose scores overflowed: there the
-      // sum is NaN (inf - inf) and the whole row, masked keys included, is NaN.
-      std::fill(w + visible, w + T, 0.0f * inv);
+    Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
+    const float row_max = logits.maxCoeff();
+    float* w = &weights(i, 0);
+    Eigen::Map<Eigen::ArrayXf> e(w, visible);
+    e = (logits - row_max).exp();
+    const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
+    e *= inv;
+    // Masked keys: exp(-inf - max) * inv = 0 * inv, as in the reference and
+    // PyTorch. That is 0, except in a row whose scores overflowed: there the
+    // sum is NaN (inf - inf) and the whole row, masked keys included, is NaN.
+    std::fill(w + visible, w + T, 0.0f * inv);
 
-      if (!opt.causal) continue;
-      float* ms = &masked(i, 0);
-      std::copy(sc, sc + visible, ms);
-      std::fill(ms + visible, ms + T, kNegInf);
-      float* dm = &dropout_mask(i, 0);
-      float* d = &dropped(i, 0);
-      if (drawing) {
-        // Flags are 0 or 1, so flag * scale is 0 or the scale exactly. A local
-        // scale (the stores cannot alias it) lets the loop vectorize.
-        const std::uint8_t* k = keep + i * T;
-        const float scale = dropout_scale;
-        for (Eigen::Index j = 0; j < T; ++j) dm[j] = static_cast<float>(k[j]) * scale;
-      } else {
-        std::fill(dm, dm + T, inactive_scale);
-      }
-      for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
+    if (!opt.causal) return;
+    float* ms = &masked(i, 0);
+    std::copy(sc, sc + visible, ms);
+    std::fill(ms + visible, ms + T, kNegInf);
+    float* dm = &dropout_mask(i, 0);
+    float* d = &dropped(i, 0);
+    if (drawing) {
+      // Flags are 0 or 1, so flag * scale is 0 or the scale exactly. A local
+      // scale (the stores cannot alias it) lets the loop vectorize.
+      const std::uint8_t* k = keep + i * T;
+      const float scale = dropout_scale;
+      for (Eigen::Index j = 0; j < T; ++j) dm[j] = static_cast<float>(k[j]) * scale;
+    } else {
+      std::fill(dm, dm + T, inactive_scale);
     }
-    if (opt.causal && future_values_finite)  // rows < end see keys < end: skip the zeros
-      context.middleRows(begin, n).noalias() =
-          dropped.block(begin, 0, n, end) * values.topRows(end);
-    else if (opt.causal)  // 0 * inf = NaN: a future token's infinite value reaches every row
-      context.middleRows(begin, n).noalias() = dropped.middleRows(begin, n) * values;
-    else
-      context.middleRows(begin, n).noalias() = weights.middleRows(begin, n) * values;
+    for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
   };
   const double cost_per_row =
       4.0 * static_cast<double>(T) * static_cast<double>(keys.cols() + values.cols());
-  for_row_blocks(T, cost_per_row, rows);
+
+  // On the kernel (gemm.hpp), a tile of 8 query rows at a time: its scores,
+  // its rows' softmax and dropout while they are in cache, then its context
+  // rows. The kernel runs where no sum can overflow (the reason is in
+  // gemm.hpp): |Q| |K| d_k for the scores, and for the context |V| T times the
+  // largest weight, 1 or the dropout scale (softmax of finite scores is at
+  // most 1). V is then finite, so the causal context may stop at the tile's
+  // last visible key: the weights past it are exact zeros.
+  gemm::PackedRows q_tiles;
+  gemm::PackedWeights keys_t, value_panels;
+  bool tiled = gemm::available() && T > 0;
+  if (tiled) {
+    gemm::pack_rows(queries, q_tiles);
+    const float largest_weight = opt.causal && drawing ? std::max(1.0f, dropout_scale) : 1.0f;
+    tiled = gemm::sums_stay_finite(q_tiles.max_abs, gemm::max_abs(keys), keys.cols()) &&
+            gemm::sums_stay_finite(largest_weight, gemm::max_abs(values), T);
+  }
+  if (tiled) {
+    keys_t = gemm::pack_transposed(keys);
+    value_panels = gemm::pack_weights(values);
+    const Eigen::Index tiles = q_tiles.tiles();
+    for_row_blocks(tiles, cost_per_row * gemm::kTileRows, [&](Eigen::Index t_begin, Eigen::Index t_end) {
+      std::vector<float> tile(static_cast<std::size_t>(T * gemm::kTileRows));
+      const RowMatrix& mixing = opt.causal ? dropped : weights;  // what multiplies V
+      for (Eigen::Index t = t_begin; t < t_end; ++t) {
+        const Eigen::Index r0 = t * gemm::kTileRows;
+        const Eigen::Index m = std::min(gemm::kTileRows, T - r0);
+        for (Eigen::Index p = 0; p < keys_t.panels(); ++p)
+          gemm::multiply_tile(q_tiles.tile(t), keys_t.panel(p), keys.cols(), m,
+                              std::min(gemm::kPanelCols, T - p * gemm::kPanelCols),
+                              &scores(r0, p * gemm::kPanelCols), T);
+        for (Eigen::Index i = r0; i < r0 + m; ++i) finish_row(i);
+        const Eigen::Index K = opt.causal ? std::min(T, r0 + gemm::kTileRows) : T;
+        gemm::pack_tile(&mixing(r0, 0), T, m, K, tile.data());
+        for (Eigen::Index p = 0; p < value_panels.panels(); ++p)
+          gemm::multiply_tile(tile.data(), value_panels.panel(p), K, m,
+                              std::min(gemm::kPanelCols, values.cols() - p * gemm::kPanelCols),
+                              &context(r0, p * gemm::kPanelCols), values.cols());
+      }
+    });
+  } else {
+    // Rows [begin, end) of every stage with Eigen's products: query rows are independent.
+    const bool future_values_finite = !opt.causal || gemm::all_finite(values);
+    for_row_blocks(T, cost_per_row, [&](Eigen::Index begin, Eigen::Index end) {
+      const Eigen::Index n = end - begin;
+      scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();
+      for (Eigen::Index i = begin; i < end; ++i) finish_row(i);
+      if (opt.causal && future_values_finite)  // rows < end see keys < end: skip the zeros
+        context.middleRows(begin, n).noalias() =
+            dropped.block(begin, 0, n, end) * values.topRows(end);
+      else if (opt.causal)  // 0 * inf = NaN: a future token's infinite value reaches every row
+        context.middleRows(begin, n).noalias() = dropped.middleRows(begin, n) * values;
+      else
+        context.middleRows(begin, n).noalias() = weights.middleRows(begin, n) * values;
+    });
+  }
 
   auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
   push("scores", std::move(scores));

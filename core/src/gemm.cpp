@@ -67,8 +67,8 @@ void pack_rows(const RowMatrix& x, PackedRows& out) {
 namespace {
 
 #if defined(__AVX__)
-// r[i] holds 8 floats of row i; out receives them k-major: out[j * 8 + i] = r[i][j].
-inline void transpose_8x8(const __m256 r[8], float* out) {
+// r[i] holds 8 floats of row i; out receives them k-major: out[j * stride + i] = r[i][j].
+inline void transpose_8x8(const __m256 r[8], float* out, Eigen::Index stride = 8) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
   const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
@@ -78,14 +78,14 @@ inline void transpose_8x8(const __m256 r[8], float* out) {
   const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
   const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
   const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps(out + 0, _mm256_permute2f128_ps(s0, s4, 0x20));
-  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(s1, s5, 0x20));
-  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(s2, s6, 0x20));
-  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(s3, s7, 0x20));
-  _mm256_storeu_ps(out + 32, _mm256_permute2f128_ps(s0, s4, 0x31));
-  _mm256_storeu_ps(out + 40, _mm256_permute2f128_ps(s1, s5, 0x31));
-  _mm256_storeu_ps(out + 48, _mm256_permute2f128_ps(s2, s6, 0x31));
-  _mm256_storeu_ps(out + 56, _mm256_permute2f128_ps(s3, s7, 0x31));
+  _mm256_storeu_ps(out + 0 * stride, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(out + 1 * stride, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(out + 2 * stride, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(out + 3 * stride, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(out + 4 * stride, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(out + 5 * stride, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(out + 6 * stride, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(out + 7 * stride, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 #endif
 
@@ -142,35 +142,84 @@ float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out) {
   return finite ? largest : std::numeric_limits<float>::infinity();
 }
 
+void pack_tile(const float* src, Eigen::Index stride, Eigen::Index m, Eigen::Index K, float* out) {
+  Eigen::Index k = 0;
+#if defined(__AVX__)
+  if (m == kTileRows) {
+    for (; k + 8 <= K; k += 8) {
+      __m256 r[kTileRows];
+      for (Eigen::Index i = 0; i < kTileRows; ++i) r[i] = _mm256_loadu_ps(src + i * stride + k);
+      transpose_8x8(r, out + k * kTileRows);
+    }
+  }
+#endif
+  for (; k < K; ++k)
+    for (Eigen::Index i = 0; i < kTileRows; ++i) out[k * kTileRows + i] = i < m ? src[i * stride + k] : 0.0f;
+}
+
+PackedWeights pack_transposed(const RowMatrix& m) {
+  PackedWeights packed;
+  packed.rows = m.cols();  // K: m's columns
+  packed.cols = m.rows();  // N: m's rows become the panels' columns
+  packed.data.assign(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols), 0.0f);
+  const Eigen::Index K = packed.rows;
+  for (Eigen::Index j0 = 0; j0 < packed.cols; j0 += 8) {  // 8 rows of m at a time
+    float* dst = packed.data.data() + (j0 / kPanelCols) * K * kPanelCols + j0 % kPanelCols;
+    const Eigen::Index rows = std::min<Eigen::Index>(8, packed.cols - j0);
+    Eigen::Index k = 0;
+#if defined(__AVX__)
+    if (rows == 8) {
+      for (; k + 8 <= K; k += 8) {
+        __m256 r[8];
+        for (Eigen::Index i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(m.data() + (j0 + i) * K + k);
+        transpose_8x8(r, dst + k * kPanelCols, kPanelCols);
+      }
+    }
+#endif
+    for (; k < K; ++k)
+      for (Eigen::Index i = 0; i < rows; ++i) dst[k * kPanelCols + i] = m(j0 + i, k);
+  }
+  return packed;
+}
+
 #if defined(__AVX512F__)
 
 bool available() { return true; }
 
 namespace {
 
-// c (8 x 48, row stride ldc) = a-tile . b-panel over k = 0..K-1: 24
-// accumulators, each element one FMA chain in k order.
+// c (8 x 16*NV, row stride ldc) = a-tile . b-panel over k = 0..K-1: 8*NV
+// accumulators, each element one FMA chain in k order. NV = 3 is the full
+// 48-column panel; 1 and 2 are its narrower tails.
+template <int NV>
 void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc) {
-  __m512 acc[kTileRows][3];
+  __m512 acc[kTileRows][NV];
   for (auto& row : acc)
     for (auto& v : row) v = _mm512_setzero_ps();
   for (Eigen::Index k = 0; k < K; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
+    __m512 bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < kTileRows; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-      acc[i][2] = _mm512_fmadd_ps(ai, b2, acc[i][2]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kTileRows;
     b += kPanelCols;
   }
-  for (int i = 0; i < kTileRows; ++i) {
-    _mm512_storeu_ps(c + i * ldc, acc[i][0]);
-    _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
-    _mm512_storeu_ps(c + i * ldc + 32, acc[i][2]);
-  }
+  for (int i = 0; i < kTileRows; ++i)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+}
+
+// The kernel for n columns (1..48): the narrowest that covers them.
+void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c,
+                Eigen::Index ldc) {
+  if (n > 32)
+    kernel<3>(a, b, K, c, ldc);
+  else if (n > 16)
+    kernel<2>(a, b, K, c, ldc);
+  else
+    kernel<1>(a, b, K, c, ldc);
 }
 
 }  // namespace
@@ -187,7 +236,7 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
     const bool whole = m == kTileRows && n == kPanelCols;
     float* c = whole ? y.data() + row * y.cols() + col : edge;
     const Eigen::Index ldc = whole ? y.cols() : kPanelCols;
-    kernel(x.tile(t), panel, K, c, ldc);
+    kernel<3>(x.tile(t), panel, K, c, ldc);
     if (!whole)
       for (Eigen::Index i = 0; i < m; ++i)
         std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, y.data() + (row + i) * y.cols() + col);
@@ -201,7 +250,28 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
   }
 }
 
-#else  // no AVX-512: the engine uses Eigen; this portable loop keeps the API whole
+void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
+                   Eigen::Index n, float* c, Eigen::Index ldc) {
+  if (m == kTileRows && n % 16 == 0) {  // straight into c
+    kernel_for(n, tile, panel, K, c, ldc);
+    return;
+  }
+  alignas(64) float edge[kTileRows * kPanelCols];
+  kernel_for(n, tile, panel, K, edge, kPanelCols);
+  for (Eigen::Index i = 0; i < m; ++i) std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, c + i * ldc);
+}
+
+#else  // no AVX-512: the engine uses Eigen; these portable loops keep the API whole
+
+void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
+                   Eigen::Index n, float* c, Eigen::Index ldc) {
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (Eigen::Index k = 0; k < K; ++k) sum = std::fma(tile[k * kTileRows + i], panel[k * kPanelCols + j], sum);
+      c[i * ldc + j] = sum;
+    }
+}
 
 bool available() { return false; }
 

@@ -75,6 +75,20 @@ void pack_rows(const RowMatrix& x, PackedRows& out);
 void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out);
 float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out);
 
+// The attention heads' products (scores = Q . K^T, context = weights . V)
+// run on the same kernel, one tile of 8 query rows at a time:
+// pack_transposed(m) packs m^T as weights (K^T: key rows become panel
+// columns), pack_tile packs m rows (m <= 8) of a row-major matrix as one
+// tile over its first K columns (zero rows past m), and multiply_tile writes
+// c (m x n, row stride ldc, n <= 48) = tile . panel over k = 0..K-1, where K
+// may be less than the tile's and the panel's length (the causal context
+// stops at the tile's last visible key). Each element is one FMA chain in k
+// order from 0, as in multiply_panel.
+PackedWeights pack_transposed(const RowMatrix& m);
+void pack_tile(const float* src, Eigen::Index stride, Eigen::Index m, Eigen::Index K, float* out);
+void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
+                   Eigen::Index n, float* c, Eigen::Index ldc);
+
 // Columns [p*48, min(p*48 + 48, N)) of y = x . w + bias, from panel p of w
 // (`panel`: pack_panel's layout). bias is (1, N) or empty; y is (M, N).
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,

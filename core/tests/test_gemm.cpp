@@ -4,9 +4,11 @@
 // shapes that leave partial tiles and panels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "gemm.hpp"
 
@@ -172,6 +174,46 @@ TEST(Gemm, PackingInColumnBlocksEqualsPackingTheWhole) {
   }
   EXPECT_EQ(largest, whole.max_abs);
   EXPECT_EQ(pieces.data, whole.data);
+}
+
+// The heads' products, a tile of query rows at a time: scores = Q . K^T from
+// K packed transposed, and context = W . V stopping at K steps (the causal
+// context's last visible key). Bit for bit the FMA chain, for tiles with
+// fewer than 8 rows and column counts that need each narrower kernel.
+TEST(Gemm, TileProductsAreFmaChainsOverTheirFirstKSteps) {
+  const RowMatrix q = random_matrix(13, 20, 11), keys = random_matrix(61, 20, 12);
+  const gemm::PackedWeights keys_t = gemm::pack_transposed(keys);
+  ASSERT_EQ(keys_t.rows, 20);
+  ASSERT_EQ(keys_t.cols, 61);
+  const RowMatrix expected_scores = fma_chain(q, keys.transpose(), RowMatrix());
+  RowMatrix scores = RowMatrix::Constant(13, 61, 12345.0f);
+  std::vector<float> tile(40 * gemm::kTileRows, 777.0f);  // K up to 40 below
+  for (Eigen::Index r0 = 0; r0 < 13; r0 += gemm::kTileRows) {
+    const Eigen::Index m = std::min<Eigen::Index>(gemm::kTileRows, 13 - r0);
+    gemm::pack_tile(&q(r0, 0), q.cols(), m, 20, tile.data());
+    for (Eigen::Index p = 0; p < keys_t.panels(); ++p)
+      gemm::multiply_tile(tile.data(), keys_t.panel(p), 20, m,
+                          std::min<Eigen::Index>(gemm::kPanelCols, 61 - p * gemm::kPanelCols),
+                          &scores(r0, p * gemm::kPanelCols), scores.cols());
+  }
+  expect_bitwise_equal(scores, expected_scores);
+
+  // Context over the first K keys only, for widths 1..48 of V.
+  const RowMatrix weights = random_matrix(8, 40, 13);
+  for (Eigen::Index width : {1, 15, 16, 17, 32, 33, 48}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const RowMatrix values = random_matrix(40, width, 14 + static_cast<unsigned>(width));
+    const gemm::PackedWeights panels = gemm::pack_weights(values);
+    for (Eigen::Index K : {0, 1, 9, 40}) {
+      gemm::pack_tile(weights.data(), weights.cols(), gemm::kTileRows, K, tile.data());
+      RowMatrix context = RowMatrix::Constant(8, width, 12345.0f);
+      gemm::multiply_tile(tile.data(), panels.panel(0), K, gemm::kTileRows, width, context.data(),
+                          context.cols());
+      const RowMatrix expected =
+          fma_chain(weights.leftCols(K), values.topRows(K), RowMatrix());
+      expect_bitwise_equal(context, expected);
+    }
+  }
 }
 
 }  // namespace
