@@ -406,8 +406,6 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   RowMatrix context(T, values.cols());  // (T, d_v)
   const bool drawing = keep != nullptr;
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
-  // The causal products below may skip the zero weights above the diagonal
-  // only when 0 * value is 0 for every value, i.e. when no value overflowed.
 
   // Everything after the scores for query row i: scaled, softmax, masked,
   // dropout mask and dropped weights.
@@ -461,7 +459,7 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   bool tiled = gemm::available() && T > 0;
   if (tiled) {
     gemm::pack_rows(queries, q_tiles);
-    const float largest_weight = opt.causal && drawing ? std::max(1.0f, dropout_scale) : 1.0f;
+    const float largest_weight = opt.causal && drawing ? dropout_scale : 1.0f;  // 1/(1-p) > 1
     tiled = gemm::sums_stay_finite(q_tiles.max_abs, gemm::max_abs(keys), keys.cols()) &&
             gemm::sums_stay_finite(largest_weight, gemm::max_abs(values), T);
   }
@@ -489,7 +487,9 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       }
     });
   } else {
-    // Rows [begin, end) of every stage with Eigen's products: query rows are independent.
+    // Rows [begin, end) of every stage with Eigen's products: query rows are
+    // independent. The causal product may skip the zero weights above the
+    // diagonal only when 0 * value is 0 for every value: no value overflowed.
     const bool future_values_finite = !opt.causal || gemm::all_finite(values);
     for_row_blocks(T, cost_per_row, [&](Eigen::Index begin, Eigen::Index end) {
       const Eigen::Index n = end - begin;

@@ -224,32 +224,6 @@ void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, 
 
 }  // namespace
 
-void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
-                    RowMatrix& y) {
-  const Eigen::Index col = p * kPanelCols;
-  const Eigen::Index n = std::min(kPanelCols, y.cols() - col);
-  const Eigen::Index K = x.cols;
-  alignas(64) float edge[kTileRows * kPanelCols];  // a tile that overhangs y
-  for (Eigen::Index t = 0; t < x.tiles(); ++t) {
-    const Eigen::Index row = t * kTileRows;
-    const Eigen::Index m = std::min(kTileRows, x.rows - row);
-    const bool whole = m == kTileRows && n == kPanelCols;
-    float* c = whole ? y.data() + row * y.cols() + col : edge;
-    const Eigen::Index ldc = whole ? y.cols() : kPanelCols;
-    kernel<3>(x.tile(t), panel, K, c, ldc);
-    if (!whole)
-      for (Eigen::Index i = 0; i < m; ++i)
-        std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, y.data() + (row + i) * y.cols() + col);
-    if (bias.size() > 0) {
-      const float* b = bias.data() + col;
-      for (Eigen::Index i = 0; i < m; ++i) {
-        float* dst = y.data() + (row + i) * y.cols() + col;
-        for (Eigen::Index j = 0; j < n; ++j) dst[j] += b[j];
-      }
-    }
-  }
-}
-
 void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
                    Eigen::Index n, float* c, Eigen::Index ldc) {
   if (m == kTileRows && n % 16 == 0) {  // straight into c
@@ -275,21 +249,23 @@ void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen:
 
 bool available() { return false; }
 
+#endif
+
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
                     RowMatrix& y) {
   const Eigen::Index col = p * kPanelCols;
   const Eigen::Index n = std::min(kPanelCols, y.cols() - col);
-  for (Eigen::Index row = 0; row < x.rows; ++row) {
-    const float* a = x.tile(row / kTileRows) + row % kTileRows;
-    for (Eigen::Index j = 0; j < n; ++j) {
-      float sum = 0.0f;
-      for (Eigen::Index k = 0; k < x.cols; ++k)
-        sum = std::fma(a[k * kTileRows], panel[k * kPanelCols + j], sum);
-      y(row, col + j) = bias.size() > 0 ? sum + bias(0, col + j) : sum;
+  for (Eigen::Index t = 0; t < x.tiles(); ++t) {
+    const Eigen::Index row = t * kTileRows;
+    const Eigen::Index m = std::min(kTileRows, x.rows - row);
+    float* c = y.data() + row * y.cols() + col;
+    multiply_tile(x.tile(t), panel, x.cols, m, n, c, y.cols());
+    if (bias.size() > 0) {
+      const float* b = bias.data() + col;
+      for (Eigen::Index i = 0; i < m; ++i)
+        for (Eigen::Index j = 0; j < n; ++j) c[i * y.cols() + j] += b[j];
     }
   }
 }
-
-#endif
 
 }  // namespace attnscope::core::gemm
