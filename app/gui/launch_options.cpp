@@ -178,6 +178,12 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
     flags.seed = o.seed;
     if (o.qkv_bias) flags.qkv_bias = true;
     if (o.eval) flags.training = false;
+    // --variant into a multi-head class without a head count: as the variant
+    // menu does (core::heads_after_switch).
+    if (flags.variant && !flags.num_heads && !file.num_heads)
+      flags.num_heads = core::heads_after_switch(file.variant.value_or(*base.variant), *flags.variant,
+                                                 *base.num_heads,
+                                                 flags.d_out.value_or(file.d_out.value_or(*base.d_out)));
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
     core::Config config;
     core::Inputs inputs;

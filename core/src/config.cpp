@@ -46,6 +46,12 @@ bool is_causal(Variant v) {
 }
 bool has_heads(Variant v) { return v == Variant::MultiheadWrapper || v == Variant::Multihead; }
 
+int heads_after_switch(Variant from, Variant to, int num_heads, int d_out) {
+  if (has_heads(from) || !has_heads(to) || num_heads != 1) return num_heads;
+  if (to == Variant::Multihead && d_out % 2 != 0) return num_heads;
+  return 2;
+}
+
 std::string validate(const Config& config, const Inputs& inputs) {
   std::ostringstream msg;
   const auto T = inputs.embeddings.rows();

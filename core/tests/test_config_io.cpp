@@ -181,3 +181,18 @@ TEST(WriteTraceText, LabelsRowsAndColumnsWithTokens) {
 
 }  // namespace
 }  // namespace attnscope::core
+
+namespace attnscope::core {
+namespace {
+
+TEST(Config, SwitchingIntoAMultiHeadClassFromOneHeadGivesTheBooksTwoHeads) {
+  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 1, 2), 2);
+  EXPECT_EQ(heads_after_switch(Variant::Simple, Variant::MultiheadWrapper, 1, 3), 2);
+  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 1, 3), 1);  // 3 / 2 is not whole
+  EXPECT_EQ(heads_after_switch(Variant::MultiheadWrapper, Variant::Multihead, 1, 2), 1);  // chosen
+  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 4, 8), 4);  // kept
+  EXPECT_EQ(heads_after_switch(Variant::Multihead, Variant::Causal, 2, 2), 2);  // unused there
+}
+
+}  // namespace
+}  // namespace attnscope::core

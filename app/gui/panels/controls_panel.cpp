@@ -78,6 +78,7 @@ void draw_controls_panel(AppState& state) {
       const std::string label =
           std::string(core::variant_book_name(v)) + "  (" + std::string(core::variant_id(v)) + ")";
       if (ImGui::Selectable(label.c_str(), v == c.variant) && v != c.variant) {
+        c.num_heads = core::heads_after_switch(c.variant, v, c.num_heads, c.d_out);
         c.variant = v;
         state.ui.heads_refusal.clear();
         state.mark_dirty();

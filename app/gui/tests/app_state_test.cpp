@@ -167,6 +167,27 @@ TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {
   EXPECT_EQ(s.pinned, (CellRef{"weights", 1, 2, 1}));  // shiny has 3 tokens: row 2 is the last
 }
 
+// The book runs both multi-head classes with 2 heads; a learner who asks for
+// one by name from the book's single-head example gets the book's table.
+TEST(LaunchOptions, AMultiHeadVariantWithoutHeadsStartsWithTheBooksTwo) {
+  AppState s = launched({"--variant", "multihead"});
+  EXPECT_EQ(s.config.num_heads, 2);
+  EXPECT_EQ(s.config.d_out, 2);
+  s.recompute_if_dirty();
+  ASSERT_TRUE(s.trace) << s.error;
+  const core::Stage* out = s.trace->find("output", -1);
+  ASSERT_NE(out, nullptr);
+  EXPECT_NEAR(out->data()(0, 0), 0.3190f, 5e-5f);  // the book's first and last rows
+  EXPECT_NEAR(out->data()(0, 1), 0.4858f, 5e-5f);
+  EXPECT_NEAR(out->data()(5, 0), 0.2575f, 5e-5f);
+  EXPECT_NEAR(out->data()(5, 1), 0.4028f, 5e-5f);
+
+  EXPECT_EQ(launched({"--variant", "multihead_wrapper"}).config.num_heads, 2);
+  EXPECT_EQ(launched({"--variant", "multihead", "--heads", "1"}).config.num_heads, 1);  // asked
+  EXPECT_EQ(launched({"--variant", "multihead", "--d-out", "3"}).config.num_heads, 1);  // odd d_out
+  EXPECT_EQ(launched({"--variant", "causal"}).config.num_heads, 1);
+}
+
 TEST(LaunchOptions, BadValuesGetTheCliMessages) {
   EXPECT_NE(launch_error({"--variant", "nope"}).find("unknown variant 'nope'"), std::string::npos);
   EXPECT_NE(

@@ -40,6 +40,13 @@ bool has_weights(Variant v);
 bool is_causal(Variant v);
 // True for the variants that take num_heads.
 bool has_heads(Variant v);
+// The head count after the learner switches variant `from` -> `to` with
+// num_heads and d_out unchanged. Single-head variants hold 1 head, and a
+// multi-head class with one head hides what it is for; the book runs both
+// classes with 2 heads. So a switch from a variant without heads into one
+// with heads turns 1 head into 2 (for MultiHeadAttention only when d_out is
+// even: each head owns d_out / num_heads whole columns). Otherwise num_heads.
+int heads_after_switch(Variant from, Variant to, int num_heads, int d_out);
 
 // Hard limits, checked before anything is allocated.
 inline constexpr int kMaxTokens = 4096;
