@@ -124,8 +124,9 @@ void AppState::recompute_if_dirty() {
   }
   if (incoming && textures.prepare(*incoming->trace, trace_version + 1, upload_budget_ms)) {
     textures.commit_prepared(trace_version + 1);
-    adopt(std::move(*incoming));
+    adopt(std::move(*incoming));  // frees the previous trace and its textures
     incoming.reset();
+    worker->release_when_idle();
   }
 }
 

@@ -95,6 +95,20 @@ long ComputeWorker::jobs_run() const {
   return jobs_run_;
 }
 
+void ComputeWorker::release_when_idle() {
+  {
+    std::lock_guard lock(mutex_);
+    release_requested_ = true;
+    release_at_ = std::chrono::steady_clock::now() + kReleaseDelay;
+  }
+  wake_.notify_one();
+}
+
+long ComputeWorker::releases() const {
+  std::lock_guard lock(mutex_);
+  return releases_;
+}
+
 void ComputeWorker::loop() {
 #if defined(__linux__)
   // Below the UI thread: on a machine with few cores the engine (and the
@@ -104,9 +118,25 @@ void ComputeWorker::loop() {
 #endif
   core::ParameterCache cache;  // this thread's: the cache is not thread-safe
   std::unique_lock lock(mutex_);
+  const auto ready = [this] { return stop_ || pending_.has_value(); };
   for (;;) {
-    wake_.wait(lock, [this] { return stop_ || pending_.has_value(); });
+    if (release_requested_) {
+      if (!wake_.wait_until(lock, release_at_, ready)) {
+        // Idle since the request; a newer request moved the deadline: wait on.
+        if (std::chrono::steady_clock::now() < release_at_) continue;
+        release_requested_ = false;
+        lock.unlock();
+        core::release_freed_memory();
+        lock.lock();
+        ++releases_;
+        continue;
+      }
+    } else {
+      wake_.wait(lock, [&] { return ready() || release_requested_; });
+      if (!ready()) continue;  // a release request: wait out its delay above
+    }
     if (stop_) return;
+    release_requested_ = false;  // this job's result asks again once it is on screen
     ComputeJob job = std::move(*pending_);
     pending_.reset();
     // A result nobody took is older than this job, hence stale: free it

@@ -9,8 +9,18 @@
 // to be stale (a newer job is waiting) is dropped on the worker thread, so at
 // most two traces are alive at once: the one on screen and the one being
 // computed.
+//
+// Memory: freed trace buffers are kept for the next run (warm pages make a
+// recompute during a slider drag faster), so the process's resident memory
+// would otherwise stay at its high-water mark and creep up: 817 MB after
+// seven drags end to end at T = 1024 with 12 heads, for ~560 MB in use
+// (docs/PERFORMANCE.md). Once a new trace is on screen, the UI asks the worker
+// to hand the kept memory back (release_when_idle); the worker does so only
+// after kReleaseDelay without a new job, so a drag in progress keeps its
+// warm pages.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -64,6 +74,8 @@ void drop_stages(core::Trace& trace, const std::function<bool(const core::Stage&
 
 class ComputeWorker {
  public:
+  static constexpr std::chrono::milliseconds kReleaseDelay{500};
+
   // `notify` is called on the worker thread whenever a result becomes ready
   // (main passes glfwPostEmptyEvent, which wakes the idle loop).
   explicit ComputeWorker(std::function<void()> notify = {});
@@ -83,6 +95,12 @@ class ComputeWorker {
   bool busy() const;
   // How many jobs the engine actually ran (coalesced ones are not counted).
   long jobs_run() const;
+  // Asks the worker to return freed memory to the OS
+  // (core::release_freed_memory) once it has been idle for kReleaseDelay.
+  // A job posted before then cancels the request: its result will ask again.
+  void release_when_idle();
+  // How many times the worker released memory.
+  long releases() const;
 
  private:
   void loop();
@@ -96,6 +114,9 @@ class ComputeWorker {
   bool running_ = false;
   bool stop_ = false;
   long jobs_run_ = 0;
+  bool release_requested_ = false;
+  std::chrono::steady_clock::time_point release_at_;
+  long releases_ = 0;
   std::thread thread_;  // last: starts after every other member exists
 };
 

@@ -19,4 +19,10 @@ void keep_freed_memory_for_reuse() {
 #endif
 }
 
+void release_freed_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);  // every arena; whole free pages inside the heap too (glibc >= 2.8)
+#endif
+}
+
 }  // namespace attnscope::core

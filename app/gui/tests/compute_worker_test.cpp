@@ -7,10 +7,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "app_state.hpp"
+#include "attnscope/memory.hpp"
 #include "attnscope/rng.hpp"
 #include "attnscope/weights.hpp"
 
@@ -173,6 +178,87 @@ TEST(ComputeWorker, AnInvalidEditShowsItsErrorAtOnceAndDropsTheJobInFlight) {
   s.recompute_if_dirty();
   EXPECT_EQ(s.trace_version, version) << "the seed-5 result answers an older request";
   EXPECT_EQ(s.trace->config.seed, 123u);
+}
+
+// Resident memory (kB) from /proc/self/status, or -1 where there is none.
+long resident_kb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmRSS:", 6) == 0) kb = std::atol(line + 6);
+  std::fclose(f);
+  return kb;
+}
+
+// Polls up to 20 s (a sanitized build on a loaded machine is slow).
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+TEST(ComputeWorker, FreedMemoryGoesBackOnlyOnceTheWorkerHasBeenIdle) {
+  ComputeWorker w;
+  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 1});
+  w.wait_idle();
+  ASSERT_TRUE(w.take());
+
+  // A job posted right after the request cancels it: a drag keeps its warm pages.
+  w.release_when_idle();
+  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 2});
+  w.wait_idle();
+  ASSERT_TRUE(w.take());
+  std::this_thread::sleep_for(ComputeWorker::kReleaseDelay + std::chrono::milliseconds(300));
+  EXPECT_EQ(w.releases(), 0);
+
+  // Not before the delay, and once after it.
+  const auto asked = std::chrono::steady_clock::now();
+  w.release_when_idle();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (std::chrono::steady_clock::now() - asked < ComputeWorker::kReleaseDelay) {
+    EXPECT_EQ(w.releases(), 0);
+  }
+  EXPECT_TRUE(eventually([&] { return w.releases() == 1; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, ComputeWorker::kReleaseDelay);
+  std::this_thread::sleep_for(ComputeWorker::kReleaseDelay);
+  EXPECT_EQ(w.releases(), 1) << "one request, one release";
+}
+
+// The app asks for the release when a new trace has replaced the old one
+// on screen (the old one's memory is then free), not for the first trace.
+TEST(ComputeWorker, ANewTraceOnScreenAsksTheWorkerToReleaseMemory) {
+  AppState s = with_worker(random_inputs(64, 16), multihead(16, 2));
+  s.finish_recompute();
+  ASSERT_TRUE(s.trace);
+  s.config.seed = 5;
+  s.mark_dirty();
+  const std::uint64_t before = s.trace_version;
+  EXPECT_TRUE(eventually([&] {
+    s.recompute_if_dirty();
+    return s.trace_version != before;
+  }));
+  EXPECT_EQ(s.trace->config.seed, 5u);
+  EXPECT_TRUE(eventually([&] { return s.worker->releases() == 1; }));
+}
+
+// What the release is for: memory the allocator kept after a free (the
+// app keeps it for the next trace) leaves the process's resident set.
+TEST(ComputeWorker, ReleasingReturnsKeptMemoryToTheSystem) {
+#if defined(__SANITIZE_ADDRESS__) || !defined(__GLIBC__)
+  GTEST_SKIP() << "needs glibc's allocator (AddressSanitizer brings its own)";
+#else
+  core::keep_freed_memory_for_reuse();
+  {
+    std::vector<std::vector<float>> blocks;
+    for (int i = 0; i < 24; ++i) blocks.emplace_back(2u << 20, 1.0f);  // 24 x 8 MiB, touched
+  }
+  const long kept = resident_kb();
+  ASSERT_GT(kept, 0);
+  core::release_freed_memory();
+  const long released = resident_kb();
+  EXPECT_LT(released, kept - 100 * 1024) << "kept " << kept << " kB, after release " << released;
+#endif
 }
 
 TEST(ComputeWorker, StoppingWhileAJobRunsJoinsCleanly) {

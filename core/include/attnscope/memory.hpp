@@ -10,4 +10,10 @@ namespace attnscope::core {
 // the C library has no such setting.
 void keep_freed_memory_for_reuse();
 
+// Hands the freed memory the C library keeps (see above) back to the OS, in
+// every allocator arena. For when the program goes idle: the next run then
+// faults its pages in again (~0.1 s for a 375 MiB trace). No-op where the C
+// library cannot.
+void release_freed_memory();
+
 }  // namespace attnscope::core
