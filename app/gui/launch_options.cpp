@@ -180,10 +180,11 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
     if (o.eval) flags.training = false;
     // --variant into a multi-head class without a head count: as the variant
     // menu does (core::heads_after_switch).
-    if (flags.variant && !flags.num_heads && !file.num_heads)
-      flags.num_heads = core::heads_after_switch(file.variant.value_or(*base.variant), *flags.variant,
-                                                 *base.num_heads,
-                                                 flags.d_out.value_or(file.d_out.value_or(*base.d_out)));
+    if (flags.variant && !flags.num_heads && !file.num_heads) {
+      const core::Variant from = file.variant.value_or(*base.variant);
+      const int d_out = flags.d_out.value_or(file.d_out.value_or(*base.d_out));
+      flags.num_heads = core::heads_after_switch(from, *flags.variant, *base.num_heads, d_out);
+    }
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
     core::Config config;
     core::Inputs inputs;
