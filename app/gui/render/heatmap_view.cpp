@@ -9,6 +9,7 @@
 #include "render/heatmap_view.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 
@@ -236,7 +237,17 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const ScaleKind kind = scale_kind_for(st.id);
   const Colormap map = kind == ScaleKind::Sequential ? sequential_map(state.ui.palette)
                                                      : diverging_map(state.ui.palette);
-  const HeatmapTexture tex = state.textures.get(spec.slot, state.trace_version, st, kind, map);
+  // A tile (no zoom) needs no more texels than it has pixels: the smallest
+  // power of two at least its size, so that resizing the window re-colours
+  // only when it crosses one.
+  int max_side = 0;
+  if (compact) {
+    const ImVec2 fb = ImGui::GetIO().DisplayFramebufferScale;
+    const float pixels = std::max(size.x * std::max(fb.x, 1.0f), size.y * std::max(fb.y, 1.0f));
+    max_side = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(pixels, 64.0f))));
+  }
+  const HeatmapTexture tex =
+      state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side);
 
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
@@ -335,7 +346,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const CellSpan cs = visible_cells(origin.x, cell, area_min.x, vis_max.x, cols);
   dl->PushClipRect(area_min, area_max, true);
   if (tex.ready) {
-    dl->AddImage(tex.id, origin, img_max);
+    dl->AddImage(tex.id, origin, img_max, ImVec2(0.0f, 0.0f), tex.uv_max);
   } else {  // still being coloured (TextureCache::get): a placeholder with progress
     dl->AddRectFilled(origin, img_max, IM_COL32(48, 50, 56, 255));
     const ImVec2 mid((area_min.x + vis_max.x) * 0.5f, (area_min.y + vis_max.y) * 0.5f);

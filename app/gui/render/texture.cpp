@@ -12,17 +12,83 @@ void NullTexture::upload(const RgbaImage& image) {
   height = image.height;
 }
 
+int texel_factor(Eigen::Index rows, Eigen::Index cols, int max_side) {
+  const Eigen::Index side = std::max(rows, cols);
+  if (max_side <= 0 || side <= max_side) return 1;
+  return static_cast<int>((side + max_side - 1) / max_side);
+}
+
+RgbaImage reduced_image(Eigen::Index rows, Eigen::Index cols, int factor) {
+  RgbaImage image;
+  image.width = static_cast<int>((cols + factor - 1) / factor);
+  image.height = static_cast<int>((rows + factor - 1) / factor);
+  image.pixels.resize(static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 4);
+  return image;
+}
+
+void add_band(const RgbaImage& band, int row0, int factor, RgbaImage& image) {
+  if (band.pixels.empty()) return;  // a stage with no columns has no pixels to copy
+  const auto at = [](const RgbaImage& img, int x, int y) {
+    return (static_cast<std::size_t>(y) * static_cast<std::size_t>(img.width) + static_cast<std::size_t>(x)) * 4;
+  };
+  if (factor == 1) {
+    std::memcpy(image.pixels.data() + at(image, 0, row0), band.pixels.data(), band.pixels.size());
+    return;
+  }
+  for (int r = 0; r < band.height; r += factor) {
+    const int block_rows = std::min(factor, band.height - r);
+    const int y = (row0 + r) / factor;
+    for (int x = 0; x < image.width; ++x) {
+      const int c0 = x * factor;
+      const int block_cols = std::min(factor, band.width - c0);
+      unsigned sum[4] = {0, 0, 0, 0};
+      for (int i = 0; i < block_rows; ++i) {
+        const std::uint8_t* p = band.pixels.data() + at(band, c0, r + i);
+        for (int j = 0; j < block_cols; ++j)
+          for (int k = 0; k < 4; ++k) sum[k] += p[4 * j + k];
+      }
+      const auto n = static_cast<unsigned>(block_rows * block_cols);
+      std::uint8_t* out = image.pixels.data() + at(image, x, y);
+      for (int k = 0; k < 4; ++k) out[k] = static_cast<std::uint8_t>((sum[k] + n / 2) / n);
+    }
+  }
+}
+
+void TextureCache::colour_rows(const core::RowMatrix& m, Eigen::Index row0, Eigen::Index rows,
+                               const ValueRange& range, Colormap map, int factor, RgbaImage& image) {
+  add_band(colorize(m.middleRows(row0, rows), range, map), static_cast<int>(row0), factor, image);
+}
+
+Eigen::Index TextureCache::band_rows(Eigen::Index cols, int factor) {
+  constexpr Eigen::Index kBandCells = 64 * 1024;
+  const Eigen::Index rows = std::max<Eigen::Index>(1, kBandCells / std::max<Eigen::Index>(1, cols));
+  return std::max<Eigen::Index>(factor, rows / factor * factor);
+}
+
+namespace {
+
+// The texture coordinate of the matrix's far corner in a picture reduced by factor.
+ImVec2 uv_max_of(const core::RowMatrix& m, const RgbaImage& image, int factor) {
+  if (factor == 1 || image.width == 0 || image.height == 0) return ImVec2(1.0f, 1.0f);
+  return ImVec2(static_cast<float>(m.cols()) / static_cast<float>(image.width * factor),
+                static_cast<float>(m.rows()) / static_cast<float>(image.height * factor));
+}
+
+}  // namespace
+
 HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_version,
-                                 const core::Stage& stage, ScaleKind kind, Colormap map) {
+                                 const core::Stage& stage, ScaleKind kind, Colormap map,
+                                 int max_side) {
   using Clock = std::chrono::steady_clock;
   Entry& e = entries_[slot];
   e.last_used = frame_;
-  const Want want{trace_version, stage.id, stage.head, kind, map};
+  const Want want{trace_version, stage.id, stage.head, kind, map, max_side};
   const bool shows_it = e.texture && e.trace_version == trace_version && e.stage_id == stage.id &&
-                        e.head == stage.head && e.kind == kind && e.map == map;
+                        e.head == stage.head && e.kind == kind && e.map == map &&
+                        e.max_side == max_side;
   if (shows_it) {
     e.work = Work{};
-    return HeatmapTexture{e.texture->id(), e.range};
+    return HeatmapTexture{e.texture->id(), e.range, e.uv_max};
   }
   // Only the colours changed: the range stays.
   const bool same_data = e.texture && e.trace_version == trace_version &&
@@ -59,18 +125,12 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
     w.has_range = true;
     if (!small) frame_progressed_ = true;
   }
-  if (w.has_range && w.image.pixels.empty() && m.size() > 0) {
-    w.image.width = static_cast<int>(m.cols());
-    w.image.height = static_cast<int>(m.rows());
-    w.image.pixels.resize(static_cast<std::size_t>(m.size()) * 4);
-  }
-  const auto band = std::max<Eigen::Index>(1, kSmallCells / std::max<Eigen::Index>(1, m.cols()));
+  const int factor = texel_factor(m.rows(), m.cols(), max_side);
+  if (w.has_range && w.image.pixels.empty() && m.size() > 0) w.image = reduced_image(m.rows(), m.cols(), factor);
+  const Eigen::Index band = band_rows(m.cols(), factor);
   while (w.has_range && w.rows_done < m.rows() && may_work()) {
     const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - w.rows_done);
-    const RgbaImage img = colorize(m.middleRows(w.rows_done, rows), w.range, map);
-    if (!img.pixels.empty())  // a stage with no columns has no pixels to copy
-      std::memcpy(w.image.pixels.data() + static_cast<std::size_t>(w.rows_done * m.cols()) * 4,
-                  img.pixels.data(), img.pixels.size());
+    colour_rows(m, w.rows_done, rows, w.range, map, factor, w.image);
     w.rows_done += static_cast<int>(rows);
     if (!small) frame_progressed_ = true;
   }
@@ -86,10 +146,12 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
     e.head = stage.head;
     e.kind = kind;
     e.map = map;
+    e.max_side = max_side;
     e.range = w.range;
+    e.uv_max = uv_max_of(m, w.image, factor);
     finish_frame_work();
     w = Work{};
-    return HeatmapTexture{e.texture->id(), e.range};
+    return HeatmapTexture{e.texture->id(), e.range, e.uv_max};
   }
   finish_frame_work();
   pending_ = true;
@@ -129,8 +191,6 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
   auto spent = [&] {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   };
-  // Rows coloured per step: ~64 K cells, well under a millisecond.
-  constexpr Eigen::Index kBandCells = 64 * 1024;
   bool worked = false;  // every call makes progress, whatever the budget
   auto over = [&](double budget) { return worked && spent() >= budget; };
   for (auto& [slot, e] : entries_) {
@@ -141,22 +201,17 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     if (!s || s->data().size() == 0) continue;  // not in the new trace: coloured when drawn
     if (over(budget_ms)) return false;
     const core::RowMatrix& m = s->data();
+    const int factor = texel_factor(m.rows(), m.cols(), e.max_side);  // as the slot shows it
     if (n.version != next_version) {
       n = Next{};
       n.version = next_version;
       n.range = value_range(m, e.kind);
-      n.image.width = static_cast<int>(m.cols());
-      n.image.height = static_cast<int>(m.rows());
-      n.image.pixels.resize(static_cast<std::size_t>(m.size()) * 4);
+      n.image = reduced_image(m.rows(), m.cols(), factor);
     }
-    const auto band = std::max<Eigen::Index>(1, kBandCells / std::max<Eigen::Index>(1, m.cols()));
+    const Eigen::Index band = band_rows(m.cols(), factor);
     while (n.rows_done < m.rows() && !over(budget_ms)) {
       const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - n.rows_done);
-      const core::RowMatrix part = m.middleRows(n.rows_done, rows);
-      const RgbaImage img = colorize(part, n.range, e.map);
-      if (!img.pixels.empty())  // a stage with no columns has no pixels to copy
-        std::memcpy(n.image.pixels.data() + static_cast<std::size_t>(n.rows_done * m.cols()) * 4,
-                    img.pixels.data(), img.pixels.size());
+      colour_rows(m, n.rows_done, rows, n.range, e.map, factor, n.image);
       n.rows_done += static_cast<int>(rows);
       worked = true;
     }
@@ -166,6 +221,7 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     n.texture = make_texture();
     n.texture->upload(n.image);
     ++uploads_;
+    n.uv_max = uv_max_of(m, n.image, factor);
     n.image = RgbaImage{};
   }
   return true;
@@ -176,6 +232,7 @@ void TextureCache::commit_prepared(std::uint64_t next_version) {
     if (e.next.version == next_version && e.next.texture) {
       e.texture = std::move(e.next.texture);  // the old texture goes now
       e.range = e.next.range;
+      e.uv_max = e.next.uv_max;
       e.trace_version = next_version;
     }
     e.next = Next{};

@@ -6,6 +6,13 @@
 // colours and uploads what the visible slots will show from it into second
 // textures, a few milliseconds per frame, and commit_prepared() swaps them
 // in with the trace: no frame pays for a dozen 1024 x 1024 uploads at once.
+//
+// A slot drawn small (the head grid's tiles) asks for at most `max_side`
+// texels a side: each texel is then the mean colour of the block of cells it
+// covers, like a mipmap level. At T = 1024 that keeps a 90-pixel tile from
+// holding 4 MiB of texture (12 heads, twice while a new trace is prepared),
+// and the box filter shows a thin diagonal that nearest-texel sampling of
+// the full picture would skip.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +38,22 @@ class Texture {
 
 using TextureFactory = std::function<std::unique_ptr<Texture>()>;
 
+// How many cells a side share one texel so that neither side of a rows x cols
+// picture exceeds max_side texels: 1 (full resolution) when it fits or when
+// max_side is 0 (no limit).
+int texel_factor(Eigen::Index rows, Eigen::Index cols, int max_side);
+
+// A picture of a rows x cols matrix reduced by `factor`: ceil(rows / factor)
+// by ceil(cols / factor) texels, not yet coloured.
+RgbaImage reduced_image(Eigen::Index rows, Eigen::Index cols, int factor);
+
+// Writes the colours of matrix rows [row0, row0 + band.height), coloured at
+// full resolution in `band`, into `image` reduced by `factor`: each texel is
+// the rounded mean colour of the factor x factor cells it covers (fewer at
+// the right and bottom edges). row0 is a multiple of factor, and so is
+// band.height unless the band ends the matrix.
+void add_band(const RgbaImage& band, int row0, int factor, RgbaImage& image);
+
 // No GL: remembers the last upload's size so tests can see it happened.
 class NullTexture final : public Texture {
  public:
@@ -45,6 +68,9 @@ class NullTexture final : public Texture {
 struct HeatmapTexture {
   ImTextureID id = nullptr;
   ValueRange range;  // the colour bar's range
+  // The texture coordinate of the matrix's far corner: below 1 when the
+  // texture is reduced and its last texels cover fewer cells than the others.
+  ImVec2 uv_max{1.0f, 1.0f};
   bool ready = true;
   bool has_range = true;
   float progress = 1.0f;  // share of the colouring done, for the placeholder
@@ -60,8 +86,9 @@ class TextureCache {
   // stages are coloured at once; large ones (a step change at T = 1024 needs
   // a dozen 1024 x 1024 textures) share frame_budget_ms per frame and come
   // back not ready until done, so no frame freezes.
+  // max_side > 0 caps the texture's sides (texel_factor); 0 is full resolution.
   HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
-                     ScaleKind kind, Colormap map);
+                     ScaleKind kind, Colormap map, int max_side = 0);
   // Milliseconds per frame get() may spend colouring and uploading large
   // stages (the first large one of a frame always makes some progress).
   void set_frame_budget(double ms) { frame_budget_ms_ = ms; }
@@ -95,6 +122,7 @@ class TextureCache {
     ValueRange range;
     RgbaImage image;  // coloured band by band, freed once uploaded
     int rows_done = 0;
+    ImVec2 uv_max{1.0f, 1.0f};
     std::unique_ptr<Texture> texture;  // set once uploaded: ready
   };
   // What a slot should show, and the colouring of it in progress.
@@ -104,6 +132,7 @@ class TextureCache {
     int head = -2;
     ScaleKind kind = ScaleKind::Diverging;
     Colormap map = Colormap::Viridis;
+    int max_side = 0;
     bool operator==(const Want&) const = default;
   };
   struct Work {
@@ -123,7 +152,9 @@ class TextureCache {
     int head = -2;
     ScaleKind kind = ScaleKind::Diverging;
     Colormap map = Colormap::Viridis;
+    int max_side = 0;
     ValueRange range;
+    ImVec2 uv_max{1.0f, 1.0f};
     int last_used = 0;
   };
   std::unordered_map<std::string, Entry> entries_;
@@ -135,6 +166,11 @@ class TextureCache {
   bool frame_progressed_ = false;
   bool pending_ = false;
   std::unique_ptr<Texture> make_texture() const;
+  // Colours rows [row0, row0 + rows) of m into `image` (reduced by `factor`).
+  static void colour_rows(const core::RowMatrix& m, Eigen::Index row0, Eigen::Index rows,
+                          const ValueRange& range, Colormap map, int factor, RgbaImage& image);
+  // Rows coloured per step (~64 K cells, well under a millisecond), a multiple of factor.
+  static Eigen::Index band_rows(Eigen::Index cols, int factor);
 };
 
 }  // namespace attnscope::gui

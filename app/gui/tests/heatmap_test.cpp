@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
@@ -245,6 +247,120 @@ TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
     if (normal.get("a", 1, big, ScaleKind::Sequential, Colormap::Viridis).ready) break;
   }
   EXPECT_LT(n, 100);
+}
+
+// Keeps what it was last given, for tests that look at the uploaded texels.
+class RecordingTexture final : public Texture {
+ public:
+  explicit RecordingTexture(std::vector<RgbaImage>* log) : log_(log) {}
+  void upload(const RgbaImage& image) override { log_->push_back(image); }
+  ImTextureID id() const override { return nullptr; }
+
+ private:
+  std::vector<RgbaImage>* log_;
+};
+
+TEST(ReducedTexture, EachTexelIsTheRoundedMeanColourOfTheCellsItCovers) {
+  core::RowMatrix m(5, 5);
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 5; ++c) m(r, c) = static_cast<float>(r * 5 + c) - 12.0f;
+  const ValueRange range = value_range(m, ScaleKind::Diverging);
+  const RgbaImage full = colorize(m, range, Colormap::RdBu);
+  EXPECT_EQ(texel_factor(5, 5, 2), 3);
+  EXPECT_EQ(texel_factor(5, 5, 5), 1) << "a picture that fits is not reduced";
+  EXPECT_EQ(texel_factor(5, 5, 0), 1) << "0: no limit";
+
+  // Reduced by 2: 3 x 3 texels, the last column and row covering one cell.
+  RgbaImage whole = reduced_image(5, 5, 2);
+  ASSERT_EQ(whole.width, 3);
+  ASSERT_EQ(whole.height, 3);
+  add_band(full, 0, 2, whole);
+  const auto mean = [&](int r0, int nr, int c0, int nc, int k) {
+    unsigned sum = 0;
+    for (int r = r0; r < r0 + nr; ++r)
+      for (int c = c0; c < c0 + nc; ++c) sum += full.pixels[static_cast<std::size_t>((r * 5 + c) * 4 + k)];
+    const auto n = static_cast<unsigned>(nr * nc);
+    return static_cast<int>((sum + n / 2) / n);
+  };
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(whole.pixels[static_cast<std::size_t>(k)], mean(0, 2, 0, 2, k)) << "a 2 x 2 block";
+    EXPECT_EQ(whole.pixels[static_cast<std::size_t>((0 * 3 + 2) * 4 + k)], mean(0, 2, 4, 1, k))
+        << "the right edge: 2 x 1 cells";
+    EXPECT_EQ(whole.pixels[static_cast<std::size_t>((2 * 3 + 1) * 4 + k)], mean(4, 1, 2, 2, k))
+        << "the bottom edge: 1 x 2 cells";
+    EXPECT_EQ(whole.pixels[static_cast<std::size_t>((2 * 3 + 2) * 4 + k)], mean(4, 1, 4, 1, k))
+        << "the corner: one cell";
+  }
+  EXPECT_NE(whole.at(0, 0).r, whole.at(2, 2).r) << "the picture is not uniform";
+
+  // Band by band (2, 2, then the last 1 row) gives the same texels as at once.
+  RgbaImage banded = reduced_image(5, 5, 2);
+  for (int r0 = 0; r0 < 5; r0 += 2) {
+    const int rows = std::min(2, 5 - r0);
+    add_band(colorize(m.middleRows(r0, rows), range, Colormap::RdBu), r0, 2, banded);
+  }
+  EXPECT_EQ(banded.pixels, whole.pixels);
+
+  // Factor 1 is a copy.
+  RgbaImage same = reduced_image(5, 5, 1);
+  add_band(full, 0, 1, same);
+  EXPECT_EQ(same.pixels, full.pixels);
+}
+
+TEST(TextureCache, TilesGetAReducedTextureBothWhenDrawnAndWhenANewTraceIsPrepared) {
+  std::vector<RgbaImage> uploads;
+  TextureCache cache;
+  cache.set_factory([&] { return std::make_unique<RecordingTexture>(&uploads); });
+  // A thin diagonal: one cell in 1024 of each row is 1, the rest 0.
+  const core::Stage eye{"weights", 0, core::RowMatrix::Identity(1024, 1024)};
+  HeatmapTexture t;
+  for (int frame = 1; frame < 200 && !(t = cache.get("tile", 1, eye, ScaleKind::Sequential,
+                                                     Colormap::Viridis, 128)).ready; ++frame)
+    cache.collect(frame);
+  ASSERT_TRUE(t.ready);
+  ASSERT_EQ(uploads.size(), 1u);
+  ASSERT_EQ(uploads[0].width, 128) << "1024 cells a side in at most 128 texels: 8 x 8 cells each";
+  ASSERT_EQ(uploads[0].height, 128);
+  EXPECT_FLOAT_EQ(t.uv_max.x, 1.0f);
+  const Rgba8 zero = colorize(core::RowMatrix::Zero(1, 1), t.range, Colormap::Viridis).at(0, 0);
+  for (int i = 0; i < 128; ++i) {
+    EXPECT_GT(distance(uploads[0].at(i, i), zero), 10) << "the diagonal shows in texel " << i;
+    EXPECT_EQ(distance(uploads[0].at((i + 64) % 128, i), zero), 0) << "off the diagonal: zeros";
+  }
+
+  // 1030 cells do not divide into 128 texels: 9 cells a texel, 115 texels,
+  // and the last one is only partly drawn.
+  const core::Stage odd{"weights", 1, core::RowMatrix::Constant(1030, 1030, 0.5f)};
+  cache.collect(500);
+  cache.get("tile", 1, eye, ScaleKind::Sequential, Colormap::Viridis, 128);
+  cache.set_frame_budget(1e9);
+  const HeatmapTexture o = cache.get("odd", 1, odd, ScaleKind::Sequential, Colormap::Viridis, 128);
+  ASSERT_TRUE(o.ready);
+  EXPECT_EQ(uploads.back().width, 115);
+  EXPECT_FLOAT_EQ(o.uv_max.x, 1030.0f / (115.0f * 9.0f));
+  EXPECT_FLOAT_EQ(o.uv_max.y, 1030.0f / (115.0f * 9.0f));
+
+  // The same slot at full resolution (max_side 0) is a new texture.
+  const std::size_t before = uploads.size();
+  const HeatmapTexture f = cache.get("tile", 1, eye, ScaleKind::Sequential, Colormap::Viridis, 0);
+  ASSERT_TRUE(f.ready);
+  ASSERT_EQ(uploads.size(), before + 1);
+  EXPECT_EQ(uploads.back().width, 1024);
+  cache.get("tile", 1, eye, ScaleKind::Sequential, Colormap::Viridis, 128);  // back to the tile
+
+  // A new trace is prepared for the slots drawn in the last frame, reduced like them.
+  core::Trace next;
+  next.stages.push_back(core::Stage{"weights", 0, core::RowMatrix::Constant(1024, 1024, 0.25f)});
+  const std::size_t prepared_from = uploads.size();
+  ASSERT_TRUE(cache.prepare(next, 2, 1e9));
+  ASSERT_EQ(uploads.size(), prepared_from + 1) << "only the tile showing weights of head 0";
+  EXPECT_EQ(uploads.back().width, 128);
+  EXPECT_EQ(uploads.back().height, 128);
+  cache.commit_prepared(2);
+  const std::size_t committed = uploads.size();
+  const HeatmapTexture n = cache.get("tile", 2, next.stages[0], ScaleKind::Sequential, Colormap::Viridis, 128);
+  EXPECT_TRUE(n.ready);
+  EXPECT_EQ(uploads.size(), committed) << "the prepared texture is the one shown";
 }
 
 }  // namespace
