@@ -81,9 +81,13 @@ def time_attnscope(cli, tokens, d, heads, repeat, threads):
     out = subprocess.run(
         [cli, "bench", "--variant", "multihead", "--tokens", str(tokens), "--d-in", str(d),
          "--d-out", str(d), "--heads", str(heads), "--dropout", "0.1", "--repeat", str(repeat)],
-        capture_output=True, text=True, env=env, timeout=600, check=True).stdout
-    median = float(re.findall(r"^median_ms=([0-9.]+)$", out, re.M)[-1])
-    rss = re.search(r"peak_rss_mb=([0-9.]+)", out)
+        capture_output=True, text=True, env=env, timeout=600)
+    medians = re.findall(r"^median_ms=([0-9.]+)$", out.stdout, re.M)
+    if out.returncode != 0 or not medians:
+        raise SystemExit(f"compare_torch: {cli} bench failed at T = {tokens} (exit {out.returncode}): "
+                         + (out.stderr.strip() or "it printed no median_ms= line"))
+    median = float(medians[-1])
+    rss = re.search(r"peak_rss_mb=([0-9.]+)", out.stdout)
     return median, float(rss.group(1)) if rss else float("nan")
 
 
@@ -116,6 +120,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="small sizes only (CI smoke test)")
     args = ap.parse_args()
+    if not (os.path.isfile(args.cli) and os.access(args.cli, os.X_OK)):
+        print(f"compare_torch: attnscope-cli not found at {os.path.normpath(args.cli)}. "
+              "Build it first (`make build`), or pass the path of a built one with --cli.",
+              file=sys.stderr)
+        return 2
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
