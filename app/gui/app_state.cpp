@@ -132,7 +132,7 @@ void AppState::recompute_if_dirty() {
 
 void AppState::keep_only_the_view() {
   // Two full traces (the one on screen and the one being built) would be
-  // 2 x 375 MiB at T = 1024, d = 768, 12 heads. What stays on screen while
+  // 2 x ~320 MiB at T = 1024, d = 768, 12 heads. What stays on screen while
   // the worker computes is the current step: keep the whole-layer stages
   // (small), every stage of the focused and the pinned head (the matrices
   // above and the inspector's breakdown), and the head grid's stage of every

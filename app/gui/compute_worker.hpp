@@ -63,7 +63,7 @@ struct ComputeResult {
 // out-of-memory and turns it into result.error.
 ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache);
 
-// The bytes of matrix data a trace holds (375 MiB at T = 1024, d = 768, 12 heads).
+// The bytes of matrix data a trace holds (~320 MiB at T = 1024, d = 768, 12 heads).
 std::size_t trace_bytes(const core::Trace& trace);
 
 // Frees every stage `keep` rejects, in place (the kept matrices' buffers stay
