@@ -34,7 +34,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xvfb_util import (check, finish, fresh_work, launch, new_files, png_chunks,  # noqa: E402
-                       png_info, stop, wait_for_window, wait_screen_stable, wait_until,
+                       png_info, stop, wait_for_window, wait_new_png, wait_screen_stable, wait_until,
                        window_geometry, xdotool)
 
 WIDTH, HEIGHT = 1280, 800
@@ -143,8 +143,7 @@ def f12_screenshot(env, folder, what):
     """Presses F12 and returns the path of the one new screenshot, or None."""
     before = new_files(folder)
     xdotool(env, "key", "F12")
-    wait_until(lambda: new_files(folder, before), 30)
-    shots = new_files(folder, before)
+    shots = wait_new_png(folder, before, 30)
     if not check(len(shots) == 1, f"F12 saves a screenshot {what} ({shots})"):
         return None
     return os.path.join(folder, shots[0])

@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xvfb_util import (WindowManager, check, colour_pixels, cpu_ticks, finish,  # noqa: E402
-                       fresh_work, grab_bytes, idle_cpu, launch, new_files, png_info, read_png, run, stop,
+                       fresh_work, grab_bytes, idle_cpu, launch, new_files, png_info, wait_new_png, read_png, run, stop,
                        visible, wait_for_window, wait_screen_stable, wait_until, window_geometry,
                        window_state, xdotool)
 
@@ -329,8 +329,7 @@ def resize_and_minimise(args, env):
         folder = os.path.join(pictures, "attnscope")
         before = new_files(folder)
         xdotool(env, "key", "F12")
-        wait_until(lambda: new_files(folder, before), 30)
-        shots = new_files(folder, before)
+        shots = wait_new_png(folder, before, 30)
         if check(len(shots) == 1 and shots[0].endswith(".png"),
                  f"F12 after the resizes and the minimise saves a screenshot ({shots})"):
             path = os.path.join(folder, shots[0])

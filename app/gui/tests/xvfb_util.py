@@ -221,6 +221,14 @@ def new_files(folder, before=()):
     return sorted(n for n in names if n not in before)
 
 
+def wait_new_png(folder, before, timeout_s):
+    """Waits until a new .png is in `folder` and returns every new name. The
+    app writes a temporary file and renames it: seeing only that .tmp means
+    the write is still going, not that it went wrong."""
+    wait_until(lambda: any(n.endswith(".png") for n in new_files(folder, before)), timeout_s)
+    return new_files(folder, before)
+
+
 def colour_pixels(env, grab, path, rgb, tolerance=2):
     """How many pixels of the screen are within `tolerance` of `rgb` (a grab
     into a .ppm file); None without a grabber."""
