@@ -160,7 +160,17 @@ Run resolve_run(const RunOptions& o) {
 // A run whose values left float32's range is still printed (its NaN and inf
 // are what PyTorch computes too), with one "warning: " line on stderr saying
 // where the first unexpected NaN/inf appeared and why (core/diagnose.hpp).
+// Refuses a run whose trace would not fit in the memory the system has left:
+// past that Linux does not fail an allocation but kills the process later.
+void check_memory(const core::Config& config, const core::Inputs& inputs) {
+  const std::string problem =
+      core::memory_problem(config, static_cast<long>(inputs.embeddings.rows()),
+                           static_cast<long>(inputs.embeddings.cols()), core::available_memory_bytes());
+  if (!problem.empty()) throw core::ParseError(problem);
+}
+
 core::Trace run_trace(const Run& run) {
+  check_memory(run.config, run.inputs);
   core::Trace trace = run.weights
                           ? core::run_with_explicit_parameters(run.config, run.inputs, *run.weights)
                           : core::run_attention(run.config, run.inputs);
@@ -313,6 +323,8 @@ int run_bench(const BenchOptions& o) {
   for (int t = 0; t < o.tokens; ++t) inputs.tokens.push_back("t" + std::to_string(t));
   if (const auto problem = core::validate(config, inputs); !problem.empty())
     throw core::ParseError(problem);
+
+  check_memory(config, inputs);
 
   using Clock = std::chrono::steady_clock;
   core::ParameterCache cache;  // filled by the warm-up run

@@ -86,7 +86,7 @@ CONFIG_CASES = [
 
 
 def build_cases(tmp):
-    """Returns [(name, argv, stdin text, expected substring or exact line)]."""
+    """Returns [(name, argv, stdin text, expected substring or exact line[, env])]."""
     cases = []
     for i, (name, text, expect) in enumerate(CONFIG_CASES):
         path = os.path.join(tmp, f"case{i:02d}.json")
@@ -142,18 +142,35 @@ def build_cases(tmp):
         # the pointer to --help are asserted.
         ("unknown top-level flag", ["--frobnicate"], None, "attnscope-cli --help"),
         ("unknown subcommand", ["frob"], None, "attnscope-cli --help"),
+        # bench: the same contract.
+        ("bench --tokens 0", ["bench", "--tokens", "0"], None,
+         "--tokens and --d-in must be between 1 and 4096"),
+        ("bench --d-in 5000", ["bench", "--d-in", "5000"], None, "between 1 and 4096"),
+        ("bench --heads 5 (d_out 768)", ["bench", "--tokens", "4", "--heads", "5"], None,
+         "d_out (768) must be divisible by num_heads (5)"),
+        ("bench --variant nope", ["bench", "--variant", "nope"], None, "unknown variant 'nope'"),
+        ("bench --repeat 0", ["bench", "--repeat", "0"], None, "--repeat"),
+        ("bench --dropout 2", ["bench", "--tokens", "4", "--dropout", "2"], None, "dropout (2)"),
+        # A trace larger than the memory left (here a 100 MB budget; the
+        # GPT-2 sized trace needs 360 MB) is refused before it is computed.
+        ("bench over the memory budget", ["bench", "--tokens", "1024"], None,
+         "this trace needs 360 MB of memory and 105 MB is available: try fewer tokens",
+         {"ATTNSCOPE_MEMORY_LIMIT_MB": "100"}),
+        ("trace over the memory budget",
+         ["trace", "--preset", "book", "--variant", "multihead", "--d-out", "2048", "--heads", "2"],
+         None, "this trace needs", {"ATTNSCOPE_MEMORY_LIMIT_MB": "0"}),
     ]
     with open(os.path.join(tmp, "d5h2.json"), "w", encoding="utf-8") as f:
         f.write(with_fields(variant="multihead", d_out=5, num_heads=2))
     return cases
 
 
-def check(cli, name, argv, stdin, expect):
-    """Runs one case; returns a problem description or None."""
+def check(cli, name, argv, stdin, expect, env=None):
+    """Runs one case (with env added to the environment); returns a problem or None."""
     cmd = [cli] + argv
     try:
         proc = subprocess.run(cmd, input=(stdin or "").encode(), capture_output=True,
-                              timeout=TIMEOUT_S)
+                              timeout=TIMEOUT_S, env=dict(os.environ, **(env or {})))
     except subprocess.TimeoutExpired:
         return f"hung: no exit within {TIMEOUT_S} s"
     out = proc.stdout.decode("utf-8", "replace")
@@ -187,8 +204,8 @@ def main():
     cli = sys.argv[1]
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="attnscope-errors-") as tmp:
-        for name, argv, stdin, expect in build_cases(tmp):
-            problem = check(cli, name, argv, stdin, expect)
+        for name, argv, stdin, expect, *env in build_cases(tmp):
+            problem = check(cli, name, argv, stdin, expect, *env)
             if problem is None:
                 passed += 1
                 continue

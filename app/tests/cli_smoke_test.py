@@ -224,7 +224,25 @@ def test_overflow_is_explained_on_stderr(tmp):
     assert run_err == "", f"a masked run warned: {run_err!r}"
 
 
-TESTS = [test_help, test_trace_help, test_version, test_default_run, test_deterministic,
+def test_bench(tmp):
+    """bench prints its configuration, the run statistics and, last, median_ms=<number>."""
+    out, err = run("bench", "--variant", "multihead", "--tokens", "8", "--d-in", "16",
+                   "--d-out", "16", "--heads", "2", "--dropout", "0.1", "--repeat", "3")
+    assert err == "", f"stderr not empty: {err[:200]!r}"
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("bench: multihead T=8 d_in=16 d_out=16 heads=2 dropout=0.1 training"), lines[0]
+    m = re.fullmatch(r"runs=(\d+) min_ms=([0-9.]+) median_ms=([0-9.]+) max_ms=([0-9.]+) "
+                     r"peak_rss_mb=([0-9.]+)", lines[1])
+    assert m, f"unexpected statistics line: {lines[1]!r}"
+    runs, lo, med, hi, rss = int(m.group(1)), *map(float, m.group(2, 3, 4, 5))
+    assert runs == 3, runs
+    assert 0 < lo <= med <= hi, (lo, med, hi)
+    assert rss > 1, rss
+    last = re.fullmatch(r"median_ms=([0-9.]+)", lines[-1])
+    assert last and float(last.group(1)) == med, f"last line {lines[-1]!r} must repeat the median"
+
+
+TESTS = [test_bench, test_help, test_trace_help, test_version, test_default_run, test_deterministic,
          test_text_format, test_config_from_stdin, test_default_tokens,
          test_flags_override_config, test_every_variant_on_shiny,
          test_overflow_is_explained_on_stderr]

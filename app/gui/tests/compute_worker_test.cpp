@@ -180,6 +180,30 @@ TEST(ComputeWorker, AnInvalidEditShowsItsErrorAtOnceAndDropsTheJobInFlight) {
   EXPECT_EQ(s.trace->config.seed, 123u);
 }
 
+TEST(ComputeWorker, ATraceTooLargeForTheMemoryLeftIsRefusedAndTheLastOneStays) {
+  AppState s = with_worker(random_inputs(256, 64), multihead(64, 4));
+  s.finish_recompute();
+  ASSERT_TRUE(s.trace);
+  const auto version = s.trace_version;
+  // 256 tokens, 64 heads: 64 x 6 stages of 256 x 256 floats, ~106 MB; allow 20.
+  ASSERT_EQ(setenv("ATTNSCOPE_MEMORY_LIMIT_MB", "20", 1), 0);
+  s.config.num_heads = 64;
+  s.config.d_out = 64;
+  s.mark_dirty();
+  s.finish_recompute();
+  unsetenv("ATTNSCOPE_MEMORY_LIMIT_MB");
+  EXPECT_NE(s.error.find("this trace needs 106 MB of memory and 21 MB is available"),
+            std::string::npos)
+      << s.error;
+  EXPECT_EQ(s.trace_version, version) << "the last trace stays on screen";
+  EXPECT_EQ(s.trace->config.num_heads, 4);
+  // With the memory back, the same edit runs.
+  s.mark_dirty();
+  s.finish_recompute();
+  EXPECT_TRUE(s.error.empty()) << s.error;
+  EXPECT_EQ(s.trace->config.num_heads, 64);
+}
+
 // Resident memory (kB) from /proc/self/status, or -1 where there is none.
 // (Unused where the test below is skipped at compile time.)
 [[maybe_unused]] long resident_kb() {

@@ -1,0 +1,99 @@
+// test_memory.cpp: the trace's memory, estimated before a run, and the check
+// that refuses a run the machine cannot hold.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/memory.hpp"
+#include "attnscope/rng.hpp"
+
+namespace attnscope::core {
+namespace {
+
+// The bytes of the distinct matrices a trace holds (shared ones once).
+std::size_t distinct_bytes(const Trace& trace) {
+  std::set<const RowMatrix*> seen;
+  std::size_t n = 0;
+  for (const Stage& s : trace.stages)
+    if (seen.insert(&s.data()).second) n += static_cast<std::size_t>(s.data().size()) * sizeof(float);
+  return n;
+}
+
+Inputs random_inputs(int tokens, int d_in) {
+  Inputs in;
+  in.embeddings.resize(tokens, d_in);
+  TorchGenerator gen(7);
+  gen.fill_uniform(in.embeddings, 0.0f, 1.0f);
+  for (int t = 0; t < tokens; ++t) in.tokens.push_back("t" + std::to_string(t));
+  return in;
+}
+
+TEST(TraceMemory, TheEstimateIsExactlyWhatEveryVariantsTraceHolds) {
+  const Inputs in = random_inputs(37, 5);
+  for (const Variant v : kAllVariants) {
+    for (const bool bias : {false, true}) {
+      Config c;
+      c.variant = v;
+      c.d_out = 6;
+      c.num_heads = has_heads(v) ? 3 : 1;
+      c.qkv_bias = bias && v != Variant::Simple && v != Variant::SelfAttentionV1;
+      c.dropout = 0.1;
+      c.training = false;  // no dropout flags: the trace is all there is
+      ASSERT_EQ(validate(c, in), "");
+      const Trace t = run_attention(c, in);
+      EXPECT_EQ(trace_memory_bytes(c, 37, 5), distinct_bytes(t))
+          << variant_id(v) << (c.qkv_bias ? " with qkv_bias" : "");
+      // Through the cache (the app's path) the trace holds the same matrices.
+      ParameterCache cache;
+      EXPECT_EQ(trace_memory_bytes(c, 37, 5), distinct_bytes(run_attention(c, in, cache)))
+          << variant_id(v) << " via the cache";
+    }
+  }
+}
+
+TEST(TraceMemory, DropoutDrawsAddOneByteAWeightPerHeadWhileTheTraceIsBuilt) {
+  Config c;
+  c.variant = Variant::Multihead;
+  c.d_out = 768;
+  c.num_heads = 12;
+  c.dropout = 0.1;
+  c.training = false;
+  const std::size_t eval = trace_memory_bytes(c, 1024, 768);
+  c.training = true;
+  EXPECT_EQ(trace_memory_bytes(c, 1024, 768) - eval, 12u * 1024u * 1024u);
+  // The GPT-2 sized trace of docs/PERFORMANCE.md: ~320 MiB.
+  EXPECT_GT(eval, 300u << 20);
+  EXPECT_LT(eval, 340u << 20);
+}
+
+TEST(TraceMemory, ARunThatDoesNotFitIsRefusedWithBothSizesAndWhatToChange) {
+  Config c;
+  c.variant = Variant::Multihead;
+  c.d_out = 768;
+  c.num_heads = 64;
+  c.dropout = 0.1;
+  // 64 heads x 6 stages of 4096 x 4096 floats: ~26 GB.
+  const std::string problem = memory_problem(c, 4096, 768, std::size_t{16} << 30);
+  EXPECT_NE(problem.find("this trace needs 2"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("GB of memory and 17.2 GB is available"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("fewer tokens"), std::string::npos) << problem;
+  EXPECT_EQ(memory_problem(c, 64, 768, std::size_t{16} << 30), "") << "a small one fits";
+  EXPECT_EQ(memory_problem(c, 4096, 768, std::nullopt), "") << "unknown: no refusal";
+  const std::size_t need = trace_memory_bytes(c, 4096, 768);
+  EXPECT_EQ(memory_problem(c, 4096, 768, need), "") << "exactly enough is enough";
+  EXPECT_NE(memory_problem(c, 4096, 768, need - 1), "");
+}
+
+TEST(TraceMemory, TheAvailableMemoryIsReadFromTheSystem) {
+  const std::optional<std::size_t> available = available_memory_bytes();
+#if defined(__linux__)
+  ASSERT_TRUE(available.has_value());
+  EXPECT_GT(*available, std::size_t{16} << 20);
+#else
+  (void)available;
+#endif
+}
+
+}  // namespace
+}  // namespace attnscope::core
