@@ -157,18 +157,16 @@ Run resolve_run(const RunOptions& o) {
   return run;
 }
 
-// A run whose values left float32's range is still printed (its NaN and inf
-// are what PyTorch computes too), with one "warning: " line on stderr saying
-// where the first unexpected NaN/inf appeared and why (core/diagnose.hpp).
 // Refuses a run whose trace would not fit in the memory the system has left:
 // past that Linux does not fail an allocation but kills the process later.
 void check_memory(const core::Config& config, const core::Inputs& inputs) {
-  const std::string problem =
-      core::memory_problem(config, static_cast<long>(inputs.embeddings.rows()),
-                           static_cast<long>(inputs.embeddings.cols()), core::available_memory_bytes());
-  if (!problem.empty()) throw core::ParseError(problem);
+  if (std::string problem = core::memory_problem(config, inputs); !problem.empty())
+    throw core::ParseError(problem);
 }
 
+// A run whose values left float32's range is still printed (its NaN and inf
+// are what PyTorch computes too), with one "warning: " line on stderr saying
+// where the first unexpected NaN/inf appeared and why (core/diagnose.hpp).
 core::Trace run_trace(const Run& run) {
   check_memory(run.config, run.inputs);
   core::Trace trace = run.weights

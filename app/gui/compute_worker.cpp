@@ -24,15 +24,12 @@ constexpr int kWorkerNice = 5;  // 1/3 of a normal thread's CPU share when they 
 ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache) {
   ComputeResult r;
   r.version = job.version;
-  const auto tokens = static_cast<long>(job.inputs.embeddings.rows());
-  const auto d_in = static_cast<long>(job.inputs.embeddings.cols());
-  std::string problem =
-      core::memory_problem(job.config, tokens, d_in, core::available_memory_bytes());
+  std::string problem = core::memory_problem(job.config, job.inputs);
   if (!problem.empty()) {
     // Memory this process freed but keeps for reuse is not counted as
     // available: hand it back and look again before refusing.
     core::release_freed_memory();
-    problem = core::memory_problem(job.config, tokens, d_in, core::available_memory_bytes());
+    problem = core::memory_problem(job.config, job.inputs);
   }
   if (!problem.empty()) {
     r.error = problem;  // the last trace stays on screen with this message

@@ -29,10 +29,6 @@ void release_freed_memory() {
 #endif
 }
 
-}  // namespace attnscope::core
-
-namespace attnscope::core {
-
 std::size_t trace_memory_bytes(const Config& config, long tokens, long d_in) {
   const auto T = static_cast<std::size_t>(tokens);
   const auto din = static_cast<std::size_t>(d_in);
@@ -111,6 +107,11 @@ std::string memory_problem(const Config& config, long tokens, long d_in,
   };
   return "this trace needs " + gb(need) + " of memory and " + gb(*available) +
          " is available: try fewer tokens, fewer heads or a smaller d_out";
+}
+
+std::string memory_problem(const Config& config, const Inputs& inputs) {
+  return memory_problem(config, static_cast<long>(inputs.embeddings.rows()),
+                        static_cast<long>(inputs.embeddings.cols()), available_memory_bytes());
 }
 
 }  // namespace attnscope::core

@@ -52,12 +52,18 @@ TEST(TraceMemory, TheEstimateIsExactlyWhatEveryVariantsTraceHolds) {
   }
 }
 
-TEST(TraceMemory, DropoutDrawsAddOneByteAWeightPerHeadWhileTheTraceIsBuilt) {
+// The book's MultiHeadAttention at GPT-2's width, training with dropout 0.1.
+Config gpt2_layer(int heads) {
   Config c;
   c.variant = Variant::Multihead;
   c.d_out = 768;
-  c.num_heads = 12;
+  c.num_heads = heads;
   c.dropout = 0.1;
+  return c;
+}
+
+TEST(TraceMemory, DropoutDrawsAddOneByteAWeightPerHeadWhileTheTraceIsBuilt) {
+  Config c = gpt2_layer(12);
   c.training = false;
   const std::size_t eval = trace_memory_bytes(c, 1024, 768);
   c.training = true;
@@ -68,11 +74,7 @@ TEST(TraceMemory, DropoutDrawsAddOneByteAWeightPerHeadWhileTheTraceIsBuilt) {
 }
 
 TEST(TraceMemory, ARunThatDoesNotFitIsRefusedWithBothSizesAndWhatToChange) {
-  Config c;
-  c.variant = Variant::Multihead;
-  c.d_out = 768;
-  c.num_heads = 64;
-  c.dropout = 0.1;
+  const Config c = gpt2_layer(64);
   // 64 heads x 6 stages of 4096 x 4096 floats: ~26 GB.
   const std::string problem = memory_problem(c, 4096, 768, std::size_t{16} << 30);
   EXPECT_NE(problem.find("this trace needs 2"), std::string::npos) << problem;

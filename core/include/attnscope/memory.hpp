@@ -28,6 +28,8 @@ std::optional<std::size_t> available_memory_bytes();
 // process when the pages are touched.
 std::string memory_problem(const Config& config, long tokens, long d_in,
                            std::optional<std::size_t> available);
+// The same for a run on `inputs`, against available_memory_bytes().
+std::string memory_problem(const Config& config, const Inputs& inputs);
 
 // Asks the C library to keep freed trace buffers (up to 32 MiB each) for the
 // next run instead of returning them to the OS, so that a recompute reuses
