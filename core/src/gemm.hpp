@@ -1,18 +1,22 @@
 // gemm.hpp: the engine's projections y = x . w + b with a register-blocked
-// AVX-512 kernel. Internal to attnscope_core.
+// kernel, AVX-512 or AVX2 + FMA. Internal to attnscope_core.
 //
 // Eigen's general product packs both operands on every call and its AVX-512
 // kernel keeps 12 accumulators; at the layer sizes of GPT-2 (x 256 x 768,
-// w 768 x 2304) it reaches ~55 % of this machine's FMA peak. Here the weights
-// are packed once per parameter set into panels of kPanelCols columns, x once
-// per run into tiles of kTileRows rows, and an 8 x 48 kernel (24 zmm
-// accumulators) runs over them: ~1.4x Eigen on two threads, measured
-// interleaved in one process.
+// w 768 x 2304) it reaches ~55 % of an AVX-512 machine's FMA peak. Here the
+// weights are packed once per parameter set into panels of kPanelCols
+// columns, x once per run into tiles of kTileRows rows, and an 8 x 48 kernel
+// runs over them:
+// - AVX-512: 24 zmm accumulators; ~1.4x Eigen on two threads, measured
+//   interleaved in one process;
+// - AVX2 + FMA (16 ymm registers): four 4 x 24 blocks of 12 accumulators per
+//   tile, k in L1-sized chunks; ~1.8x Eigen on one Zen 3 core (57-63 vs 32
+//   GFLOP/s for x 256 x 768 . w 768 x 2304).
 //
 // Every output element is one chain of fused multiply-adds over k = 0..K-1
-// from 0, then + bias: the order of a plain dot product. Without AVX-512
-// (ATTNSCOPE_NATIVE=OFF on an older CPU) available() is false and the engine
-// uses Eigen.
+// from 0, then + bias: the order of a plain dot product, so both kernels give
+// the same bits. Without either (ATTNSCOPE_NATIVE=OFF, or an older CPU)
+// available() is false and the engine uses Eigen.
 #pragma once
 
 #include <vector>
@@ -21,10 +25,10 @@
 
 namespace attnscope::core::gemm {
 
-constexpr Eigen::Index kPanelCols = 48;  // columns of w per packed panel (3 zmm)
+constexpr Eigen::Index kPanelCols = 48;  // columns of w per packed panel (3 zmm, 6 ymm)
 constexpr Eigen::Index kTileRows = 8;    // rows of x per packed tile
 
-// True when the kernel was compiled (the build targets AVX-512).
+// True when a kernel was compiled (the build targets AVX-512, or AVX2 with FMA).
 bool available();
 
 // w (K, N) as panels: panel p holds columns [p*48, p*48 + 48) as K rows of

@@ -58,8 +58,10 @@ TEST(Gemm, EveryElementIsOneFmaChainInKOrderThenBias) {
   struct Shape {
     Eigen::Index m, k, n;
   };
-  const Shape shapes[] = {{1, 1, 1},   {7, 5, 3},    {8, 64, 48},  {9, 3, 49},
-                          {17, 33, 100}, {64, 768, 96}, {130, 20, 191}};
+  // k past 128 (the AVX2 kernel's chunk) with a partial last chunk: 129, 300
+  const Shape shapes[] = {{1, 1, 1},     {7, 5, 3},      {8, 64, 48},    {9, 3, 49},
+                          {17, 33, 100}, {64, 768, 96},  {130, 20, 191}, {8, 129, 40},
+                          {11, 300, 56}};
   unsigned seed = 1;
   for (const Shape& s : shapes) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + " . " + std::to_string(s.k) +
@@ -187,7 +189,7 @@ TEST(Gemm, TileProductsAreFmaChainsOverTheirFirstKSteps) {
   ASSERT_EQ(keys_t.cols, 61);
   const RowMatrix expected_scores = fma_chain(q, keys.transpose(), RowMatrix());
   RowMatrix scores = RowMatrix::Constant(13, 61, 12345.0f);
-  std::vector<float> tile(40 * gemm::kTileRows, 777.0f);  // K up to 40 below
+  std::vector<float> tile(300 * gemm::kTileRows, 777.0f);  // K up to 300 below
   for (Eigen::Index r0 = 0; r0 < 13; r0 += gemm::kTileRows) {
     const Eigen::Index m = std::min<Eigen::Index>(gemm::kTileRows, 13 - r0);
     gemm::pack_tile(&q(r0, 0), q.cols(), m, 20, tile.data());
@@ -198,13 +200,16 @@ TEST(Gemm, TileProductsAreFmaChainsOverTheirFirstKSteps) {
   }
   expect_bitwise_equal(scores, expected_scores);
 
-  // Context over the first K keys only, for widths 1..48 of V.
-  const RowMatrix weights = random_matrix(8, 40, 13);
-  for (Eigen::Index width : {1, 15, 16, 17, 32, 33, 48}) {
+  // Context over the first K keys only, for widths 1..48 of V (the AVX2
+  // kernel's 8- and 24-column blocks and their edges) and K across its
+  // 128-step chunks.
+  const RowMatrix weights = random_matrix(8, 300, 13);
+  for (Eigen::Index width : {1, 8, 15, 16, 17, 24, 25, 32, 33, 40, 47, 48}) {
     SCOPED_TRACE("width " + std::to_string(width));
-    const RowMatrix values = random_matrix(40, width, 14 + static_cast<unsigned>(width));
+    const RowMatrix values = random_matrix(300, width, 14 + static_cast<unsigned>(width));
     const gemm::PackedWeights panels = gemm::pack_weights(values);
-    for (Eigen::Index K : {0, 1, 9, 40}) {
+    for (Eigen::Index K : {0, 1, 9, 40, 128, 129, 300}) {
+      SCOPED_TRACE("K " + std::to_string(K));
       gemm::pack_tile(weights.data(), weights.cols(), gemm::kTileRows, K, tile.data());
       RowMatrix context = RowMatrix::Constant(8, width, 12345.0f);
       gemm::multiply_tile(tile.data(), panels.panel(0), K, gemm::kTileRows, width, context.data(),
