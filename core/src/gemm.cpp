@@ -283,6 +283,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     r2.load(c + 2 * ldc);
     r3.load(c + 3 * ldc);
   }
+#pragma GCC unroll 2  // two k steps per loop: ~10 % faster, interleaved runs on Zen 3
   for (Eigen::Index k = 0; k < K; ++k) {
     __m256 b0 = _mm256_loadu_ps(b);
     __m256 b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : _mm256_undefined_ps();
@@ -310,7 +311,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
 // is and resumed from c, so the order of arithmetic does not change.
 void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c,
                 Eigen::Index ldc) {
-  constexpr Eigen::Index kChunk = 128;
+  constexpr Eigen::Index kChunk = 64;  // 64 > 96 > 128 > 256 in interleaved runs on Zen 3
   Eigen::Index k0 = 0;
   do {
     const Eigen::Index kn = std::min(kChunk, K - k0);

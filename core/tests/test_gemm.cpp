@@ -58,7 +58,7 @@ TEST(Gemm, EveryElementIsOneFmaChainInKOrderThenBias) {
   struct Shape {
     Eigen::Index m, k, n;
   };
-  // k past 128 (the AVX2 kernel's chunk) with a partial last chunk: 129, 300
+  // k past 64 (the AVX2 kernel's chunk) with a partial last chunk: 129, 300
   const Shape shapes[] = {{1, 1, 1},     {7, 5, 3},      {8, 64, 48},    {9, 3, 49},
                           {17, 33, 100}, {64, 768, 96},  {130, 20, 191}, {8, 129, 40},
                           {11, 300, 56}};
@@ -202,13 +202,13 @@ TEST(Gemm, TileProductsAreFmaChainsOverTheirFirstKSteps) {
 
   // Context over the first K keys only, for widths 1..48 of V (the AVX2
   // kernel's 8- and 24-column blocks and their edges) and K across its
-  // 128-step chunks.
+  // 64-step chunks.
   const RowMatrix weights = random_matrix(8, 300, 13);
   for (Eigen::Index width : {1, 8, 15, 16, 17, 24, 25, 32, 33, 40, 47, 48}) {
     SCOPED_TRACE("width " + std::to_string(width));
     const RowMatrix values = random_matrix(300, width, 14 + static_cast<unsigned>(width));
     const gemm::PackedWeights panels = gemm::pack_weights(values);
-    for (Eigen::Index K : {0, 1, 9, 40, 128, 129, 300}) {
+    for (Eigen::Index K : {0, 1, 9, 40, 64, 65, 128, 129, 300}) {
       SCOPED_TRACE("K " + std::to_string(K));
       gemm::pack_tile(weights.data(), weights.cols(), gemm::kTileRows, K, tile.data());
       RowMatrix context = RowMatrix::Constant(8, width, 12345.0f);
