@@ -222,18 +222,9 @@ void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, 
     kernel<1>(a, b, K, c, ldc);
 }
 
-}  // namespace
+constexpr Eigen::Index kVectorCols = 16;  // floats per zmm: kernel_for writes whole vectors
 
-void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
-                   Eigen::Index n, float* c, Eigen::Index ldc) {
-  if (m == kTileRows && n % 16 == 0) {  // straight into c
-    kernel_for(n, tile, panel, K, c, ldc);
-    return;
-  }
-  alignas(64) float edge[kTileRows * kPanelCols];
-  kernel_for(n, tile, panel, K, edge, kPanelCols);
-  for (Eigen::Index i = 0; i < m; ++i) std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, c + i * ldc);
-}
+}  // namespace
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
@@ -333,11 +324,17 @@ void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, 
   } while (k0 < K);
 }
 
+constexpr Eigen::Index kVectorCols = 8;  // floats per ymm: kernel_for writes whole vectors
+
 }  // namespace
+
+#endif
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 
 void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
                    Eigen::Index n, float* c, Eigen::Index ldc) {
-  if (m == kTileRows && n % 8 == 0) {  // straight into c
+  if (m == kTileRows && n % kVectorCols == 0) {  // straight into c
     kernel_for(n, tile, panel, K, c, ldc);
     return;
   }
