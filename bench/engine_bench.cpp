@@ -1,4 +1,6 @@
 // engine_bench.cpp: full traces at the sizes learners ask about, and the RNG.
+// gemm_bench.cpp (the projection kernel) and figure_bench.cpp (the heatmap
+// colouring) add their cases to the same executable; this file has its main.
 //
 //   build/bench/attnscope_bench                       all cases
 //   build/bench/attnscope_bench --benchmark_filter=Multihead/1024
