@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace attnscope::figure {
 
@@ -18,24 +23,106 @@ Colormap colormap_for(Palette palette, ScaleKind kind) {
   return kind == ScaleKind::Sequential ? sequential_map(palette) : diverging_map(palette);
 }
 
-ValueRange value_range(const core::RowMatrix& m, ScaleKind kind) {
-  ValueRange r;
+namespace {
+
+// The finite values' min and max and the counts of the others, in the order
+// of a plain loop: with equal values the first one seen stays, which only
+// shows in the sign of a zero.
+struct Scan {
   float lo = std::numeric_limits<float>::infinity();
   float hi = -std::numeric_limits<float>::infinity();
-  const float* p = m.data();
-  const Eigen::Index n = m.size();
+  long finite = 0, neg_inf = 0, pos_inf = 0, nan = 0;
+};
+
+void scan_values(const float* p, Eigen::Index n, Scan& s) {
   for (Eigen::Index k = 0; k < n; ++k) {
     const float v = p[k];
     if (std::isnan(v)) {
-      ++r.nan;
+      ++s.nan;
     } else if (std::isinf(v)) {
-      ++(v < 0 ? r.neg_inf : r.pos_inf);
+      ++(v < 0 ? s.neg_inf : s.pos_inf);
     } else {
-      ++r.finite;
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+      ++s.finite;
+      s.lo = std::min(s.lo, v);
+      s.hi = std::max(s.hi, v);
     }
   }
+}
+
+#if defined(__AVX2__)
+// scan_values 8 cells at a time (GCC does not vectorize the loop above).
+// Vector min and max may keep a different zero of two equal ones; a min or
+// max of zero is set to the first zero in the data afterwards, which is what
+// the plain loop keeps (no value below, or above, it comes first).
+void scan_values_avx2(const float* p, Eigen::Index n, Scan& s) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf_bits = _mm256_set1_epi32(0x7f800000);
+  const __m256 pos_inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 lo = pos_inf, hi = neg_inf;
+  __m256i finite = _mm256_setzero_si256(), nan = finite, minus_inf = finite, plus_inf = finite;
+  Eigen::Index k = 0;
+  // A lane counts n / 8 cells: below 2^31 for any matrix under 64 GiB.
+  for (; k + 8 <= n; k += 8) {
+    const __m256 x = _mm256_loadu_ps(p + k);
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i mag = _mm256_and_si256(bits, abs_mask);
+    const __m256i is_nan = _mm256_cmpgt_epi32(mag, inf_bits);
+    const __m256i is_inf = _mm256_cmpeq_epi32(mag, inf_bits);
+    const __m256i is_finite = _mm256_cmpgt_epi32(inf_bits, mag);
+    const __m256i negative = _mm256_cmpgt_epi32(_mm256_setzero_si256(), bits);
+    nan = _mm256_sub_epi32(nan, is_nan);
+    finite = _mm256_sub_epi32(finite, is_finite);
+    minus_inf = _mm256_sub_epi32(minus_inf, _mm256_and_si256(is_inf, negative));
+    plus_inf = _mm256_sub_epi32(plus_inf, _mm256_andnot_si256(negative, is_inf));
+    const __m256 keep = _mm256_castsi256_ps(is_finite);
+    lo = _mm256_min_ps(lo, _mm256_blendv_ps(pos_inf, x, keep));
+    hi = _mm256_max_ps(hi, _mm256_blendv_ps(neg_inf, x, keep));
+  }
+  alignas(32) float los[8], his[8];
+  alignas(32) std::int32_t counts[4][8];
+  _mm256_store_ps(los, lo);
+  _mm256_store_ps(his, hi);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts[0]), finite);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts[1]), nan);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts[2]), minus_inf);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts[3]), plus_inf);
+  for (int i = 0; i < 8; ++i) {
+    s.lo = std::min(s.lo, los[i]);
+    s.hi = std::max(s.hi, his[i]);
+    s.finite += counts[0][i];
+    s.nan += counts[1][i];
+    s.neg_inf += counts[2][i];
+    s.pos_inf += counts[3][i];
+  }
+  scan_values(p + k, n - k, s);
+  if (s.lo == 0.0f || s.hi == 0.0f) {
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (p[j] == 0.0f) {
+        if (s.lo == 0.0f) s.lo = p[j];
+        if (s.hi == 0.0f) s.hi = p[j];
+        break;
+      }
+  }
+}
+#endif
+
+}  // namespace
+
+ValueRange value_range(const core::RowMatrix& m, ScaleKind kind) {
+  ValueRange r;
+  Scan s;
+  const float* p = m.data();
+  const Eigen::Index n = m.size();
+#if defined(__AVX2__)
+  scan_values_avx2(p, n, s);
+#else
+  scan_values(p, n, s);
+#endif
+  float lo = s.lo, hi = s.hi;
+  r.finite = s.finite;
+  r.neg_inf = s.neg_inf;
+  r.pos_inf = s.pos_inf;
+  r.nan = s.nan;
   if (r.finite == 0) lo = hi = 0.0f;
   r.data_min = lo;
   r.data_max = hi;
@@ -73,27 +160,75 @@ Rgba8 RgbaImage::at(int x, int y) const {
   return Rgba8{pixels[k], pixels[k + 1], pixels[k + 2], pixels[k + 3]};
 }
 
+namespace {
+
+// Where each cell's colour is in colorize's table: 0..255 for finite values
+// (lround(scale_position(v) * 255)), then the infinities, then NaN. For y in
+// [0, 255], lround(y) is floor(y + 0.5) with the sum exact in double.
+constexpr int kInfIndex = 256, kNanIndex = 257;
+
+int table_index(float v, double lo, double span) {
+  if (std::isnan(v)) return kNanIndex;
+  if (std::isinf(v)) return kInfIndex;
+  const double t = (static_cast<double>(v) - lo) / span;  // as scale_position
+  const double c = t >= 0.0 ? std::min(t, 1.0) : 0.0;
+  const float y = static_cast<float>(c) * 255.0f;
+  return static_cast<int>(static_cast<double>(y) + 0.5);
+}
+
+// table_index for n cells. GCC does not vectorize the comparisons above
+// (they may trap), so with AVX the same arithmetic runs 4 cells at a time:
+// max_pd(t, 0) gives 0 for NaN as the comparison does, and the float steps
+// round as the scalar ones.
+void table_indices(const float* v, Eigen::Index n, double lo, double span, std::uint16_t* out) {
+  Eigen::Index k = 0;
+#if defined(__AVX__)
+  const __m256d lo4 = _mm256_set1_pd(lo), span4 = _mm256_set1_pd(span);
+  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
+  const __m128 scale = _mm_set1_ps(255.0f);
+  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff), inf_bits = _mm_set1_epi32(0x7f800000);
+  const __m128i inf_index = _mm_set1_epi32(kInfIndex), nan_index = _mm_set1_epi32(kNanIndex);
+  for (; k + 4 <= n; k += 4) {
+    const __m128 x = _mm_loadu_ps(v + k);
+    const __m256d t = _mm256_div_pd(_mm256_sub_pd(_mm256_cvtps_pd(x), lo4), span4);
+    const __m256d c = _mm256_min_pd(_mm256_max_pd(t, zero), one);
+    const __m128 y = _mm_mul_ps(_mm256_cvtpd_ps(c), scale);
+    const __m128i finite = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_cvtps_pd(y), half));
+    const __m128i mag = _mm_and_si128(_mm_castps_si128(x), abs_mask);
+    const __m128i nan = _mm_cmpgt_epi32(mag, inf_bits), inf = _mm_cmpeq_epi32(mag, inf_bits);
+    __m128i index = _mm_andnot_si128(_mm_or_si128(nan, inf), finite);
+    index = _mm_or_si128(index, _mm_and_si128(inf, inf_index));
+    index = _mm_or_si128(index, _mm_and_si128(nan, nan_index));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packus_epi32(index, index));
+  }
+#endif
+  for (; k < n; ++k) out[k] = static_cast<std::uint16_t>(table_index(v[k], lo, span));
+}
+
+}  // namespace
+
 RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap map) {
   RgbaImage img;
   img.width = static_cast<int>(m.cols());
   img.height = static_cast<int>(m.rows());
   img.pixels.resize(static_cast<std::size_t>(m.size()) * 4);
-  // A 256-entry table: the colormap is sampled once, not once per cell.
-  Rgba8 lut[256];
-  for (int k = 0; k < 256; ++k) lut[k] = sample(map, static_cast<float>(k) / 255.0f);
+  // The colormap is sampled once per table entry, not once per cell.
+  std::uint32_t table[kNanIndex + 1];
+  const auto put = [&](int k, Rgba8 c) { std::memcpy(&table[k], &c, 4); };
+  static_assert(sizeof(Rgba8) == 4);
+  for (int k = 0; k < 256; ++k) put(k, sample(map, static_cast<float>(k) / 255.0f));
+  put(kInfIndex, masked_fill(map));
+  put(kNanIndex, kNanFill);
+  const double lo = range.lo, span = static_cast<double>(range.hi) - range.lo;
+  // In blocks that stay in L1: indices first (vectorized), then the lookup.
+  constexpr Eigen::Index kBlock = 2048;
+  std::uint16_t index[kBlock];
   const float* src = m.data();
   std::uint8_t* dst = img.pixels.data();
-  for (Eigen::Index k = 0; k < m.size(); ++k, dst += 4) {
-    const float v = src[k];
-    Rgba8 c;
-    if (std::isfinite(v))
-      c = lut[std::lround(scale_position(v, range) * 255.0f)];
-    else
-      c = cell_color(v, range, map);
-    dst[0] = c.r;
-    dst[1] = c.g;
-    dst[2] = c.b;
-    dst[3] = c.a;
+  for (Eigen::Index k0 = 0; k0 < m.size(); k0 += kBlock) {
+    const Eigen::Index n = std::min(kBlock, m.size() - k0);
+    table_indices(src + k0, n, lo, span, index);
+    for (Eigen::Index k = 0; k < n; ++k) std::memcpy(dst + (k0 + k) * 4, &table[index[k]], 4);
   }
   return img;
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -90,6 +91,112 @@ TEST(ValueRange, ValuesNearTheFloatLimitStillGetColoursAtTheEnds) {
   // Not finite: the low end, never NaN (the cells themselves get their own fills).
   const ValueRange r = value_range(m, ScaleKind::Diverging);
   EXPECT_EQ(scale_position(std::nanf(""), r), 0.0f);
+}
+
+// value_range and colorize run vectorized (AVX2 / AVX) in the native build;
+// these are their readable definitions, cell by cell.
+ValueRange plain_range(const core::RowMatrix& m, ScaleKind kind) {
+  ValueRange r;
+  float lo = kInf, hi = -kInf;
+  for (Eigen::Index k = 0; k < m.size(); ++k) {
+    const float v = m.data()[k];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (std::isinf(v)) {
+      ++(v < 0 ? r.neg_inf : r.pos_inf);
+    } else {
+      ++r.finite;
+      lo = std::min(lo, v);  // of equal values the first stays
+      hi = std::max(hi, v);
+    }
+  }
+  if (r.finite == 0) lo = hi = 0.0f;
+  r.data_min = lo;
+  r.data_max = hi;
+  if (kind == ScaleKind::Diverging) {
+    const float a = std::max(std::fabs(lo), std::fabs(hi));
+    r.lo = a > 0.0f ? -a : -1.0f;
+    r.hi = a > 0.0f ? a : 1.0f;
+  } else {
+    r.lo = std::min(0.0f, lo);
+    r.hi = hi;
+    if (!(r.hi > r.lo)) r.hi = r.lo + 1.0f;
+  }
+  return r;
+}
+
+Rgba8 plain_color(float v, const ValueRange& r, Colormap map) {
+  if (std::isnan(v)) return kNanFill;
+  if (std::isinf(v)) return masked_fill(map);
+  return sample(map, static_cast<float>(std::lround(scale_position(v, r) * 255.0f)) / 255.0f);
+}
+
+void expect_same_bits(float a, float b, const char* what) {
+  EXPECT_EQ(std::signbit(a), std::signbit(b)) << what << ": " << a << " vs " << b;
+  EXPECT_EQ(a, b) << what;
+}
+
+void expect_plain(const core::RowMatrix& m, const std::string& what) {
+  SCOPED_TRACE(what);
+  for (ScaleKind kind : {ScaleKind::Sequential, ScaleKind::Diverging}) {
+    const ValueRange fast = value_range(m, kind), plain = plain_range(m, kind);
+    EXPECT_EQ(fast.finite, plain.finite);
+    EXPECT_EQ(fast.nan, plain.nan);
+    EXPECT_EQ(fast.neg_inf, plain.neg_inf);
+    EXPECT_EQ(fast.pos_inf, plain.pos_inf);
+    expect_same_bits(fast.data_min, plain.data_min, "data_min");
+    expect_same_bits(fast.data_max, plain.data_max, "data_max");
+    expect_same_bits(fast.lo, plain.lo, "lo");
+    expect_same_bits(fast.hi, plain.hi, "hi");
+    const Colormap map = colormap_for(Palette::Standard, kind);
+    const RgbaImage img = colorize(m, plain, map);
+    for (Eigen::Index k = 0; k < m.size(); ++k) {
+      const int x = static_cast<int>(k % m.cols()), y = static_cast<int>(k / m.cols());
+      ASSERT_EQ(img.at(x, y), plain_color(m(y, x), plain, map)) << "cell " << k << " = " << m(y, x);
+    }
+  }
+}
+
+TEST(ValueRange, TheVectorizedRangeAndColoursEqualThePlainLoopsCellByCell) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  constexpr float kTiny = std::numeric_limits<float>::denorm_min();
+  const float nan = std::nanf("");
+  // Every length from 1 to 40 (the vector loops' tails), random values with
+  // the special ones sprinkled in.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2.0f, 3.0f);
+  const float special[] = {nan, kInf, -kInf, 0.0f, -0.0f, kMax, -kMax, kTiny, -kTiny, 1.0f};
+  for (int n = 1; n <= 40; ++n) {
+    core::RowMatrix m(1, n);
+    for (int k = 0; k < n; ++k) m(0, k) = rng() % 4 == 0 ? special[rng() % 10] : u(rng);
+    expect_plain(m, "random, " + std::to_string(n) + " cells");
+  }
+  // The sign of a zero that is the minimum or the maximum: the first one seen.
+  expect_plain(mat(1, 10, {0.5f, -0.0f, 0.2f, 0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, 0.0f}), "min -0 first");
+  expect_plain(mat(1, 10, {0.5f, 0.0f, 0.2f, -0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, -0.0f}), "min +0 first");
+  expect_plain(mat(1, 9, {-0.5f, -0.2f, -0.0f, -0.3f, 0.0f, -1.0f, -0.1f, -0.4f, -0.9f}), "max -0 first");
+  expect_plain(mat(1, 9, {-0.5f, -0.2f, 0.0f, -0.3f, -0.0f, -1.0f, -0.1f, -0.4f, -0.9f}), "max +0 first");
+  expect_plain(mat(1, 9, {0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f}), "all zeros");
+  // The first zero in a later lane than a zero of the other sign in a later
+  // vector: lane order alone would pick the wrong one.
+  for (float first : {0.0f, -0.0f}) {
+    core::RowMatrix up = core::RowMatrix::Constant(1, 24, 0.5f), down = -up;
+    up(0, 5) = down(0, 5) = first;
+    up(0, 8) = down(0, 8) = -first;
+    up(0, 17) = down(0, 17) = first;
+    expect_plain(up, std::string("min zero, first ") + (std::signbit(first) ? "-0" : "+0"));
+    expect_plain(down, std::string("max zero, first ") + (std::signbit(first) ? "-0" : "+0"));
+  }
+  expect_plain(mat(1, 9, {nan, kInf, -kInf, nan, kInf, -kInf, nan, kInf, -kInf}), "nothing finite");
+  // Positions that land on a half step of the 255-entry scale: k / 510.
+  core::RowMatrix halves(1, 511);
+  for (int k = 0; k <= 510; ++k) halves(0, k) = static_cast<float>(k) / 510.0f;
+  expect_plain(halves, "half steps");
+  // The causal weights of a 64-token head: zeros above the diagonal.
+  core::RowMatrix weights = core::RowMatrix::Zero(64, 64);
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j <= i; ++j) weights(i, j) = 1.0f / static_cast<float>(i + 1);
+  expect_plain(weights, "causal weights");
 }
 
 TEST(XmlEscape, EscapesMarkupAndReplacesWhatXmlForbids) {
