@@ -154,7 +154,7 @@ def build_cases(tmp):
         # A trace larger than the memory left (here a 100 MB budget; the
         # GPT-2 sized trace needs 360 MB) is refused before it is computed.
         ("bench over the memory budget", ["bench", "--tokens", "1024"], None,
-         "this trace needs 360 MB of memory and 105 MB is available: try fewer tokens",
+         "this trace needs 360 MB of memory and 100 MB is available: try fewer tokens",
          {"ATTNSCOPE_MEMORY_LIMIT_MB": "100"}),
         ("trace over the memory budget",
          ["trace", "--preset", "book", "--variant", "multihead", "--d-out", "2048", "--heads", "2"],

@@ -86,7 +86,7 @@ std::optional<std::size_t> available_memory_bytes() {
     char* end = nullptr;
     const unsigned long long mb = std::strtoull(cap, &end, 10);
     if (end && *end == '\0') {
-      const std::size_t bytes = static_cast<std::size_t>(mb) << 20;
+      const std::size_t bytes = static_cast<std::size_t>(mb) * 1000000u;  // MB as the message prints them
       available = available ? std::min(*available, bytes) : bytes;
     }
   }

@@ -2,6 +2,7 @@
 // that refuses a run the machine cannot hold.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "attnscope/attention.hpp"
@@ -94,6 +95,24 @@ TEST(TraceMemory, TheAvailableMemoryIsReadFromTheSystem) {
   EXPECT_GT(*available, std::size_t{16} << 20);
 #else
   (void)available;
+#endif
+}
+
+// The budget is in MB of 10^6 bytes, the unit memory_problem prints, so a
+// budget of 100 reads back as "100 MB is available".
+TEST(TraceMemory, TheBudgetFromTheEnvironmentIsInTheMegabytesTheMessagePrints) {
+  ASSERT_EQ(setenv("ATTNSCOPE_MEMORY_LIMIT_MB", "100", 1), 0);
+  const std::optional<std::size_t> capped = available_memory_bytes();
+  ASSERT_EQ(setenv("ATTNSCOPE_MEMORY_LIMIT_MB", "not a number", 1), 0);
+  const std::optional<std::size_t> ignored = available_memory_bytes();
+  unsetenv("ATTNSCOPE_MEMORY_LIMIT_MB");
+  ASSERT_TRUE(capped.has_value());
+  EXPECT_EQ(*capped, std::size_t{100000000});
+  const std::string problem = memory_problem(gpt2_layer(12), 1024, 768, capped);
+  EXPECT_NE(problem.find("and 100 MB is available"), std::string::npos) << problem;
+#if defined(__linux__)
+  ASSERT_TRUE(ignored.has_value());
+  EXPECT_GT(*ignored, *capped) << "a value that is not a number is ignored (MemAvailable is > 100 MB)";
 #endif
 }
 

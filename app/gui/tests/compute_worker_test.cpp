@@ -192,7 +192,7 @@ TEST(ComputeWorker, ATraceTooLargeForTheMemoryLeftIsRefusedAndTheLastOneStays) {
   s.mark_dirty();
   s.finish_recompute();
   unsetenv("ATTNSCOPE_MEMORY_LIMIT_MB");
-  EXPECT_NE(s.error.find("this trace needs 106 MB of memory and 21 MB is available"),
+  EXPECT_NE(s.error.find("this trace needs 106 MB of memory and 20 MB is available"),
             std::string::npos)
       << s.error;
   EXPECT_EQ(s.trace_version, version) << "the last trace stays on screen";

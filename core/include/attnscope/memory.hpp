@@ -18,7 +18,8 @@ std::size_t trace_memory_bytes(const Config& config, long tokens, long d_in);
 
 // The memory the system can still give (MemAvailable in /proc/meminfo), or
 // nullopt where that is unknown. The environment variable
-// ATTNSCOPE_MEMORY_LIMIT_MB (a whole number of MiB) lowers it: a budget for
+// ATTNSCOPE_MEMORY_LIMIT_MB (a whole number of MB, 10^6 bytes, as
+// memory_problem prints sizes) lowers it: a budget for
 // attnscope on a shared machine, and how tests reach the refusal.
 std::optional<std::size_t> available_memory_bytes();
 
