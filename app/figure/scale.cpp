@@ -25,16 +25,11 @@ Colormap colormap_for(Palette palette, ScaleKind kind) {
 
 namespace {
 
-// The finite values' min and max and the counts of the others, in the order
-// of a plain loop: with equal values the first one seen stays, which only
-// shows in the sign of a zero.
-struct Scan {
-  float lo = std::numeric_limits<float>::infinity();
-  float hi = -std::numeric_limits<float>::infinity();
-  long finite = 0, neg_inf = 0, pos_inf = 0, nan = 0;
-};
-
-void scan_values(const float* p, Eigen::Index n, Scan& s) {
+// Adds n cells to r's counts and to the finite values' min and max in
+// r.data_min / r.data_max (start them at +inf / -inf), in the order of a
+// plain loop: with equal values the first one seen stays, which only shows
+// in the sign of a zero.
+void scan_values(const float* p, Eigen::Index n, ValueRange& s) {
   for (Eigen::Index k = 0; k < n; ++k) {
     const float v = p[k];
     if (std::isnan(v)) {
@@ -43,8 +38,8 @@ void scan_values(const float* p, Eigen::Index n, Scan& s) {
       ++(v < 0 ? s.neg_inf : s.pos_inf);
     } else {
       ++s.finite;
-      s.lo = std::min(s.lo, v);
-      s.hi = std::max(s.hi, v);
+      s.data_min = std::min(s.data_min, v);
+      s.data_max = std::max(s.data_max, v);
     }
   }
 }
@@ -54,7 +49,7 @@ void scan_values(const float* p, Eigen::Index n, Scan& s) {
 // Vector min and max may keep a different zero of two equal ones; a min or
 // max of zero is set to the first zero in the data afterwards, which is what
 // the plain loop keeps (no value below, or above, it comes first).
-void scan_values_avx2(const float* p, Eigen::Index n, Scan& s) {
+void scan_values_avx2(const float* p, Eigen::Index n, ValueRange& s) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf_bits = _mm256_set1_epi32(0x7f800000);
   const __m256 pos_inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -87,19 +82,19 @@ void scan_values_avx2(const float* p, Eigen::Index n, Scan& s) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(counts[2]), minus_inf);
   _mm256_store_si256(reinterpret_cast<__m256i*>(counts[3]), plus_inf);
   for (int i = 0; i < 8; ++i) {
-    s.lo = std::min(s.lo, los[i]);
-    s.hi = std::max(s.hi, his[i]);
+    s.data_min = std::min(s.data_min, los[i]);
+    s.data_max = std::max(s.data_max, his[i]);
     s.finite += counts[0][i];
     s.nan += counts[1][i];
     s.neg_inf += counts[2][i];
     s.pos_inf += counts[3][i];
   }
   scan_values(p + k, n - k, s);
-  if (s.lo == 0.0f || s.hi == 0.0f) {
+  if (s.data_min == 0.0f || s.data_max == 0.0f) {
     for (Eigen::Index j = 0; j < n; ++j)
       if (p[j] == 0.0f) {
-        if (s.lo == 0.0f) s.lo = p[j];
-        if (s.hi == 0.0f) s.hi = p[j];
+        if (s.data_min == 0.0f) s.data_min = p[j];
+        if (s.data_max == 0.0f) s.data_max = p[j];
         break;
       }
   }
@@ -110,22 +105,15 @@ void scan_values_avx2(const float* p, Eigen::Index n, Scan& s) {
 
 ValueRange value_range(const core::RowMatrix& m, ScaleKind kind) {
   ValueRange r;
-  Scan s;
-  const float* p = m.data();
-  const Eigen::Index n = m.size();
+  r.data_min = std::numeric_limits<float>::infinity();
+  r.data_max = -std::numeric_limits<float>::infinity();
 #if defined(__AVX2__)
-  scan_values_avx2(p, n, s);
+  scan_values_avx2(m.data(), m.size(), r);
 #else
-  scan_values(p, n, s);
+  scan_values(m.data(), m.size(), r);
 #endif
-  float lo = s.lo, hi = s.hi;
-  r.finite = s.finite;
-  r.neg_inf = s.neg_inf;
-  r.pos_inf = s.pos_inf;
-  r.nan = s.nan;
-  if (r.finite == 0) lo = hi = 0.0f;
-  r.data_min = lo;
-  r.data_max = hi;
+  if (r.finite == 0) r.data_min = r.data_max = 0.0f;
+  const float lo = r.data_min, hi = r.data_max;
   if (kind == ScaleKind::Diverging) {
     const float a = std::max(std::fabs(lo), std::fabs(hi));
     r.lo = a > 0.0f ? -a : -1.0f;
@@ -163,27 +151,25 @@ Rgba8 RgbaImage::at(int x, int y) const {
 namespace {
 
 // Where each cell's colour is in colorize's table: 0..255 for finite values
-// (lround(scale_position(v) * 255)), then the infinities, then NaN. For y in
-// [0, 255], lround(y) is floor(y + 0.5) with the sum exact in double.
+// (lround(scale_position(v) * 255)), then the infinities, then NaN.
 constexpr int kInfIndex = 256, kNanIndex = 257;
 
-int table_index(float v, double lo, double span) {
+int table_index(float v, const ValueRange& range) {
   if (std::isnan(v)) return kNanIndex;
   if (std::isinf(v)) return kInfIndex;
-  const double t = (static_cast<double>(v) - lo) / span;  // as scale_position
-  const double c = t >= 0.0 ? std::min(t, 1.0) : 0.0;
-  const float y = static_cast<float>(c) * 255.0f;
-  return static_cast<int>(static_cast<double>(y) + 0.5);
+  return static_cast<int>(std::lround(scale_position(v, range) * 255.0f));
 }
 
-// table_index for n cells. GCC does not vectorize the comparisons above
-// (they may trap), so with AVX the same arithmetic runs 4 cells at a time:
-// max_pd(t, 0) gives 0 for NaN as the comparison does, and the float steps
-// round as the scalar ones.
-void table_indices(const float* v, Eigen::Index n, double lo, double span, std::uint16_t* out) {
+// table_index for n cells. GCC does not vectorize scale_position's
+// comparisons (they may trap), so with AVX its arithmetic runs 4 cells at a
+// time: max_pd(t, 0) gives 0 for NaN as the comparison does, the float steps
+// round as the scalar ones, and lround(y) is floor(y + 0.5) for y in
+// [0, 255] with the sum exact in double.
+void table_indices(const float* v, Eigen::Index n, const ValueRange& range, std::uint16_t* out) {
   Eigen::Index k = 0;
 #if defined(__AVX__)
-  const __m256d lo4 = _mm256_set1_pd(lo), span4 = _mm256_set1_pd(span);
+  const __m256d lo4 = _mm256_set1_pd(range.lo);
+  const __m256d span4 = _mm256_set1_pd(static_cast<double>(range.hi) - range.lo);
   const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
   const __m128 scale = _mm_set1_ps(255.0f);
   const __m128i abs_mask = _mm_set1_epi32(0x7fffffff), inf_bits = _mm_set1_epi32(0x7f800000);
@@ -202,7 +188,7 @@ void table_indices(const float* v, Eigen::Index n, double lo, double span, std::
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + k), _mm_packus_epi32(index, index));
   }
 #endif
-  for (; k < n; ++k) out[k] = static_cast<std::uint16_t>(table_index(v[k], lo, span));
+  for (; k < n; ++k) out[k] = static_cast<std::uint16_t>(table_index(v[k], range));
 }
 
 }  // namespace
@@ -217,9 +203,8 @@ RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap m
   const auto put = [&](int k, Rgba8 c) { std::memcpy(&table[k], &c, 4); };
   static_assert(sizeof(Rgba8) == 4);
   for (int k = 0; k < 256; ++k) put(k, sample(map, static_cast<float>(k) / 255.0f));
-  put(kInfIndex, masked_fill(map));
-  put(kNanIndex, kNanFill);
-  const double lo = range.lo, span = static_cast<double>(range.hi) - range.lo;
+  put(kInfIndex, cell_color(std::numeric_limits<float>::infinity(), range, map));
+  put(kNanIndex, cell_color(std::numeric_limits<float>::quiet_NaN(), range, map));
   // In blocks that stay in L1: indices first (vectorized), then the lookup.
   constexpr Eigen::Index kBlock = 2048;
   std::uint16_t index[kBlock];
@@ -227,7 +212,7 @@ RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap m
   std::uint8_t* dst = img.pixels.data();
   for (Eigen::Index k0 = 0; k0 < m.size(); k0 += kBlock) {
     const Eigen::Index n = std::min(kBlock, m.size() - k0);
-    table_indices(src + k0, n, lo, span, index);
+    table_indices(src + k0, n, range, index);
     for (Eigen::Index k = 0; k < n; ++k) std::memcpy(dst + (k0 + k) * 4, &table[index[k]], 4);
   }
   return img;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>  // defines __GLIBC__ on glibc systems, so include it before testing
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #if defined(__GLIBC__)
@@ -86,7 +87,10 @@ std::optional<std::size_t> available_memory_bytes() {
     char* end = nullptr;
     const unsigned long long mb = std::strtoull(cap, &end, 10);
     if (end && *end == '\0') {
-      const std::size_t bytes = static_cast<std::size_t>(mb) * 1000000u;  // MB as the message prints them
+      constexpr std::size_t kMB = 1000000;  // MB as the message prints them
+      const std::size_t bytes = mb > std::numeric_limits<std::size_t>::max() / kMB
+                                    ? std::numeric_limits<std::size_t>::max()
+                                    : static_cast<std::size_t>(mb) * kMB;
       available = available ? std::min(*available, bytes) : bytes;
     }
   }

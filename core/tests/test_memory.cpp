@@ -105,6 +105,9 @@ TEST(TraceMemory, TheBudgetFromTheEnvironmentIsInTheMegabytesTheMessagePrints) {
   const std::optional<std::size_t> capped = available_memory_bytes();
   ASSERT_EQ(setenv("ATTNSCOPE_MEMORY_LIMIT_MB", "not a number", 1), 0);
   const std::optional<std::size_t> ignored = available_memory_bytes();
+  // More MB than bytes fit in size_t: no limit, not a wrapped-around small one.
+  ASSERT_EQ(setenv("ATTNSCOPE_MEMORY_LIMIT_MB", "18446744073710", 1), 0);
+  const std::optional<std::size_t> huge = available_memory_bytes();
   unsetenv("ATTNSCOPE_MEMORY_LIMIT_MB");
   ASSERT_TRUE(capped.has_value());
   EXPECT_EQ(*capped, std::size_t{100000000});
@@ -113,6 +116,8 @@ TEST(TraceMemory, TheBudgetFromTheEnvironmentIsInTheMegabytesTheMessagePrints) {
 #if defined(__linux__)
   ASSERT_TRUE(ignored.has_value());
   EXPECT_GT(*ignored, *capped) << "a value that is not a number is ignored (MemAvailable is > 100 MB)";
+  ASSERT_TRUE(huge.has_value());
+  EXPECT_GT(*huge, *capped) << "a budget past size_t's range does not wrap around";
 #endif
 }
 
