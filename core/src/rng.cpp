@@ -6,8 +6,13 @@
 #include "attnscope/rng.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <vector>
+#include <cstring>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace attnscope::core {
 
@@ -61,6 +66,11 @@ void Mt19937::fill(std::uint32_t* out, std::size_t n) {
   }
 }
 
+std::span<const std::uint32_t> Mt19937::available() {
+  if (index_ == kN) regenerate();
+  return {tempered_.data() + index_, kN - index_};
+}
+
 // ---------------------------------------------------------------------------
 // 2. TorchGenerator
 
@@ -104,6 +114,43 @@ void TorchGenerator::fill_uniform(RowMatrix& m, float from, float to) {
   }
 }
 
+namespace {
+
+constexpr std::uint64_t kLow53 = (1ULL << 53) - 1;
+
+// Keep-flags for n draws from 2n words (each draw: the first word high, the
+// second low): 1 when the draw's low 53 bits are below the threshold.
+void keep_flags(const std::uint32_t* w, std::size_t n, std::uint64_t threshold, std::uint8_t* out) {
+  std::size_t k = 0;
+#if defined(__AVX2__)
+  // Four draws per step. Swapping the words of each 64-bit lane makes it
+  // (first << 32) | second; the threshold is at most 2^53, so the signed
+  // 64-bit compare is exact. Its four results become four bytes through a
+  // 16-entry table.
+  static constexpr auto kBytes = [] {
+    std::array<std::uint32_t, 16> t{};
+    for (std::uint32_t bits = 0; bits < 16; ++bits)
+      for (std::uint32_t i = 0; i < 4; ++i) t[bits] |= ((bits >> i) & 1u) << (8 * i);
+    return t;
+  }();
+  const __m256i low53 = _mm256_set1_epi64x(static_cast<long long>(kLow53));
+  const __m256i limit = _mm256_set1_epi64x(static_cast<long long>(threshold));
+  for (; k + 4 <= n; k += 4) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2 * k));
+    v = _mm256_and_si256(_mm256_shuffle_epi32(v, 0xB1), low53);
+    const __m256i kept = _mm256_cmpgt_epi64(limit, v);  // v < threshold
+    const int bits = _mm256_movemask_pd(_mm256_castsi256_pd(kept));
+    std::memcpy(out + k, &kBytes[static_cast<std::size_t>(bits)], 4);
+  }
+#endif
+  for (; k < n; ++k) {
+    const std::uint64_t v = (static_cast<std::uint64_t>(w[2 * k]) << 32) | w[2 * k + 1];
+    out[k] = (v & kLow53) < threshold ? 1 : 0;
+  }
+}
+
+}  // namespace
+
 void TorchGenerator::dropout_keep(double p, std::size_t count, std::uint8_t* keep) {
   if (p <= 0.0 || p >= 1.0) {
     std::fill_n(keep, count, static_cast<std::uint8_t>(p >= 1.0 ? 0 : 1));
@@ -114,18 +161,19 @@ void TorchGenerator::dropout_keep(double p, std::size_t count, std::uint8_t* kee
   // test m < ceil((1 - p) * 2^53): no double conversion per draw.
   const double keep_prob = 1.0 - p;
   const auto threshold = static_cast<std::uint64_t>(std::ceil(keep_prob * 9007199254740992.0));
-  constexpr std::uint64_t kLow53 = (1ULL << 53) - 1;
-  constexpr std::size_t kChunk = 4096;  // draws per bulk fill: 32 KiB of words
-  std::vector<std::uint32_t> words(2 * std::min(count, kChunk));
+  // Straight from the generator's blocks of words; a draw whose two words
+  // fall in two blocks (after an odd number of words) is made on its own.
   for (std::size_t done = 0; done < count;) {
-    const std::size_t n = std::min(count - done, kChunk);
-    engine_.fill(words.data(), 2 * n);
-    const std::uint32_t* w = words.data();
-    std::uint8_t* out = keep + done;
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::uint64_t v = (static_cast<std::uint64_t>(w[2 * k]) << 32) | w[2 * k + 1];
-      out[k] = (v & kLow53) < threshold ? 1 : 0;
+    const std::span<const std::uint32_t> words = engine_.available();
+    if (words.size() < 2) {
+      const std::uint32_t hi = next_u32();
+      keep_flags(std::array<std::uint32_t, 2>{hi, next_u32()}.data(), 1, threshold, keep + done);
+      ++done;
+      continue;
     }
+    const std::size_t n = std::min(count - done, words.size() / 2);
+    keep_flags(words.data(), n, threshold, keep + done);
+    engine_.take(2 * n);
     done += n;
   }
 }

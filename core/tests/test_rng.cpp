@@ -92,14 +92,21 @@ TEST(Mt19937, SameWordsAsStdMt19937AcrossManyBlocks) {
 
 TEST(TorchGenerator, BulkDropoutEqualsOneDoubleDrawPerElement) {
   // The integer-threshold fast path against the definition: keep when u < 1 - p.
-  for (double p : {0.1, 0.25, 0.5, 0.9, 1e-9, 1 - 1e-9}) {
-    TorchGenerator fast(99), slow(99);
-    std::vector<std::uint8_t> keep(10000);
-    fast.dropout_keep(p, keep.size(), keep.data());
-    for (std::size_t k = 0; k < keep.size(); ++k)
-      ASSERT_EQ(keep[k], slow.uniform_double() < 1.0 - p ? 1 : 0) << "p " << p << " at " << k;
-    EXPECT_EQ(fast.next_u32(), slow.next_u32()) << "same number of words consumed";
-  }
+  // Words taken before: none, an odd number (so draws straddle the 624-word
+  // blocks), a block but one; counts that are and are not multiples of the
+  // four draws the vector loop makes per step.
+  for (double p : {0.1, 0.25, 0.5, 0.9, 1e-9, 1 - 1e-9})
+    for (int skipped : {0, 1, 623})
+      for (std::size_t count : {std::size_t{10000}, std::size_t{3}, std::size_t{1251}}) {
+        TorchGenerator fast(99), slow(99);
+        for (int k = 0; k < skipped; ++k) ASSERT_EQ(fast.next_u32(), slow.next_u32());
+        std::vector<std::uint8_t> keep(count);
+        fast.dropout_keep(p, keep.size(), keep.data());
+        for (std::size_t k = 0; k < keep.size(); ++k)
+          ASSERT_EQ(keep[k], slow.uniform_double() < 1.0 - p ? 1 : 0)
+              << "p " << p << ", " << skipped << " words before, at " << k;
+        EXPECT_EQ(fast.next_u32(), slow.next_u32()) << "same number of words consumed";
+      }
 }
 
 }  // namespace

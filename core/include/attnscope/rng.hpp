@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "attnscope/matrix.hpp"
 
@@ -23,6 +24,11 @@ class Mt19937 {
   }
   // Writes the next n tempered words to out.
   void fill(std::uint32_t* out, std::size_t n);
+  // For bulk readers, without a copy: the current block's tempered words not
+  // yet taken (a new block is generated first when none are left). take(n)
+  // then consumes the first n of them.
+  std::span<const std::uint32_t> available();
+  void take(std::size_t n) { index_ += n; }
 
  private:
   static constexpr std::size_t kN = 624;
