@@ -2,7 +2,11 @@
 // Same stages in the same order; values drawn from the RNG (parameters,
 // masks) identical; computed values equal up to float32 reassociation
 // (fused loops, triangular products), 1e-6 of the stage's magnitude.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <random>
+#include <utility>
 
 #include "test_support.hpp"
 
@@ -64,6 +68,38 @@ TEST(FastPath, MatchesReferenceForEveryVariantAndMode) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(variant_id(c.variant)) + " T=" + std::to_string(c.tokens));
     expect_same_trace(c);
+  }
+}
+
+// The scaling step divides by sqrt(d_k), as PyTorch does; the fast path
+// multiplies by the inverse where that gives the same bits (sqrt(d_k) a power
+// of two). Bit for bit against the division, both where it may multiply
+// (d_k 64, 4) and where it may not (d_k 3, 32, 48).
+TEST(FastPath, ScaledScoresAreTheScoresDividedByRootDkBitForBit) {
+  for (const auto& [d_out, heads] : {std::pair{768, 12}, {8, 2}, {9, 3}, {64, 2}, {96, 2}}) {
+    Config config;
+    config.variant = Variant::Multihead;
+    config.d_out = d_out;
+    config.num_heads = heads;
+    config.dropout = 0.0;
+    Inputs in;
+    in.embeddings.resize(40, 24);
+    std::mt19937 rng(static_cast<unsigned>(d_out));
+    std::uniform_real_distribution<float> u(-3, 3);
+    for (Eigen::Index k = 0; k < in.embeddings.size(); ++k) in.embeddings.data()[k] = u(rng);
+    for (int t = 0; t < 40; ++t) in.tokens.push_back("t" + std::to_string(t));
+    const Trace trace = run_attention(config, in, EnginePath::Fast);
+    const auto sqrt_dk = static_cast<float>(std::pow(static_cast<double>(d_out / heads), 0.5));
+    for (int h = 0; h < heads; ++h) {
+      const Stage* scores = trace.find("scores", h);
+      const Stage* scaled = trace.find("scaled_scores", h);
+      ASSERT_TRUE(scores && scaled);
+      const RowMatrix divided = scores->data() / sqrt_dk;
+      for (Eigen::Index k = 0; k < divided.size(); ++k)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(scaled->data().data()[k]),
+                  std::bit_cast<std::uint32_t>(divided.data()[k]))
+            << "d_k " << d_out / heads << ", head " << h << ", element " << k;
+    }
   }
 }
 
