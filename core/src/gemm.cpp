@@ -264,9 +264,11 @@ struct Row {
 };
 
 // c (4 x 8*NV, row stride ldc) = rows a[0..3] of the tile . b's first 8*NV
-// columns over k = 0..K-1, added to c's chains so far when `resume`.
+// columns over k = 0..K-1, added to c's chains so far when `resume`. Step k
+// also prefetches the cache line at prefetch + 64 k into L1, for k < lines.
 template <int NV>
-void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc, bool resume) {
+void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc, bool resume,
+            const char* prefetch, Eigen::Index lines) {
   Row<NV> r0, r1, r2, r3;
   if (resume) {
     r0.load(c);
@@ -287,6 +289,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     r1.add(a + 1, b0, b1, b2);
     r2.add(a + 2, b0, b1, b2);
     r3.add(a + 3, b0, b1, b2);
+    if (k < lines) _mm_prefetch(prefetch + 64 * k, _MM_HINT_T0);
     a += kTileRows;
     b += kPanelCols;
   }
@@ -300,24 +303,41 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
 // columns, k in chunks whose panel rows (kChunk x 192 bytes) stay in L1 for
 // all four blocks. A chain paused at a chunk's end is stored as the float it
 // is and resumed from c, so the order of arithmetic does not change.
+//
+// While a chunk runs, the next one is prefetched into L1: blocks 1-3 take a
+// third of its panel rows each (kn lines: one per k step), block 4 its tile
+// columns. After the last chunk that is the first chunk of the tile that
+// follows in memory, with this panel: multiply_panel's next call. Measured
+// on a Zen 3 core, x 256 x 768 . w 768 x 2304: 88-91 against 85-87 GFLOP/s
+// without, interleaved (with 96- or 128-step chunks the two chunks no longer
+// fit in L1 together and it is slower).
 void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c,
                 Eigen::Index ldc) {
   constexpr Eigen::Index kChunk = 64;  // 64 > 96 > 128 > 256 in interleaved runs on Zen 3
   Eigen::Index k0 = 0;
   do {
     const Eigen::Index kn = std::min(kChunk, K - k0);
+    const bool last = k0 + kn >= K;
+    const Eigen::Index next = last ? std::min(kChunk, K) : std::min(kChunk, K - k0 - kn);
+    const auto* next_b = reinterpret_cast<const char*>(b + (last ? 0 : k0 + kn) * kPanelCols);
+    const auto* next_a = reinterpret_cast<const char*>(a + (last ? K : k0 + kn) * kTileRows);
+    int block = 0;
     for (Eigen::Index col = 0; col < n; col += 24) {
       const Eigen::Index vectors = std::min<Eigen::Index>(3, (n - col + 7) / 8);
       for (Eigen::Index row = 0; row < kTileRows; row += 4) {
         const float* ar = a + k0 * kTileRows + row;
         const float* bc = b + k0 * kPanelCols + col;
         float* cc = c + row * ldc + col;
+        // 192-byte panel rows: 3 lines per k; 32-byte tile columns: 1 per 2 k.
+        const char* pf = block < 3 ? next_b + block * next * 64 : next_a;
+        const Eigen::Index lines = block < 3 ? next : next / 2;
+        ++block;
         if (vectors == 3)
-          kernel<3>(ar, bc, kn, cc, ldc, k0 > 0);
+          kernel<3>(ar, bc, kn, cc, ldc, k0 > 0, pf, lines);
         else if (vectors == 2)
-          kernel<2>(ar, bc, kn, cc, ldc, k0 > 0);
+          kernel<2>(ar, bc, kn, cc, ldc, k0 > 0, pf, lines);
         else
-          kernel<1>(ar, bc, kn, cc, ldc, k0 > 0);
+          kernel<1>(ar, bc, kn, cc, ldc, k0 > 0, pf, lines);
       }
     }
     k0 += kn;
