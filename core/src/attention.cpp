@@ -560,9 +560,9 @@ std::shared_ptr<RowMatrix> causal_mask(Eigen::Index T) {
 }
 
 // Draws every head's dropout flags in PyTorch's order: head 0's T*T first.
-std::vector<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen::Index T,
-                                       TorchGenerator& gen) {
-  std::vector<std::uint8_t> keep;
+gemm::Buffer<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen::Index T,
+                                        TorchGenerator& gen) {
+  gemm::Buffer<std::uint8_t> keep;
   if (opt.causal && opt.dropout_on && opt.dropout > 0.0 && opt.dropout < 1.0) {
     keep.resize(static_cast<std::size_t>(heads) * static_cast<std::size_t>(T * T));
     gen.dropout_keep(opt.dropout, keep.size(), keep.data());
@@ -586,7 +586,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   // stages (copies unless the parameters were prepared), and the whole-layer
   // Q/K/V products in column blocks (all variants but the wrapper, whose
   // heads own their projections).
-  std::vector<std::uint8_t> keep;
+  gemm::Buffer<std::uint8_t> keep;
   std::shared_ptr<RowMatrix> mask;
   std::vector<Stage> parameter_stages, out_parameter_stages;
   RowMatrix queries, keys, values;

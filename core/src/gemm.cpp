@@ -161,8 +161,13 @@ PackedWeights pack_transposed(const RowMatrix& m) {
   PackedWeights packed;
   packed.rows = m.cols();  // K: m's columns
   packed.cols = m.rows();  // N: m's rows become the panels' columns
-  packed.data.assign(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols), 0.0f);
+  packed.data.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
   const Eigen::Index K = packed.rows;
+  const Eigen::Index used = packed.cols - (packed.panels() - 1) * kPanelCols;  // of the last panel
+  if (packed.panels() > 0 && used < kPanelCols) {  // zero its columns past N; the rest is written below
+    float* last = packed.data.data() + (packed.panels() - 1) * K * kPanelCols;
+    for (Eigen::Index k = 0; k < K; ++k) std::fill(last + k * kPanelCols + used, last + (k + 1) * kPanelCols, 0.0f);
+  }
   for (Eigen::Index j0 = 0; j0 < packed.cols; j0 += 8) {  // 8 rows of m at a time
     float* dst = packed.data.data() + (j0 / kPanelCols) * K * kPanelCols + j0 % kPanelCols;
     const Eigen::Index rows = std::min<Eigen::Index>(8, packed.cols - j0);

@@ -178,6 +178,21 @@ TEST(Gemm, PackingInColumnBlocksEqualsPackingTheWhole) {
   EXPECT_EQ(pieces.data, whole.data);
 }
 
+// The packed buffers are not zeroed when sized (gemm::Buffer); the columns
+// of the last panel past N must still be zeros. A freed buffer of the same
+// size full of 777s comes first, so that a missing zero would likely show.
+TEST(Gemm, PackedTransposedPadsItsLastPanelWithZeros) {
+  const RowMatrix keys = random_matrix(61, 20, 12);  // N = 61: the second panel holds 13 columns
+  { const std::vector<float> dirt(2 * 20 * gemm::kPanelCols, 777.0f); }
+  const gemm::PackedWeights keys_t = gemm::pack_transposed(keys);
+  ASSERT_EQ(keys_t.panels(), 2);
+  for (Eigen::Index k = 0; k < 20; ++k) {
+    for (Eigen::Index j = 0; j < 13; ++j) ASSERT_EQ(keys_t.panel(1)[k * gemm::kPanelCols + j], keys(48 + j, k));
+    for (Eigen::Index j = 13; j < gemm::kPanelCols; ++j)
+      ASSERT_EQ(keys_t.panel(1)[k * gemm::kPanelCols + j], 0.0f) << "k " << k << ", column " << j;
+  }
+}
+
 // The heads' products, a tile of query rows at a time: scores = Q . K^T from
 // K packed transposed, and context = W . V stopping at K steps (the causal
 // context's last visible key). Bit for bit the FMA chain, for tiles with
