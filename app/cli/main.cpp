@@ -3,6 +3,7 @@
 //   attnscope-cli trace  [--config FILE|-] [--preset NAME] [run flags] [--format json|text]
 //   attnscope-cli export [--config FILE|-] [--preset NAME] [run flags]
 //                        --format svg|csv|npy|json --out DIR [--stage ID] [--head H]
+//                        [--row-scale]
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
 //
@@ -197,6 +198,7 @@ struct ExportOptions {
   std::string out_dir;
   std::optional<std::string> stage;
   std::optional<int> head;
+  bool row_scale = false;  // svg: each row coloured on its own scale
 };
 
 // The stages --stage/--head select, in trace order; throws ParseError when none.
@@ -243,15 +245,21 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
                                ": SVG export is limited to " +
                                std::to_string(figure::kMaxSvgCells) +
                                " cells; use --format npy or csv for large runs");
+  if (o.row_scale && !svg)
+    throw core::ParseError("--row-scale sets the colours of SVG figures; " + o.format +
+                           " files hold the values themselves (drop --row-scale, or use --format svg)");
   if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
   const fs::path dir(o.out_dir);
   core::require_folder(dir);
 
   const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
+  figure::FigureStyle style;
+  if (o.row_scale) style.scope = figure::ScaleScope::Row;
   const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
   const core::StageRenderer render =
-      svg ? [](const core::Trace& t,
-               const core::Stage& st) { return figure::heatmap_svg(figure::stage_heatmap(t, st)); }
+      svg ? [style](const core::Trace& t, const core::Stage& st) {
+              return figure::heatmap_svg(figure::stage_heatmap(t, st, style));
+            }
           : core::data_renderer(*format);
   for (const auto& p : core::export_stages(trace, stages, dir, ext, render, now))
     std::cout << p.string() << "\n";
@@ -391,6 +399,8 @@ int attnscope_cli_main(int argc, char** argv) {
       ->required();
   export_cmd->add_option("--stage", exp.stage, "only this stage id (e.g. weights)");
   export_cmd->add_option("--head", exp.head, "only stages of this head (-1: whole-layer stages)");
+  export_cmd->add_flag("--row-scale", exp.row_scale,
+                       "svg: colour each row on its own scale (as the app's View menu)");
 
   BenchOptions bench;
   auto* bench_cmd = app.add_subcommand("bench", "time full traces at a given size");

@@ -127,7 +127,7 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   g.x = left;
   g.y = top;
   g.cell = cell;
-  g.colors = colorize(h.values, sc.range, map);
+  g.colors = colorize(h.values, sc.range, h.kind, h.scope, map);
   g.marks.resize(static_cast<std::size_t>(h.values.size()));
   for (Eigen::Index k = 0; k < h.values.size(); ++k)
     g.marks[static_cast<std::size_t>(k)] = std::isnan(v[k])   ? CellGrid::NotANumber
@@ -141,13 +141,14 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   // Numbers in cells, in the text colour that reads on the cell; "−∞" on a
   // plate of the masked colour so the hatching does not cross it.
   if (sc.decimals > 0) {
-    for (int r = 0; r < rows; ++r)
+    for (int r = 0; r < rows; ++r) {
+      const ValueRange cells = h.scope == ScaleScope::Row ? row_range(h.values, r, h.kind) : sc.range;
       for (int c = 0; c < cols; ++c) {
         const float x = h.values(r, c);
         const std::string s = format_value(x, sc.decimals, h.unicode);
         const float cx = left + cell * (static_cast<float>(c) + 0.5f);
         const float cy = top + cell * (static_cast<float>(r) + 0.5f);
-        const Rgba8 bg = cell_color(x, sc.range, map);
+        const Rgba8 bg = cell_color(x, cells, map);
         if (std::isinf(x)) {
           const float w = measure(s, value_size) + 6;
           sc.rects.push_back({cx - w / 2,
@@ -163,6 +164,7 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
         sc.texts.push_back(
             {s, cx, cy, value_size, text_color_on(bg), Anchor::Middle, 0, false, "value"});
       }
+    }
   }
 
   // Row labels, right-aligned against the grid.
@@ -188,8 +190,7 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   const float bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(grid_h, 120.0f);
   sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, kFrame, "colorbar"});
   const float tx = bar_x + bar_w + 5;
-  const std::string hi = format_value(sc.range.hi, 4, h.unicode);
-  const std::string lo = format_value(sc.range.lo, 4, h.unicode);
+  const auto [hi, lo] = bar_labels(sc.range, h.kind, h.scope, 4, h.unicode);
   float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
   sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
                       "bar-label max"});
@@ -213,6 +214,13 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
     swatch(true, masked_fill(map), h.unicode ? "\xE2\x88\x92\xE2\x88\x9E masked" : "-inf masked",
            "masked-swatch");
   if (sc.range.nan > 0) swatch(false, kNanFill, "nan", "nan-swatch");
+  if (h.scope == ScaleScope::Row) {
+    const float y = bottom + 8 + kSmallSize * 0.6f;
+    sc.texts.push_back({kRowScopeNote, bar_x, y, kSmallSize, kDim, Anchor::Start, 0, false,
+                        "bar-label scope"});
+    label_w = std::max(label_w, measure(kRowScopeNote, kSmallSize) - (tx - bar_x));
+    bottom = y + kSmallSize * 0.6f;
+  }
 
   const float width =
       std::max(tx + label_w + kMargin, 2 * kMargin + measure(h.title, kTitleSize) * 1.08f);  // bold

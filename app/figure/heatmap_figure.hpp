@@ -32,6 +32,7 @@ struct Heatmap {
   ScaleKind kind = ScaleKind::Diverging;
   Palette palette = Palette::Standard;
   bool show_values = true;  // numbers in cells (when they fit), as View > Numbers in cells
+  ScaleScope scope = ScaleScope::Matrix;  // Row: as View > Colour each row on its own scale
   bool unicode = true;      // "−∞", "↓", "…"; false: ASCII spellings (fonts without them)
   int rows() const { return static_cast<int>(values.rows()); }
   int cols() const { return static_cast<int>(values.cols()); }

@@ -104,13 +104,21 @@ void scan_values_avx2(const float* p, Eigen::Index n, ValueRange& s) {
 }  // namespace
 
 ValueRange value_range(const core::RowMatrix& m, ScaleKind kind) {
+  return value_range(m.data(), m.size(), kind);
+}
+
+ValueRange row_range(const core::RowMatrix& m, Eigen::Index r, ScaleKind kind) {
+  return value_range(m.data() + r * m.cols(), m.cols(), kind);
+}
+
+ValueRange value_range(const float* v, Eigen::Index n, ScaleKind kind) {
   ValueRange r;
   r.data_min = std::numeric_limits<float>::infinity();
   r.data_max = -std::numeric_limits<float>::infinity();
 #if defined(__AVX2__)
-  scan_values_avx2(m.data(), m.size(), r);
+  scan_values_avx2(v, n, r);
 #else
-  scan_values(m.data(), m.size(), r);
+  scan_values(v, n, r);
 #endif
   if (r.finite == 0) r.data_min = r.data_max = 0.0f;
   const float lo = r.data_min, hi = r.data_max;
@@ -193,29 +201,63 @@ void table_indices(const float* v, Eigen::Index n, const ValueRange& range, std:
 
 }  // namespace
 
-RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap map) {
+namespace {
+
+// colorize's lookup: 256 steps of the colormap, then the infinities, then NaN.
+struct ColourTable {
+  std::uint32_t rgba[kNanIndex + 1];
+  explicit ColourTable(Colormap map) {
+    static_assert(sizeof(Rgba8) == 4);
+    const auto put = [&](int k, Rgba8 c) { std::memcpy(&rgba[k], &c, 4); };
+    // The colormap is sampled once per table entry, not once per cell.
+    for (int k = 0; k < 256; ++k) put(k, sample(map, static_cast<float>(k) / 255.0f));
+    const ValueRange any;  // infinities and NaN get colours that are on no scale
+    put(kInfIndex, cell_color(std::numeric_limits<float>::infinity(), any, map));
+    put(kNanIndex, cell_color(std::numeric_limits<float>::quiet_NaN(), any, map));
+  }
+};
+
+// The n cells from src on `range`, as RGBA into dst: in blocks that stay in
+// L1, indices first (vectorized), then the lookup.
+void colour_cells(const float* src, Eigen::Index n, const ValueRange& range, const ColourTable& table,
+                  std::uint8_t* dst) {
+  constexpr Eigen::Index kBlock = 2048;
+  std::uint16_t index[kBlock];
+  for (Eigen::Index k0 = 0; k0 < n; k0 += kBlock) {
+    const Eigen::Index count = std::min(kBlock, n - k0);
+    table_indices(src + k0, count, range, index);
+    for (Eigen::Index k = 0; k < count; ++k) std::memcpy(dst + (k0 + k) * 4, &table.rgba[index[k]], 4);
+  }
+}
+
+RgbaImage sized_image(const core::RowMatrix& m) {
   RgbaImage img;
   img.width = static_cast<int>(m.cols());
   img.height = static_cast<int>(m.rows());
   img.pixels.resize(static_cast<std::size_t>(m.size()) * 4);
-  // The colormap is sampled once per table entry, not once per cell.
-  std::uint32_t table[kNanIndex + 1];
-  const auto put = [&](int k, Rgba8 c) { std::memcpy(&table[k], &c, 4); };
-  static_assert(sizeof(Rgba8) == 4);
-  for (int k = 0; k < 256; ++k) put(k, sample(map, static_cast<float>(k) / 255.0f));
-  put(kInfIndex, cell_color(std::numeric_limits<float>::infinity(), range, map));
-  put(kNanIndex, cell_color(std::numeric_limits<float>::quiet_NaN(), range, map));
-  // In blocks that stay in L1: indices first (vectorized), then the lookup.
-  constexpr Eigen::Index kBlock = 2048;
-  std::uint16_t index[kBlock];
-  const float* src = m.data();
-  std::uint8_t* dst = img.pixels.data();
-  for (Eigen::Index k0 = 0; k0 < m.size(); k0 += kBlock) {
-    const Eigen::Index n = std::min(kBlock, m.size() - k0);
-    table_indices(src + k0, n, range, index);
-    for (Eigen::Index k = 0; k < n; ++k) std::memcpy(dst + (k0 + k) * 4, &table[index[k]], 4);
-  }
   return img;
+}
+
+}  // namespace
+
+RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap map) {
+  RgbaImage img = sized_image(m);
+  colour_cells(m.data(), m.size(), range, ColourTable(map), img.pixels.data());
+  return img;
+}
+
+RgbaImage colorize_rows(const core::RowMatrix& m, ScaleKind kind, Colormap map) {
+  RgbaImage img = sized_image(m);
+  const ColourTable table(map);
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    colour_cells(m.data() + r * m.cols(), m.cols(), row_range(m, r, kind), table,
+                 img.pixels.data() + r * m.cols() * 4);
+  return img;
+}
+
+RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, ScaleKind kind,
+                   ScaleScope scope, Colormap map) {
+  return scope == ScaleScope::Row ? colorize_rows(m, kind, map) : colorize(m, range, map);
 }
 
 std::string format_value(float v, int decimals, bool unicode) {
@@ -227,6 +269,15 @@ std::string format_value(float v, int decimals, bool unicode) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
   return buf;
+}
+
+BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, int decimals,
+                     bool unicode) {
+  if (scope == ScaleScope::Matrix)
+    return {format_value(range.hi, decimals, unicode), format_value(range.lo, decimals, unicode)};
+  if (kind == ScaleKind::Diverging)
+    return {"+max|row|", unicode ? "\xE2\x88\x92max|row|" : "-max|row|"};
+  return {"row max", range.data_min < 0.0f ? "row min" : "0"};
 }
 
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h) {

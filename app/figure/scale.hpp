@@ -41,6 +41,18 @@ struct ValueRange {
 // a = max |v| (so 0 sits in the middle). Sequential: [min(0, min), max].
 // An empty or constant range is widened so that lo < hi.
 ValueRange value_range(const core::RowMatrix& m, ScaleKind kind);
+// The same over n values from v (one row: row_range).
+ValueRange value_range(const float* v, Eigen::Index n, ScaleKind kind);
+
+// What one colour scale spans. Matrix: every cell on the matrix's range, so
+// cells compare across the whole matrix. Row: each row on its own range (the
+// same rule over that row's values), so the cells of a row compare with one
+// another: at T = 1024 the first rows' weights (1, 1/2, ...) set the top of
+// a matrix-wide scale and every later row, ~1/T a key, is drawn near its
+// bottom; coloured by row, softmax's choice in each row shows.
+enum class ScaleScope { Matrix, Row };
+// The range row r of m is coloured on under ScaleScope::Row.
+ValueRange row_range(const core::RowMatrix& m, Eigen::Index r, ScaleKind kind);
 
 // Where v sits on the scale, in [0, 1] (clamped; computed in double, so
 // values up to float32's limit work); 0 for NaN.
@@ -60,10 +72,27 @@ struct RgbaImage {
 
 // Colours every cell of m (pure; no GL).
 RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, Colormap map);
+// Colours every cell of m on its row's range (row_range): ScaleScope::Row.
+RgbaImage colorize_rows(const core::RowMatrix& m, ScaleKind kind, Colormap map);
+// colorize for `scope`: on `range` (the matrix's) or row by row.
+RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, ScaleKind kind,
+                   ScaleScope scope, Colormap map);
 
 // The number as torch prints it: fixed, `decimals` places ("-0.1234"); -inf
 // as "−∞" (or "-inf" when `unicode` is false), +inf "∞", NaN as "nan".
 std::string format_value(float v, int decimals, bool unicode = true);
+
+// The colour bar's end labels (top = hi, bottom = lo). Matrix scope: the
+// range's ends with `decimals` places. Row scope, where the ends differ from
+// row to row: "row max" over "0" (or "row min" when some value is below 0)
+// for sequential scales, "+max|row|" over "−max|row|" for diverging ones.
+struct BarLabels {
+  std::string hi, lo;
+};
+BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, int decimals,
+                     bool unicode = true);
+// The note under a colour bar in Row scope, so a figure says how to read it.
+inline constexpr const char* kRowScopeNote = "each row on its own scale";
 
 // How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
 // or 0 meaning "print nothing".

@@ -28,6 +28,7 @@ Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
   h.kind = scale_kind_for(stage.id);
   h.palette = style.palette;
   h.show_values = style.show_values;
+  h.scope = style.scope;
   h.unicode = style.unicode;
   return h;
 }

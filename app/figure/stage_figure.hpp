@@ -15,6 +15,7 @@ struct FigureStyle {
   Palette palette = Palette::Standard;
   bool show_values = true;
   bool unicode = true;
+  ScaleScope scope = ScaleScope::Matrix;  // View > Colour each row on its own scale
 };
 
 // "<stage>, head <h> — <variant id> (<book class>)" (no head part for -1).

@@ -78,6 +78,7 @@ struct ViewState {
 struct UiState {
   Palette palette = Palette::Standard;
   bool show_values = true;         // numbers in cells when they fit
+  bool row_scale = false;          // each heatmap row coloured on its own scale (View menu)
   float ui_scale = 1.0f;           // the user's factor on top of the monitor's
   float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)
   bool fonts_dirty = false;        // main rebuilds the font atlas before the next frame

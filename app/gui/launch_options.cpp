@@ -65,6 +65,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
+  app.add_flag("--row-scale", o.row_scale,
+               "colour each heatmap row on its own scale (View > Colour each row on its own scale)");
   app.add_option("--scale", o.scale,
                  "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
                  "scale (1, 2, 3 or 4)");
@@ -207,6 +209,7 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       throw core::ParseError("unknown colours '" + *o.palette +
                              "' (known: standard, colorblind, warm, greys)");
   }
+  if (o.row_scale) state.ui.row_scale = true;
   if (o.scale) {
     if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
       throw core::ParseError("--scale (" + std::to_string(*o.scale) +

@@ -45,6 +45,7 @@ json view_of(const AppState& s) {
                       {"col", s.pinned.col}};
   view["ui"] = {{"palette", std::string(palette_id(s.ui.palette))},
                 {"show_values", s.ui.show_values},
+                {"row_scale", s.ui.row_scale},
                 {"ui_scale", s.ui.ui_scale},
                 {"window", {s.ui.window_width, s.ui.window_height}},
                 {"random_seed", s.ui.random_seed},
@@ -265,6 +266,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       const json& u = view.at("ui");
       ui.palette = parse_palette(u.value("palette", std::string("standard")));
       ui.show_values = u.value("show_values", true);
+      ui.row_scale = u.value("row_scale", false);
       if (scope.preferences) {
         ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
         if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {

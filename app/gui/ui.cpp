@@ -23,6 +23,7 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_Home)) state.step_by(-100);
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
+  if (letter_pressed('R')) state.ui.row_scale = !state.ui.row_scale;
 }
 
 namespace {

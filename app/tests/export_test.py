@@ -204,6 +204,35 @@ def test_svg_has_cells_and_token_labels(tmp):
                 assert texts.count("\u2212\u221e") == T * (T - 1) // 2, "masked cells are not labelled −∞"
 
 
+def cell_fills(path):
+    root = ET.parse(path).getroot()
+    return [r.get("fill") for r in root.iter("{http://www.w3.org/2000/svg}rect")
+            if "cell" in r.get("class", "").split()]
+
+
+def test_svg_row_scale(tmp):
+    """--row-scale colours each row on its own range: in the book's causal
+    weights every row's largest weight gets the top colour, and the colour
+    bar's ends are words."""
+    args = ["--variant", "causal", "--eval"]
+    plain = export(fresh_dir(tmp, "rows-off"), "svg", *args, "--stage", "weights")
+    by_row = export(fresh_dir(tmp, "rows-on"), "svg", *args, "--stage", "weights", "--row-scale")
+    assert len(plain) == len(by_row) == 1
+    weights = trace(*args)["stages"]
+    weights = [s for s in weights if s["id"] == "weights"][0]["data"]
+    off, on = cell_fills(plain[0]), cell_fills(by_row[0])
+    T = len(weights)
+    top_on = {on[r * T + max(range(T), key=lambda c: weights[r][c])] for r in range(T)}
+    assert len(top_on) == 1, f"row maxima have different colours by row: {top_on}"
+    top_off = {off[r * T + max(range(T), key=lambda c: weights[r][c])] for r in range(T)}
+    assert len(top_off) > 1, "on one scale the rows' maxima should differ"
+    with open(by_row[0], encoding="utf-8") as f:
+        text = f.read()
+    assert "row max" in text and "each row on its own scale" in text
+    with open(plain[0], encoding="utf-8") as f:
+        assert "row max" not in f.read()
+
+
 def read_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.reader(f))
@@ -597,14 +626,18 @@ def test_export_usage_errors(tmp):
     expect_error(["export", "--format", "svg", "--out", out, "--config", big],
                  ["SVG export is limited", "npy"])
     assert os.listdir(out) == []
+    expect_error(["export", "--format", "csv", "--out", out, "--row-scale"],
+                 ["--row-scale", "--format svg"])
+    assert os.listdir(out) == []
     help_text, _ = run("export", "--help")
-    for flag in ("--format", "--out", "--stage", "--head", "--embeddings", "--weights"):
+    for flag in ("--format", "--out", "--stage", "--head", "--embeddings", "--weights", "--row-scale"):
         assert flag in help_text, f"export --help does not list {flag}"
     help_text, _ = run("trace", "--help")
     assert "--embeddings" in help_text and "--weights" in help_text
 
 
-TESTS = [test_npy_equals_trace_json, test_svg_has_cells_and_token_labels, test_csv_round_trip,
+TESTS = [test_npy_equals_trace_json, test_svg_has_cells_and_token_labels, test_svg_row_scale,
+         test_csv_round_trip,
          test_json_round_trip, test_stage_and_head_selection, test_naming_never_overwrites,
          test_sanitized_names, test_weights_files, test_explicit_weights_match_pytorch,
          test_bad_embeddings, test_bad_weights, test_unwritable_output,

@@ -280,6 +280,97 @@ TEST(Layout, SizeIsWholePixelsAndHoldsGridAndColourBar) {
   EXPECT_EQ(sc.grid.marks[5], CellGrid::NotANumber);
 }
 
+// The colour colorize gives position t on the scale (its table has 256 steps).
+Rgba8 on_scale(Colormap map, float t) {
+  return sample(map, static_cast<float>(std::lround(t * 255.0f)) / 255.0f);
+}
+
+TEST(RowScope, EachRowIsColouredOnItsOwnRange) {
+  // Row 1's weights are row 0's divided by 50: on one scale they are all near
+  // the bottom; each on its own range they get row 0's colours cell by cell.
+  core::RowMatrix m(3, 3);
+  m << 0.0f, 0.5f, 1.0f,  //
+      0.0f, 0.01f, 0.02f,  //
+      0.0f, 0.0f, 0.0f;    // a constant row: widened, never a division by 0
+  const Colormap map = Colormap::Viridis;
+  const RgbaImage rows = colorize_rows(m, ScaleKind::Sequential, map);
+  const RgbaImage whole = colorize(m, value_range(m, ScaleKind::Sequential), map);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(rows.at(c, 1), rows.at(c, 0)) << c;
+  EXPECT_NE(whole.at(2, 1), whole.at(2, 0));
+  EXPECT_EQ(whole.at(2, 1), on_scale(map, 0.02f));  // the matrix's range: 0 .. 1
+  EXPECT_EQ(rows.at(0, 2), on_scale(map, 0.0f));    // [0, 0] widened to [0, 1]
+  // Row 0 is the same on both: its range is the matrix's.
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(rows.at(c, 0), whole.at(c, 0)) << c;
+  // The scope switch picks one or the other.
+  const ValueRange r = value_range(m, ScaleKind::Sequential);
+  EXPECT_EQ(colorize(m, r, ScaleKind::Sequential, ScaleScope::Row, map).pixels, rows.pixels);
+  EXPECT_EQ(colorize(m, r, ScaleKind::Sequential, ScaleScope::Matrix, map).pixels, whole.pixels);
+}
+
+TEST(RowScope, DivergingRowsAreSymmetricAndMaskedCellsKeepTheirColour) {
+  core::RowMatrix m(2, 3);
+  m << -4.0f, 2.0f, -kInf,  //
+      0.1f, -0.2f, 0.0f;
+  const ValueRange r0 = row_range(m, 0, ScaleKind::Diverging);
+  EXPECT_FLOAT_EQ(r0.lo, -4.0f);
+  EXPECT_FLOAT_EQ(r0.hi, 4.0f);
+  EXPECT_EQ(r0.neg_inf, 1);
+  const ValueRange r1 = row_range(m, 1, ScaleKind::Diverging);
+  EXPECT_FLOAT_EQ(r1.hi, 0.2f);
+  const Colormap map = Colormap::RdBu;
+  const RgbaImage img = colorize_rows(m, ScaleKind::Diverging, map);
+  EXPECT_EQ(img.at(2, 0), masked_fill(map));
+  EXPECT_EQ(img.at(1, 1), on_scale(map, 0.0f));  // -0.2 is row 1's low end
+  EXPECT_EQ(img.at(0, 0), on_scale(map, 0.0f));  // -4 is row 0's
+  EXPECT_EQ(img.at(2, 1), on_scale(map, 0.5f));  // 0 in the middle
+  EXPECT_EQ(img.at(0, 1), on_scale(map, 0.75f));  // 0.1 of 0.2
+}
+
+TEST(RowScope, TheColourBarSaysRowsNotNumbers) {
+  ValueRange r;
+  r.lo = -2.0f;
+  r.hi = 2.0f;
+  r.data_min = -1.5f;
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Matrix, 4).hi, "2.0000");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Matrix, 2).lo, "-2.00");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4).hi, "+max|row|");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4, false).lo, "-max|row|");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).lo, "row min");
+  r.data_min = 0.0f;
+  EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).hi, "row max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).lo, "0");
+
+  // A figure in Row scope: row colours, worded bar labels and the note.
+  Heatmap h;
+  h.title = "weights";
+  h.values = core::RowMatrix(2, 2);
+  h.values << 1.0f, 0.0f, 0.02f, 0.01f;
+  h.row_labels = h.col_labels = {"a", "b"};
+  h.kind = ScaleKind::Sequential;
+  h.scope = ScaleScope::Row;
+  const Scene sc = layout_heatmap(h);
+  const Colormap map = colormap_for(h.palette, h.kind);
+  EXPECT_EQ(sc.grid.colors.at(0, 1), sample(map, 1.0f));  // 0.02: row 1's top
+  std::vector<std::string> bar;
+  for (const auto& t : sc.texts)
+    if (t.role.starts_with("bar-label")) bar.push_back(t.text);
+  EXPECT_EQ(bar, (std::vector<std::string>{"row max", "0", kRowScopeNote}));
+  const std::string svg = heatmap_svg(h);
+  EXPECT_NE(svg.find("row max"), std::string::npos);
+  EXPECT_NE(svg.find(hex(sample(map, 1.0f))), std::string::npos);
+  // Numbers in cells read on their own row's colours: 0.02 is on the top
+  // (bright yellow) and gets dark text, as 1.0 does.
+  int checked = 0;
+  for (const auto& t : sc.texts) {
+    if (t.role != "value" || (t.text != "0.0200" && t.text != "1.0000")) continue;
+    EXPECT_EQ(t.color, text_color_on(sample(map, 1.0f))) << t.text;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+  h.scope = ScaleScope::Matrix;
+  EXPECT_EQ(heatmap_svg(h).find("row max"), std::string::npos);
+}
+
 TEST(Layout, LongColumnLabelsAreRotatedAndShortOnesAreNot) {
   Heatmap h = small();
   EXPECT_EQ(layout_heatmap(h).texts[0].role, "title");

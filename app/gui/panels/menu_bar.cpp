@@ -21,6 +21,7 @@ constexpr Shortcut kShortcuts[] = {
     {"Home / End", "first / last stage"},
     {"Click a cell", "pin it in the inspector"},
     {"Esc", "unpin the cell"},
+    {"R", "colour each row on its own scale, or the whole matrix on one"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
     {"Drag", "pan a zoomed heatmap"},
     {"Double-click", "fit the heatmap again"},
@@ -62,6 +63,7 @@ void draw_menu_bar(AppState& state) {
       ImGui::EndMenu();
     }
     ImGui::MenuItem("Numbers in cells", nullptr, &state.ui.show_values);
+    ImGui::MenuItem("Colour each row on its own scale", "R", &state.ui.row_scale);
     if (ImGui::BeginMenu("UI scale")) {
       for (float s : {0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f}) {
         const std::string label = std::to_string(static_cast<int>(s * 100)) + "%";

@@ -10,14 +10,18 @@
 
 namespace attnscope::gui {
 
+using figure::bar_labels;
+using figure::BarLabels;
 using figure::cell_color;
 using figure::colorize;
 using figure::decimals_that_fit;
 using figure::format_value;
 using figure::RgbaImage;
+using figure::row_range;
 using figure::scale_kind_for;
 using figure::scale_position;
 using figure::ScaleKind;
+using figure::ScaleScope;
 using figure::text_color_on;
 using figure::value_range;
 using figure::ValueRange;

@@ -74,7 +74,7 @@ struct ColourBarPlace {
 // The colormap as a gradient with the range's ends (and 0 for diverging
 // scales), plus a hatched "−∞" swatch when the matrix has masked cells.
 void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, const ValueRange& range,
-                     ScaleKind kind, bool uni, float px) {
+                     ScaleKind kind, ScaleScope scope, bool uni, float px) {
   const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
   const float line_h = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
@@ -98,12 +98,13 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
   const ImVec2 end = p.horizontal ? ImVec2(p.at.x + p.length, p.at.y + thick)
                                   : ImVec2(p.at.x + thick, p.at.y + p.length);
   dl->AddRect(p.at, end, dim_col);
-  std::string lo = format_value(range.lo, 4, uni);
-  std::string hi = format_value(range.hi, 4, uni);
+  // Each row on its own scale: the ends are words ("row max"), not numbers.
+  auto [hi, lo] = bar_labels(range, kind, scope, 4, uni);
   if (p.horizontal &&  // a short bar: fewer decimals rather than overlapping labels
       ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    lo = format_value(range.lo, 2, uni);
-    hi = format_value(range.hi, 2, uni);
+    const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
+    lo = shorter.lo;
+    hi = shorter.hi;
   }
   const bool zero = kind == ScaleKind::Diverging;
   ImVec2 swatch;
@@ -246,8 +247,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float pixels = std::max(size.x * std::max(fb.x, 1.0f), size.y * std::max(fb.y, 1.0f));
     max_side = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(pixels, 64.0f))));
   }
+  const ScaleScope scope = state.ui.row_scale ? ScaleScope::Row : ScaleScope::Matrix;
   const HeatmapTexture tex =
-      state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side);
+      state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side, scope);
 
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
@@ -263,10 +265,17 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     left = row_label_w + 8 * px;
     top = line_h + 2 * px;
     bar_below = size.x < 330.0f * px;  // narrow boxes keep their width for cells
-    if (bar_below)
+    if (bar_below) {
       right = 4 * px;
-    else
-      right = 14 * px + 8 * px + ImGui::CalcTextSize("-00.0000").x + 4 * px;
+    } else {  // room for "-00.0000", or for the words of a row scale
+      float label_w = ImGui::CalcTextSize("-00.0000").x;
+      if (scope == ScaleScope::Row) {
+        const BarLabels words = bar_labels(tex.range, kind, scope, 4, uni);
+        label_w = std::max({label_w, ImGui::CalcTextSize(words.hi.c_str()).x,
+                            ImGui::CalcTextSize(words.lo.c_str()).x});
+      }
+      right = 14 * px + 8 * px + label_w + 4 * px;
+    }
     bottom = spec.bands.empty() ? 0 : line_h + 4 * px;
     if (bar_below) bottom += 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
   }
@@ -385,19 +394,22 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const int decimals =
       state.ui.show_values && tex.has_range ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
   if (decimals > 0) {
-    for (int r = rs.first; r < rs.last; ++r)
+    for (int r = rs.first; r < rs.last; ++r) {
+      // The scale this row's cells are coloured on: the text must read on them.
+      const ValueRange cells = scope == ScaleScope::Row ? row_range(st.data(), r, kind) : tex.range;
       for (int c = cs.first; c < cs.last; ++c) {
         const float v = st.data()(r, c);
         const std::string s = format_value(v, decimals, uni);
         const ImVec2 ts = num_font->CalcTextSizeA(num_size, 1e9f, 0, s.c_str());
         const ImVec2 p = cell_min(r, c);
-        const Rgba8 bg = std::isinf(v) ? masked_fill(map) : cell_color(v, tex.range, map);
+        const Rgba8 bg = std::isinf(v) ? masked_fill(map) : cell_color(v, cells, map);
         const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell - ts.y) * 0.5f);
         if (std::isinf(v))  // a dark plate keeps "−∞" readable over the hatching
           dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + ts.x + 3, at.y + ts.y),
                             to_u32(masked_fill(map)), 3.0f);
         dl->AddText(num_font, num_size, at, to_u32(text_color_on(bg)), s.c_str());
       }
+    }
   }
 
   for (const ColumnBand& b : spec.bands) {
@@ -504,7 +516,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
             std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
       }
     }
-    if (tex.has_range) draw_colour_bar(dl, place, map, tex.range, kind, uni, px);
+    if (tex.has_range) draw_colour_bar(dl, place, map, tex.range, kind, scope, uni, px);
   }
 
   // Tooltip: which query/key, and the engine's value.

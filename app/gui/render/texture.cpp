@@ -55,8 +55,10 @@ void add_band(const RgbaImage& band, int row0, int factor, RgbaImage& image) {
 }
 
 void TextureCache::colour_rows(const core::RowMatrix& m, Eigen::Index row0, Eigen::Index rows,
-                               const ValueRange& range, Colormap map, int factor, RgbaImage& image) {
-  add_band(colorize(m.middleRows(row0, rows), range, map), static_cast<int>(row0), factor, image);
+                               const ValueRange& range, ScaleKind kind, ScaleScope scope,
+                               Colormap map, int factor, RgbaImage& image) {
+  const core::RowMatrix band = m.middleRows(row0, rows);
+  add_band(colorize(band, range, kind, scope, map), static_cast<int>(row0), factor, image);
 }
 
 Eigen::Index TextureCache::band_rows(Eigen::Index cols, int factor) {
@@ -78,14 +80,14 @@ ImVec2 uv_max_of(const core::RowMatrix& m, const RgbaImage& image, int factor) {
 
 HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_version,
                                  const core::Stage& stage, ScaleKind kind, Colormap map,
-                                 int max_side) {
+                                 int max_side, ScaleScope scope) {
   using Clock = std::chrono::steady_clock;
   Entry& e = entries_[slot];
   e.last_used = frame_;
-  const Want want{trace_version, stage.id, stage.head, kind, map, max_side};
+  const Want want{trace_version, stage.id, stage.head, kind, map, max_side, scope};
   const bool shows_it = e.texture && e.trace_version == trace_version && e.stage_id == stage.id &&
                         e.head == stage.head && e.kind == kind && e.map == map &&
-                        e.max_side == max_side;
+                        e.max_side == max_side && e.scope == scope;
   if (shows_it) {
     e.work = Work{};
     return HeatmapTexture{e.texture->id(), e.range, e.uv_max};
@@ -130,7 +132,7 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
   const Eigen::Index band = band_rows(m.cols(), factor);
   while (w.has_range && w.rows_done < m.rows() && may_work()) {
     const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - w.rows_done);
-    colour_rows(m, w.rows_done, rows, w.range, map, factor, w.image);
+    colour_rows(m, w.rows_done, rows, w.range, kind, scope, map, factor, w.image);
     w.rows_done += static_cast<int>(rows);
     if (!small) frame_progressed_ = true;
   }
@@ -147,6 +149,7 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
     e.kind = kind;
     e.map = map;
     e.max_side = max_side;
+    e.scope = scope;
     e.range = w.range;
     e.uv_max = uv_max_of(m, w.image, factor);
     finish_frame_work();
@@ -211,7 +214,7 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     const Eigen::Index band = band_rows(m.cols(), factor);
     while (n.rows_done < m.rows() && !over(budget_ms)) {
       const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - n.rows_done);
-      colour_rows(m, n.rows_done, rows, n.range, e.map, factor, n.image);
+      colour_rows(m, n.rows_done, rows, n.range, e.kind, e.scope, e.map, factor, n.image);
       n.rows_done += static_cast<int>(rows);
       worked = true;
     }

@@ -87,8 +87,11 @@ class TextureCache {
   // a dozen 1024 x 1024 textures) share frame_budget_ms per frame and come
   // back not ready until done, so no frame freezes.
   // max_side > 0 caps the texture's sides (texel_factor); 0 is full resolution.
+  // scope Row colours each row on its own range; the returned range is the
+  // matrix's either way (the colour bar's counts, its masked swatch).
   HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
-                     ScaleKind kind, Colormap map, int max_side = 0);
+                     ScaleKind kind, Colormap map, int max_side = 0,
+                     ScaleScope scope = ScaleScope::Matrix);
   // Milliseconds per frame get() may spend colouring and uploading large
   // stages (the first large one of a frame always makes some progress).
   void set_frame_budget(double ms) { frame_budget_ms_ = ms; }
@@ -133,6 +136,7 @@ class TextureCache {
     ScaleKind kind = ScaleKind::Diverging;
     Colormap map = Colormap::Viridis;
     int max_side = 0;
+    ScaleScope scope = ScaleScope::Matrix;
     bool operator==(const Want&) const = default;
   };
   struct Work {
@@ -153,6 +157,7 @@ class TextureCache {
     ScaleKind kind = ScaleKind::Diverging;
     Colormap map = Colormap::Viridis;
     int max_side = 0;
+    ScaleScope scope = ScaleScope::Matrix;
     ValueRange range;
     ImVec2 uv_max{1.0f, 1.0f};
     int last_used = 0;
@@ -166,9 +171,11 @@ class TextureCache {
   bool frame_progressed_ = false;
   bool pending_ = false;
   std::unique_ptr<Texture> make_texture() const;
-  // Colours rows [row0, row0 + rows) of m into `image` (reduced by `factor`).
+  // Colours rows [row0, row0 + rows) of m into `image` (reduced by `factor`):
+  // on `range`, or each row on its own (scope Row).
   static void colour_rows(const core::RowMatrix& m, Eigen::Index row0, Eigen::Index rows,
-                          const ValueRange& range, Colormap map, int factor, RgbaImage& image);
+                          const ValueRange& range, ScaleKind kind, ScaleScope scope, Colormap map,
+                          int factor, RgbaImage& image);
   // Rows coloured per step (~64 K cells, well under a millisecond), a multiple of factor.
   static Eigen::Index band_rows(Eigen::Index cols, int factor);
 };

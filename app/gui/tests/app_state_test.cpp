@@ -167,6 +167,11 @@ TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {
   EXPECT_EQ(s.pinned, (CellRef{"weights", 1, 2, 1}));  // shiny has 3 tokens: row 2 is the last
 }
 
+TEST(LaunchOptions, RowScaleIsOffUnlessAskedFor) {
+  EXPECT_FALSE(launched({}).ui.row_scale);
+  EXPECT_TRUE(launched({"--row-scale"}).ui.row_scale);
+}
+
 // The book runs both multi-head classes with 2 heads; a learner who asks for
 // one by name from the book's single-head example gets the book's table.
 TEST(LaunchOptions, AMultiHeadVariantWithoutHeadsStartsWithTheBooksTwo) {

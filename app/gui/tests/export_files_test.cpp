@@ -160,6 +160,36 @@ TEST_F(Files, SvgUsesThePaletteAndNumberSettingOnScreen) {
   EXPECT_EQ(svg.find("class=\"value\""), std::string::npos);
 }
 
+TEST_F(Files, SvgColoursEachRowOnItsOwnScaleWhenTheScreenDoes) {
+  const core::Stage& s = *state_.trace->find("weights", 0);
+  const auto rows = figure::colorize_rows(s.data(), figure::ScaleKind::Sequential, figure::Colormap::Viridis);
+  const auto range = figure::value_range(s.data(), figure::ScaleKind::Sequential);
+  const auto whole = figure::colorize(s.data(), range, figure::Colormap::Viridis);
+  // Row 1 of a causal weights matrix: on the matrix's scale its larger
+  // weight is below the top, on its own scale it is the top.
+  const int top = s.data()(1, 0) > s.data()(1, 1) ? 0 : 1;
+  ASSERT_NE(rows.at(top, 1), whole.at(top, 1));
+  const std::string matrix_svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
+  EXPECT_EQ(matrix_svg.find("row max"), std::string::npos);
+  state_.ui.row_scale = true;
+  const std::string row_svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
+  // Every cell rect's fill, in order: the row-by-row colours (weights hold no -inf).
+  std::vector<std::string> fills;
+  const std::string cell = "<rect class=\"cell\"";
+  for (auto at = row_svg.find(cell); at != std::string::npos; at = row_svg.find(cell, at + 1)) {
+    const auto f = row_svg.find("fill=", at);
+    fills.push_back(row_svg.substr(f, row_svg.find("/>", f) - f));
+  }
+  ASSERT_EQ(fills.size(), static_cast<std::size_t>(s.data().size()));
+  for (int r = 0; r < rows.height; ++r)
+    for (int c = 0; c < rows.width; ++c)
+      EXPECT_NE(fills[static_cast<std::size_t>(r * rows.width + c)].find(figure::hex(rows.at(c, r))),
+                std::string::npos)
+          << r << "," << c;
+  EXPECT_NE(row_svg.find("row max"), std::string::npos);
+  EXPECT_NE(row_svg.find(figure::kRowScopeNote), std::string::npos);
+}
+
 TEST_F(Files, AMissingOrUnwritableFolderGivesAClearMessageAndWritesNothing) {
   state_.files.export_folder = dir_ / "missing";
   EXPECT_FALSE(export_stage(state_, state_.trace->stages[0], ExportKind::Csv));

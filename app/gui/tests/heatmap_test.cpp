@@ -197,6 +197,44 @@ TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+// Remembers what it was given, to compare the pictures the cache uploads.
+class KeepingTexture final : public Texture {
+ public:
+  explicit KeepingTexture(std::vector<RgbaImage>* log) : log_(log) {}
+  void upload(const RgbaImage& image) override { log_->push_back(image); }
+  ImTextureID id() const override { return nullptr; }
+
+ private:
+  std::vector<RgbaImage>* log_;
+};
+
+TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
+  std::vector<RgbaImage> uploaded;
+  TextureCache cache;
+  cache.set_factory([&] { return std::make_unique<KeepingTexture>(&uploaded); });
+  core::Stage w{"weights", -1, mat({{1.0f, 0.0f}, {0.02f, 0.01f}})};
+  const HeatmapTexture whole = cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis);
+  cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Matrix);
+  ASSERT_EQ(uploaded.size(), 1u);  // Matrix is the default: nothing changed
+  const HeatmapTexture rows =
+      cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Row);
+  ASSERT_EQ(uploaded.size(), 2u);
+  EXPECT_EQ(rows.range, whole.range);  // the colour bar's counts are the matrix's either way
+  EXPECT_EQ(uploaded[1].pixels, figure::colorize_rows(w.data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
+  EXPECT_NE(uploaded[0].at(0, 1), uploaded[1].at(0, 1));  // 0.02: near the bottom, then the top
+  EXPECT_EQ(uploaded[1].at(0, 1), uploaded[1].at(0, 0));
+
+  // A new trace prepared for a slot shown by row is coloured by row too.
+  core::Trace next;
+  next.stages.push_back(core::Stage{"weights", -1, mat({{0.5f, 0.5f}, {0.03f, 0.01f}})});
+  while (!cache.prepare(next, 2, 100.0)) {
+  }
+  cache.commit_prepared(2);
+  ASSERT_EQ(uploaded.size(), 3u);
+  EXPECT_EQ(uploaded[2].pixels,
+            figure::colorize_rows(next.stages[0].data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
+}
+
 TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
   TextureCache cache;
   cache.set_frame_budget(0.0);  // only the first large stage of a frame moves, one band at a time
