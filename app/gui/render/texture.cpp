@@ -199,6 +199,7 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
   for (auto& [slot, e] : entries_) {
     if (e.last_used != frame_ || !e.texture) continue;  // not on screen
     Next& n = e.next;
+    if (n.version == next_version && (n.map != e.map || n.scope != e.scope)) n = Next{};  // recoloured since
     if (n.version == next_version && n.texture) continue;  // ready
     const core::Stage* s = next.find(e.stage_id, e.head);
     if (!s || s->data().size() == 0) continue;  // not in the new trace: coloured when drawn
@@ -208,6 +209,8 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     if (n.version != next_version) {
       n = Next{};
       n.version = next_version;
+      n.map = e.map;
+      n.scope = e.scope;
       n.range = value_range(m, e.kind);
       n.image = reduced_image(m.rows(), m.cols(), factor);
     }
@@ -232,7 +235,9 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
 
 void TextureCache::commit_prepared(std::uint64_t next_version) {
   for (auto& [slot, e] : entries_) {
-    if (e.next.version == next_version && e.next.texture) {
+    // Prepared in the colours the slot still shows (else get() colours it anew).
+    if (e.next.version == next_version && e.next.texture && e.next.map == e.map &&
+        e.next.scope == e.scope) {
       e.texture = std::move(e.next.texture);  // the old texture goes now
       e.range = e.next.range;
       e.uv_max = e.next.uv_max;

@@ -122,6 +122,11 @@ class TextureCache {
   // A slot's picture of the next trace, being prepared.
   struct Next {
     std::uint64_t version = 0;  // 0: none
+    // The slot's colours when the preparation began: if the palette or the
+    // scale scope changes meanwhile, it starts again (rows coloured both
+    // ways must never be swapped in).
+    Colormap map = Colormap::Viridis;
+    ScaleScope scope = ScaleScope::Matrix;
     ValueRange range;
     RgbaImage image;  // coloured band by band, freed once uploaded
     int rows_done = 0;

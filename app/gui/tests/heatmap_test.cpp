@@ -235,6 +235,42 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
             figure::colorize_rows(next.stages[0].data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
 }
 
+// The R key pressed while a recomputed trace is being prepared: what is
+// swapped in is coloured all by row, never half one way and half the other.
+TEST(TextureCache, AScopeSwitchDuringAPreparationStartsItsColouringAgain) {
+  std::vector<RgbaImage> uploaded;
+  TextureCache cache;
+  cache.set_factory([&] { return std::make_unique<KeepingTexture>(&uploaded); });
+  core::RowMatrix a(512, 512), b(512, 512);  // 4 bands of 128 rows
+  for (Eigen::Index i = 0; i < 512; ++i)
+    for (Eigen::Index j = 0; j < 512; ++j) {
+      a(i, j) = static_cast<float>((i * 7 + j * 3) % 11) / static_cast<float>(i + 1);
+      b(i, j) = static_cast<float>((i * 5 + j) % 13) / static_cast<float>(i + 1);
+    }
+  const core::Stage sa{"weights", -1, a};
+  int frame = 0;
+  auto show = [&](std::uint64_t version, const core::Stage& s, ScaleScope scope) {
+    HeatmapTexture t;
+    do {
+      cache.collect(++frame);
+      t = cache.get("s", version, s, ScaleKind::Sequential, Colormap::Viridis, 0, scope);
+    } while (!t.ready);
+  };
+  show(1, sa, ScaleScope::Matrix);
+  core::Trace next;
+  next.stages.push_back(core::Stage{"weights", -1, b});
+  ASSERT_FALSE(cache.prepare(next, 2, 0.0));  // one band of the next trace, on the matrix's scale
+  show(1, sa, ScaleScope::Row);                // R: the trace on screen is coloured by row
+  while (!cache.prepare(next, 2, 0.0)) {
+  }
+  cache.commit_prepared(2);
+  const auto before = uploaded.size();
+  cache.get("s", 2, next.stages[0], ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Row);
+  EXPECT_EQ(uploaded.size(), before);  // the prepared texture was swapped in, not coloured again
+  EXPECT_EQ(uploaded.back().pixels,
+            figure::colorize_rows(b, ScaleKind::Sequential, Colormap::Viridis).pixels);
+}
+
 TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
   TextureCache cache;
   cache.set_frame_budget(0.0);  // only the first large stage of a frame moves, one band at a time
