@@ -100,11 +100,16 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
   dl->AddRect(p.at, end, dim_col);
   // Each row on its own scale: the ends are words ("row max"), not numbers.
   auto [hi, lo] = bar_labels(range, kind, scope, 4, uni);
-  if (p.horizontal &&  // a short bar: fewer decimals rather than overlapping labels
+  if (p.horizontal &&  // a short bar: fewer decimals (or words) rather than overlapping labels
       ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
-    lo = shorter.lo;
-    hi = shorter.hi;
+    if (scope == ScaleScope::Row) {  // "−max|row|" .. "+max|row|" -> "−max" .. "+max"
+      hi = kind == ScaleKind::Diverging ? "+max" : "max";
+      lo = kind == ScaleKind::Diverging ? (uni ? "−max" : "-max") : (range.data_min < 0.0f ? "min" : "0");
+    } else {
+      const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
+      lo = shorter.lo;
+      hi = shorter.hi;
+    }
   }
   const bool zero = kind == ScaleKind::Diverging;
   ImVec2 swatch;
