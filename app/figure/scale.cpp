@@ -275,9 +275,13 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
                      bool unicode) {
   if (scope == ScaleScope::Matrix)
     return {format_value(range.hi, decimals, unicode), format_value(range.lo, decimals, unicode)};
-  if (kind == ScaleKind::Diverging)
-    return {"+max|row|", unicode ? "\xE2\x88\x92max|row|" : "-max|row|"};
-  return {"row max", range.data_min < 0.0f ? "row min" : "0"};
+  const bool short_words = decimals < 4;
+  if (kind == ScaleKind::Diverging) {
+    const std::string minus = unicode ? "\xE2\x88\x92" : "-";
+    return short_words ? BarLabels{"+max", minus + "max"} : BarLabels{"+max|row|", minus + "max|row|"};
+  }
+  const std::string low = range.data_min < 0.0f ? "min" : "0";
+  return short_words ? BarLabels{"max", low} : BarLabels{"row max", low == "0" ? low : "row " + low};
 }
 
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h) {

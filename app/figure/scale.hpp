@@ -85,7 +85,9 @@ std::string format_value(float v, int decimals, bool unicode = true);
 // The colour bar's end labels (top = hi, bottom = lo). Matrix scope: the
 // range's ends with `decimals` places. Row scope, where the ends differ from
 // row to row: "row max" over "0" (or "row min" when some value is below 0)
-// for sequential scales, "+max|row|" over "−max|row|" for diverging ones.
+// for sequential scales, "+max|row|" over "−max|row|" for diverging ones;
+// with fewer than 4 decimals (a short bar) "max" over "0" / "min", "+max"
+// over "−max".
 struct BarLabels {
   std::string hi, lo;
 };

@@ -336,6 +336,10 @@ TEST(RowScope, TheColourBarSaysRowsNotNumbers) {
   EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4).hi, "+max|row|");
   EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4, false).lo, "-max|row|");
   EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).lo, "row min");
+  // A short bar (fewer decimals): short words.
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 2).hi, "+max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 2, false).lo, "-max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 2).lo, "min");
   r.data_min = 0.0f;
   EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).hi, "row max");
   EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).lo, "0");

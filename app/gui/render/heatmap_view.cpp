@@ -102,14 +102,9 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
   auto [hi, lo] = bar_labels(range, kind, scope, 4, uni);
   if (p.horizontal &&  // a short bar: fewer decimals (or words) rather than overlapping labels
       ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    if (scope == ScaleScope::Row) {  // "−max|row|" .. "+max|row|" -> "−max" .. "+max"
-      hi = kind == ScaleKind::Diverging ? "+max" : "max";
-      lo = kind == ScaleKind::Diverging ? (uni ? "−max" : "-max") : (range.data_min < 0.0f ? "min" : "0");
-    } else {
-      const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
-      lo = shorter.lo;
-      hi = shorter.hi;
-    }
+    const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
+    lo = shorter.lo;
+    hi = shorter.hi;
   }
   const bool zero = kind == ScaleKind::Diverging;
   ImVec2 swatch;

@@ -197,10 +197,10 @@ TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
-// Remembers what it was given, to compare the pictures the cache uploads.
-class KeepingTexture final : public Texture {
+// Keeps every picture it was given, for tests that look at the uploaded texels.
+class RecordingTexture final : public Texture {
  public:
-  explicit KeepingTexture(std::vector<RgbaImage>* log) : log_(log) {}
+  explicit RecordingTexture(std::vector<RgbaImage>* log) : log_(log) {}
   void upload(const RgbaImage& image) override { log_->push_back(image); }
   ImTextureID id() const override { return nullptr; }
 
@@ -211,7 +211,7 @@ class KeepingTexture final : public Texture {
 TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
   std::vector<RgbaImage> uploaded;
   TextureCache cache;
-  cache.set_factory([&] { return std::make_unique<KeepingTexture>(&uploaded); });
+  cache.set_factory([&] { return std::make_unique<RecordingTexture>(&uploaded); });
   core::Stage w{"weights", -1, mat({{1.0f, 0.0f}, {0.02f, 0.01f}})};
   const HeatmapTexture whole = cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis);
   cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Matrix);
@@ -240,7 +240,7 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
 TEST(TextureCache, AScopeSwitchDuringAPreparationStartsItsColouringAgain) {
   std::vector<RgbaImage> uploaded;
   TextureCache cache;
-  cache.set_factory([&] { return std::make_unique<KeepingTexture>(&uploaded); });
+  cache.set_factory([&] { return std::make_unique<RecordingTexture>(&uploaded); });
   core::RowMatrix a(512, 512), b(512, 512);  // 4 bands of 128 rows
   for (Eigen::Index i = 0; i < 512; ++i)
     for (Eigen::Index j = 0; j < 512; ++j) {
@@ -322,17 +322,6 @@ TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
   }
   EXPECT_LT(n, 100);
 }
-
-// Keeps what it was last given, for tests that look at the uploaded texels.
-class RecordingTexture final : public Texture {
- public:
-  explicit RecordingTexture(std::vector<RgbaImage>* log) : log_(log) {}
-  void upload(const RgbaImage& image) override { log_->push_back(image); }
-  ImTextureID id() const override { return nullptr; }
-
- private:
-  std::vector<RgbaImage>* log_;
-};
 
 TEST(ReducedTexture, EachTexelIsTheRoundedMeanColourOfTheCellsItCovers) {
   core::RowMatrix m(5, 5);
