@@ -55,12 +55,13 @@ std::vector<Step> steps_for(core::Variant v) {
     case core::Variant::SelfAttentionV2:
       return {Inputs, Projections, Scores, Scaled, Softmax, Context};
     case core::Variant::Causal:
-      return {Inputs, Projections, Scores, Scaled, Mask, Masked, Softmax, Dropout, Context};
+      // The book's CausalAttention masks the raw scores, then scales them.
+      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context};
     case core::Variant::MultiheadWrapper:
-      return {Inputs, Projections, Scores, Scaled, Mask, Masked, Softmax, Dropout, Context, Concat};
+      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context, Concat};
     case core::Variant::Multihead:
-      return {Inputs, Projections, SplitHeads, Scores,  Scaled, Mask,
-              Masked, Softmax,     Dropout,    Context, Concat, OutProj};
+      return {Inputs, Projections, SplitHeads, Scores,  Mask,   Masked,
+              Scaled, Softmax,     Dropout,    Context, Concat, OutProj};
   }
   return {Inputs};
 }

@@ -31,14 +31,15 @@ namespace attnscope::gui {
 // Steps: the stages of the stepper, in pipeline order. A step shows one or
 // more trace stages (Projections shows queries, keys and values).
 
+// In pipeline order (a variant's steps are a subsequence of it).
 enum class Step {
   Inputs,       // X, the token embeddings
   Projections,  // Q, K, V = X . W_query, W_key, W_value
   SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
   Scores,       // omega = Q . K^T  (simple: X . X^T)
-  Scaled,       // omega / sqrt(d_k)
   Mask,         // which keys are in a query's future
-  Masked,       // future scores set to -inf
+  Masked,       // future scores set to -inf (the book masks before scaling)
+  Scaled,       // omega / sqrt(d_k) (causal: the masked scores / sqrt(d_k))
   Softmax,      // attention weights, rows sum to 1
   Dropout,      // nn.Dropout on the weights
   Context,      // Z = weights . V

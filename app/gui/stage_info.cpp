@@ -169,27 +169,22 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
         add(m.inputs, "keys", h);
       }
       break;
-    case Step::Scaled:
+    case Step::Scaled:  // causal: the masked scores are what gets scaled
       add(m.outputs, "scaled_scores", h);
-      add(m.inputs, "scores", h);
+      add(m.inputs, t.find("masked_scores", h) ? "masked_scores" : "scores", h);
       break;
     case Step::Mask:
       add(m.outputs, "mask", h);
-      add(m.inputs, "scaled_scores", h);
+      add(m.inputs, "scores", h);
       break;
     case Step::Masked:
       add(m.outputs, "masked_scores", h);
-      add(m.inputs, "scaled_scores", h);
+      add(m.inputs, "scores", h);
       add(m.inputs, "mask", h);
       break;
     case Step::Softmax:
       add(m.outputs, "weights", h);
-      if (t.find("masked_scores", h))
-        add(m.inputs, "masked_scores", h);
-      else if (t.find("scaled_scores", h))
-        add(m.inputs, "scaled_scores", h);
-      else
-        add(m.inputs, "scores", h);
+      add(m.inputs, t.find("scaled_scores", h) ? "scaled_scores" : "scores", h);
       break;
     case Step::Dropout:
       add(m.outputs, "dropped_weights", h);
@@ -306,14 +301,21 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
     case Step::Scaled: {
       std::string root = "?";
       if (auto b = core::explain_score(t, h, 0, 0)) root = fmt4(b->sqrt_dk);
+      const core::Stage* masked = find("masked_scores", h);
       s.title = "Scaled scores";
       s.plain =
           "The scores are divided by √d_k, the square root of the key width. Without it, "
           "wide keys give large scores, the softmax becomes nearly one-hot and training "
-          "gets tiny gradients." +
-          head_note;
-      s.formula = "scaled = ω / √d_k        d_k = " + d_k + ", √d_k = " + root;
-      s.shapes = sym(find("scores", h)) + " ÷ " + root + " → " + sym(find("scaled_scores", h));
+          "gets tiny gradients.";
+      if (masked)
+        s.plain +=
+            " As in the book's CausalAttention, the division comes after the mask, inside "
+            "the softmax call: −∞ ÷ √d_k is still −∞.";
+      s.plain += head_note;
+      s.formula = masked ? "scaled = masked / √d_k        d_k = " + d_k + ", √d_k = " + root
+                         : "scaled = ω / √d_k        d_k = " + d_k + ", √d_k = " + root;
+      s.shapes = sym(masked ? masked : find("scores", h)) + " ÷ " + root + " → " +
+                 sym(find("scaled_scores", h));
       break;
     }
 
@@ -336,18 +338,17 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
     case Step::Masked:
       s.title = "Masked scores";
       s.plain =
-          "Scores of future keys are replaced by −∞ (the hatched cells). exp(−∞) = 0, so "
-          "after the softmax those keys get exactly zero weight and the other weights "
-          "still sum to 1." +
+          "The raw scores of future keys are replaced by −∞ (the hatched cells), in place, "
+          "as the book's masked_fill_ does. exp(−∞) = 0, so after the softmax those keys "
+          "get exactly zero weight and the other weights still sum to 1." +
           head_note;
-      s.formula = "masked = scaled.masked_fill(mask.bool(), −∞)";
-      s.shapes = sym(find("scaled_scores", h)) + " + " + sym(find("mask", h), "mask") + " → " +
+      s.formula = "masked = ω.masked_fill(mask.bool(), −∞)";
+      s.shapes = sym(find("scores", h)) + " + " + sym(find("mask", h), "mask") + " → " +
                  sym(find("masked_scores", h));
       break;
 
     case Step::Softmax: {
-      const core::Stage* in = find("masked_scores", h);
-      if (!in) in = find("scaled_scores", h);
+      const core::Stage* in = find("scaled_scores", h);
       if (!in) in = find("scores", h);
       s.title = "Softmax: attention weights";
       s.plain =

@@ -192,11 +192,10 @@ def qkv_stage_keys(head, with_bias, causal):
     keys = [("W_query", head), ("W_key", head), ("W_value", head)]
     if with_bias:
         keys += [("b_query", head), ("b_key", head), ("b_value", head)]
-    keys += [("queries", head), ("keys", head), ("values", head),
-             ("scores", head), ("scaled_scores", head)]
-    if causal:
+    keys += [("queries", head), ("keys", head), ("values", head), ("scores", head)]
+    if causal:  # the book masks the raw scores, then scales inside the softmax
         keys += [("mask", head), ("masked_scores", head)]
-    keys.append(("weights", head))
+    keys += [("scaled_scores", head), ("weights", head)]
     if causal:
         keys += [("dropout_mask", head), ("dropped_weights", head)]
     keys.append(("context", head))
@@ -222,8 +221,8 @@ def expected_stage_keys(cfg):
         keys += [("queries", -1), ("keys", -1), ("values", -1)]
         for h in range(heads):
             keys += [(sid, h) for sid in (
-                "queries", "keys", "values", "scores", "scaled_scores", "mask",
-                "masked_scores", "weights", "dropout_mask", "dropped_weights", "context")]
+                "queries", "keys", "values", "scores", "mask", "masked_scores",
+                "scaled_scores", "weights", "dropout_mask", "dropped_weights", "context")]
         keys += [("concat", -1), ("W_out", -1), ("b_out", -1), ("output", -1)]
     else:
         raise ValueError(variant)
@@ -281,15 +280,15 @@ def step_causal(module, xb, head, rec):
     keys, queries, values = module.W_key(xb), module.W_query(xb), module.W_value(xb)
     scores = queries @ keys.transpose(1, 2)
     d_k = keys.shape[-1]
-    scaled = scores / d_k**0.5
     mask = module.mask[:n, :n]
-    masked = scores.masked_fill(mask.bool(), -torch.inf) / d_k**0.5  # book's order
-    weights = torch.softmax(masked, dim=-1)
+    masked = scores.masked_fill(mask.bool(), -torch.inf)  # book's order: mask, then scale
+    scaled = masked / d_k**0.5
+    weights = torch.softmax(scaled, dim=-1)
     drop_mask, dropped = dropout_step(weights, module.dropout.p, module.training)
     context = dropped @ values
     rec += [("queries", head, queries[0]), ("keys", head, keys[0]), ("values", head, values[0]),
-            ("scores", head, scores[0]), ("scaled_scores", head, scaled[0]),
-            ("mask", head, mask), ("masked_scores", head, masked[0]),
+            ("scores", head, scores[0]), ("mask", head, mask),
+            ("masked_scores", head, masked[0]), ("scaled_scores", head, scaled[0]),
             ("weights", head, weights[0]), ("dropout_mask", head, drop_mask[0]),
             ("dropped_weights", head, dropped[0]), ("context", head, context[0])]
     return context
@@ -305,17 +304,17 @@ def step_multihead(module, xb, rec):
     q = queries.view(b, n, h, hd).transpose(1, 2)
     v = values.view(b, n, h, hd).transpose(1, 2)
     scores = q @ k.transpose(2, 3)
-    scaled = scores / hd**0.5
     mask = module.mask[:n, :n]
-    masked = scores.masked_fill(mask.bool(), -torch.inf) / hd**0.5
-    weights = torch.softmax(masked, dim=-1)
+    masked = scores.masked_fill(mask.bool(), -torch.inf)
+    scaled = masked / hd**0.5
+    weights = torch.softmax(scaled, dim=-1)
     # Dropout runs once over the whole (1, heads, T, T) tensor, head by head.
     drop_mask, dropped = dropout_step(weights, module.dropout.p, module.training)
     per_head = dropped @ v
     for i in range(h):
         rec += [("queries", i, q[0, i]), ("keys", i, k[0, i]), ("values", i, v[0, i]),
-                ("scores", i, scores[0, i]), ("scaled_scores", i, scaled[0, i]),
-                ("mask", i, mask), ("masked_scores", i, masked[0, i]),
+                ("scores", i, scores[0, i]), ("mask", i, mask),
+                ("masked_scores", i, masked[0, i]), ("scaled_scores", i, scaled[0, i]),
                 ("weights", i, weights[0, i]), ("dropout_mask", i, drop_mask[0, i]),
                 ("dropped_weights", i, dropped[0, i]), ("context", i, per_head[0, i])]
     concat = per_head.transpose(1, 2).contiguous().view(b, n, module.d_out)

@@ -130,23 +130,26 @@ RowMatrix attention_head_reference(Trace& trace, int head, const RowMatrix& quer
   // PyTorch divides by the Python float d_k**0.5, which the float kernel
   // rounds to float first: scores / float(sqrt(d_k)).
   const auto sqrt_dk = static_cast<float>(std::pow(static_cast<double>(keys.cols()), 0.5));
-  RowMatrix scaled = scores / sqrt_dk;  // (T, T)
-  add_stage(trace, "scaled_scores", head, scaled);
-
   RowMatrix weights;  // (T, T) row softmax; rows sum to 1
   if (opt.causal) {
+    // The book's order: masked_fill_ on the raw scores, then the division by
+    // sqrt(d_k) inside the softmax (-inf / sqrt(d_k) stays -inf).
     RowMatrix mask(T, T);  // (T, T) 1 where key j is in query i's future (j > i)
-    RowMatrix masked = scaled;
+    RowMatrix masked = scores;  // (T, T) scores, -inf where j > i
     for (Eigen::Index i = 0; i < T; ++i)
       for (Eigen::Index j = 0; j < T; ++j) {
         mask(i, j) = j > i ? 1.0f : 0.0f;
         if (j > i) masked(i, j) = -std::numeric_limits<float>::infinity();
       }
     add_stage(trace, "mask", head, std::move(mask));
-    weights = softmax_rows(masked);
+    RowMatrix scaled = masked / sqrt_dk;  // (T, T)
     add_stage(trace, "masked_scores", head, std::move(masked));
-  } else {
     weights = softmax_rows(scaled);
+    add_stage(trace, "scaled_scores", head, std::move(scaled));
+  } else {
+    RowMatrix scaled = scores / sqrt_dk;  // (T, T)
+    weights = softmax_rows(scaled);
+    add_stage(trace, "scaled_scores", head, std::move(scaled));
   }
   add_stage(trace, "weights", head, weights);
 
@@ -413,16 +416,16 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
   const bool drawing = keep != nullptr;
   const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
 
-  // Everything after the scores for query row i: scaled, softmax, masked,
+  // Everything after the scores for query row i: masked, scaled, softmax,
   // dropout mask and dropped weights.
   auto finish_row = [&](Eigen::Index i) {
     const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
     const float* s = &scores(i, 0);
     float* sc = &scaled(i, 0);
     if (scale_by_inverse)
-      for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] * inv_sqrt_dk;
+      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] * inv_sqrt_dk;
     else
-      for (Eigen::Index j = 0; j < T; ++j) sc[j] = s[j] / sqrt_dk;
+      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] / sqrt_dk;
 
     Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
     const float row_max = logits.maxCoeff();
@@ -437,9 +440,11 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
     std::fill(w + visible, w + T, 0.0f * inv);
 
     if (!opt.causal) return;
+    // The book masks the raw scores, then scales: both hold -inf past i.
     float* ms = &masked(i, 0);
-    std::copy(sc, sc + visible, ms);
+    std::copy(s, s + visible, ms);
     std::fill(ms + visible, ms + T, kNegInf);
+    std::fill(sc + visible, sc + T, kNegInf);
     float* dm = &dropout_mask(i, 0);
     float* d = &dropped(i, 0);
     if (drawing) {
@@ -516,11 +521,11 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
 
   auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
   push("scores", std::move(scores));
-  push("scaled_scores", std::move(scaled));
   if (opt.causal) {
     out.push_back(Stage{"mask", head, mask});
     push("masked_scores", std::move(masked));
   }
+  push("scaled_scores", std::move(scaled));
   push("weights", std::move(weights));
   if (opt.causal) {
     push("dropout_mask", std::move(dropout_mask));

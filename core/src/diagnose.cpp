@@ -70,8 +70,8 @@ std::string value_name(float v) {
   return v > 0 ? "+inf" : "-inf";
 }
 
-bool unexpected_at(const Stage& s, Eigen::Index r, Eigen::Index c) {
-  return !std::isfinite(s.data()(r, c)) && !nonfinite_expected(s, r, c);
+bool unexpected_at(Variant v, const Stage& s, Eigen::Index r, Eigen::Index c) {
+  return !std::isfinite(s.data()(r, c)) && !nonfinite_expected(v, s, r, c);
 }
 
 // The number of unexpected non-finite cells of `s`, and the first one.
@@ -79,12 +79,12 @@ struct Scan {
   long long cells = 0;
   Eigen::Index row = 0, col = 0;
 };
-Scan scan(const Stage& s) {
+Scan scan(Variant v, const Stage& s) {
   Scan out;
   if (s.data().allFinite()) return out;
   for (Eigen::Index r = 0; r < s.data().rows(); ++r)
     for (Eigen::Index c = 0; c < s.data().cols(); ++c)
-      if (unexpected_at(s, r, c) && out.cells++ == 0) {
+      if (unexpected_at(v, s, r, c) && out.cells++ == 0) {
         out.row = r;
         out.col = c;
       }
@@ -261,8 +261,12 @@ Explanation explain(const Trace& trace, const Stage& s) {
 
 }  // namespace
 
-bool nonfinite_expected(const Stage& stage, Eigen::Index row, Eigen::Index col) {
-  if (stage.id != "masked_scores" || col <= row) return false;
+bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col) {
+  // The book masks the raw scores, then scales them: in a causal run both
+  // stages hold the mask's -inf in the future.
+  const bool masked_stage =
+      stage.id == "masked_scores" || (stage.id == "scaled_scores" && is_causal(variant));
+  if (!masked_stage || col <= row) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;
 }
@@ -281,7 +285,7 @@ std::string NonFiniteFinding::message() const {
 std::optional<NonFiniteFinding> find_nonfinite(const Trace& trace) {
   std::optional<NonFiniteFinding> found;
   for (const Stage& s : trace.stages) {
-    const Scan sc = scan(s);
+    const Scan sc = scan(trace.config.variant, s);
     if (sc.cells == 0) continue;
     if (found) {
       ++found->later_stages;

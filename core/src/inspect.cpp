@@ -55,8 +55,8 @@ std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i,
 std::optional<SoftmaxBreakdown> explain_softmax(const Trace& trace, int head, int i) {
   head = stage_head(trace, head);
   if (!in_range(trace, i)) return std::nullopt;
-  const Stage* logits = trace.find("masked_scores", head);
-  if (!logits) logits = trace.find("scaled_scores", head);
+  // The softmax reads the scaled scores (causal: masked, then scaled).
+  const Stage* logits = trace.find("scaled_scores", head);
   if (!logits) logits = trace.find("scores", head);
   const Stage* weights = trace.find("weights", head);
   if (!logits || !weights) return std::nullopt;

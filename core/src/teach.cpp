@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "attnscope/inspect.hpp"
 #include "attnscope/rng.hpp"
@@ -33,10 +36,18 @@ RowMatrix mat(std::initializer_list<std::initializer_list<float>> rows) {
 // (half a unit of the 4th decimal, plus a hair for float -> decimal).
 constexpr float kBookTolerance = 0.5e-4f + 1e-6f;
 
-// The logits a softmax of `head` reads before masking: scaled scores (simple: scores).
-const Stage* logits_stage(const Trace& t, int head) {
-  if (const Stage* s = t.find("scaled_scores", head)) return s;
-  return t.find("scores", head);
+// What the softmax of `head` would read with nothing masked: the scores
+// divided by sqrt(d_k) (simple: the scores). A causal trace's scaled_scores
+// already hold -inf in the future (the book masks before it scales), so
+// there the division is redone from the raw scores, as the engine does it.
+std::optional<RowMatrix> unmasked_logits(const Trace& t, int head) {
+  const Stage* scores = t.find("scores", head);
+  if (!scores) return std::nullopt;
+  if (!is_causal(t.config.variant)) {
+    if (const Stage* scaled = t.find("scaled_scores", head)) return scaled->data();
+    return scores->data();
+  }
+  return RowMatrix(scores->data() / trace_divisor(t));
 }
 
 }  // namespace
@@ -55,6 +66,13 @@ const std::vector<BookMatrix>& book_matrices() {
   const BookRun wrapper{Variant::MultiheadWrapper, 2, 2, 123};
   const BookRun mha{Variant::Multihead, 2, 2, 123};
   constexpr float kInf = -std::numeric_limits<float>::infinity();  // as printed: -inf
+  // 3.5.1: the raw scores of SelfAttention_v2 (seed 789), -inf above the diagonal.
+  const RowMatrix masked_printed = mat({{0.2899f, kInf, kInf, kInf, kInf, kInf},
+                                        {0.4656f, 0.1723f, kInf, kInf, kInf, kInf},
+                                        {0.4594f, 0.1703f, 0.1731f, kInf, kInf, kInf},
+                                        {0.2642f, 0.1024f, 0.1036f, 0.0186f, kInf, kInf},
+                                        {0.2183f, 0.0874f, 0.0882f, 0.0177f, 0.0786f, kInf},
+                                        {0.3408f, 0.1270f, 0.1290f, 0.0198f, 0.1290f, 0.0078f}});
   static const std::vector<BookMatrix> kAll = {
       {"attn_scores_2", "3.3.1", simple, Stage, "scores", 1, false,
        mat({{0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f}})},
@@ -132,13 +150,10 @@ const std::vector<BookMatrix>& book_matrices() {
             {0.1869f, 0.1667f, 0.1668f, 0.1571f, 0.1661f, 0.1564f},
             {0.1830f, 0.1669f, 0.1670f, 0.1588f, 0.1658f, 0.1585f},
             {0.1935f, 0.1663f, 0.1666f, 0.1542f, 0.1666f, 0.1529f}})},
-      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, "scores", -1, false,
-       mat({{0.2899f, kInf, kInf, kInf, kInf, kInf},
-            {0.4656f, 0.1723f, kInf, kInf, kInf, kInf},
-            {0.4594f, 0.1703f, 0.1731f, kInf, kInf, kInf},
-            {0.2642f, 0.1024f, 0.1036f, 0.0186f, kInf, kInf},
-            {0.2183f, 0.0874f, 0.0882f, 0.0177f, 0.0786f, kInf},
-            {0.3408f, 0.1270f, 0.1290f, 0.0198f, 0.1290f, 0.0078f}})},
+      // The book masks SelfAttention_v2's raw scores by hand, then the same
+      // masked_fill_ runs inside CausalAttention: one print, two places.
+      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, "scores", -1, false, masked_printed},
+      {"masked", "3.5.1", causal789, Stage, "masked_scores", -1, false, masked_printed},
       {"masked_simple_norm", "3.5.1", v2, TrilRenormalise, "weights", -1, false,
        mat({{1.0000f, 0, 0, 0, 0, 0},
             {0.5517f, 0.4483f, 0, 0, 0, 0},
@@ -325,8 +340,11 @@ std::optional<SoftmaxUnfolded> unfold_softmax(const Trace& trace, int head, int 
   for (std::size_t j = 0; j < T; ++j) {
     const auto jj = static_cast<Eigen::Index>(j);
     u.scores[j] = scores->data()(row, jj);
-    u.scaled[j] = keep_trace && scaled_stage ? scaled_stage->data()(row, jj) : u.scores[j] / u.divisor;
     u.masked[j] = causal && jj > row;
+    // A causal trace's scaled scores hold -inf where masked; the row shows
+    // what the division gives there before the mask hides it.
+    u.scaled[j] = keep_trace && scaled_stage && !u.masked[j] ? scaled_stage->data()(row, jj)
+                                                            : u.scores[j] / u.divisor;
     if (!u.masked[j]) u.row_max = std::max(u.row_max, u.scaled[j]);
   }
   u.sum = 0;
@@ -383,10 +401,48 @@ std::optional<NormalisationCompared> compare_normalisation(const Trace& trace, i
 // ---------------------------------------------------------------------------
 // 4. Masking two ways
 
+namespace {
+
+float max_finite_abs(const RowMatrix& m) {
+  float best = 0;
+  for (Eigen::Index k = 0; k < m.size(); ++k)
+    if (std::isfinite(m.data()[k])) best = std::max(best, std::abs(m.data()[k]));
+  return best;
+}
+
+}  // namespace
+
+ShownDifference shown_difference(const RowMatrix& difference, const RowMatrix& a,
+                                 const RowMatrix& b) {
+  ShownDifference d;
+  d.tolerance = kRoundingRelative * std::max(max_finite_abs(a), max_finite_abs(b));
+  d.shown = difference;
+  d.rounding_only = true;
+  for (Eigen::Index k = 0; k < d.shown.size(); ++k) {
+    float& v = d.shown.data()[k];
+    const float mag = std::abs(v);  // NaN compares false: kept, and never "rounding"
+    if (mag > d.max_abs) d.max_abs = mag;
+    if (mag <= d.tolerance)
+      v = 0.0f;
+    else
+      d.rounding_only = false;
+  }
+  return d;
+}
+
+std::string difference_caption(const ShownDifference& d) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(d.max_abs));
+  if (d.max_abs == 0.0f) return "identical (max |Δ| = 0)";
+  if (d.rounding_only) return std::string("equal to float32 rounding (max |Δ| = ") + buf + ")";
+  return std::string("largest |Δ| = ") + buf;
+}
+
+
 std::optional<MaskingWays> compare_masking(const Trace& trace, int head) {
-  const Stage* logits = logits_stage(trace, stage_head(trace, head));
-  if (!logits || logits->data().rows() != logits->data().cols()) return std::nullopt;
-  const RowMatrix& s = logits->data();  // (T, T) scaled scores, nothing masked
+  const std::optional<RowMatrix> logits = unmasked_logits(trace, stage_head(trace, head));
+  if (!logits || logits->rows() != logits->cols()) return std::nullopt;
+  const RowMatrix& s = *logits;  // (T, T) scaled scores, nothing masked
   const Eigen::Index T = s.rows();
   MaskingWays m;
   m.unmasked = softmax_rows(s);
@@ -399,6 +455,7 @@ std::optional<MaskingWays> compare_masking(const Trace& trace, int head) {
   m.minus_inf = softmax_rows(filled);
   m.difference = m.renormalised - m.minus_inf;
   m.max_difference = T > 0 ? m.difference.cwiseAbs().maxCoeff() : 0.0f;
+  m.shown = shown_difference(m.difference, m.renormalised, m.minus_inf);
   for (Eigen::Index r = 0; r < T; ++r) {
     const float sum = m.tril_multiplied.row(r).sum();
     m.wrong_row_sums.push_back(sum);
@@ -572,6 +629,7 @@ std::optional<StageDiff> compare_stage(const Trace& a, const Trace& b, std::stri
   for (Eigen::Index k = 0; k < d.diff.size(); ++k)
     if (sa->data().data()[k] == sb->data().data()[k]) d.diff.data()[k] = 0.0f;
   d.max_abs = d.diff.size() ? d.diff.cwiseAbs().maxCoeff() : 0.0f;
+  d.shown = shown_difference(d.diff, sa->data(), sb->data());
   return d;
 }
 

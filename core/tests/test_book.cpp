@@ -172,6 +172,8 @@ TEST(BookCausal, TrilMultiplyAndRenormaliseEqualsMinusInfinityFillAndSoftmax) {
   EXPECT_TRUE(renormalised.isApprox(stage(causal, "weights"), 1e-5f));
 }
 
+// CausalAttention masks the raw scores (masked_fill_) and divides by sqrt(d_k)
+// inside the softmax, so its masked stage is the book's print of `masked`.
 TEST(BookCausal, MaskedUnscaledScoresAsPrinted) {
   const Trace t = run_attention(config_for(Variant::Causal, 2, 789), book_inputs());
   const RowMatrix printed = matrix({{0.2899f, 0, 0, 0, 0, 0},
@@ -180,16 +182,36 @@ TEST(BookCausal, MaskedUnscaledScoresAsPrinted) {
                                     {0.2642f, 0.1024f, 0.1036f, 0.0186f, 0, 0},
                                     {0.2183f, 0.0874f, 0.0882f, 0.0177f, 0.0786f, 0},
                                     {0.3408f, 0.1270f, 0.1290f, 0.0198f, 0.1290f, 0.0078f}});
-  const RowMatrix& scores = stage(t, "scores");
   const RowMatrix& masked = stage(t, "masked_scores");
+  const RowMatrix& scaled = stage(t, "scaled_scores");
+  const float root_dk = std::sqrt(2.0f);
   for (Eigen::Index i = 0; i < 6; ++i)
     for (Eigen::Index j = 0; j < 6; ++j) {
       if (j > i) {
         EXPECT_EQ(masked(i, j), -std::numeric_limits<float>::infinity());
+        EXPECT_EQ(scaled(i, j), -std::numeric_limits<float>::infinity());
       } else {
-        EXPECT_NEAR(scores(i, j), printed(i, j), kBookTolerance) << i << "," << j;
+        EXPECT_NEAR(masked(i, j), printed(i, j), kBookTolerance) << i << "," << j;
+        EXPECT_EQ(scaled(i, j), masked(i, j) / root_dk) << i << "," << j;
       }
     }
+}
+
+// The stages follow the book's forward: scores, mask, masked, scaled, softmax.
+TEST(BookCausal, StagesFollowTheBooksMaskThenScaleOrder) {
+  for (Variant v : {Variant::Causal, Variant::MultiheadWrapper, Variant::Multihead}) {
+    const Trace t = run_attention(config_for(v, 2, 123), book_inputs());
+    const int head = t.find("scores", -1) ? -1 : 0;
+    std::vector<std::string> order;
+    for (const Stage& s : t.stages)
+      if (s.head == head && (s.id == "scores" || s.id == "mask" || s.id == "masked_scores" ||
+                             s.id == "scaled_scores" || s.id == "weights"))
+        order.push_back(s.id);
+    const std::vector<std::string> book = {"scores", "mask", "masked_scores", "scaled_scores",
+                                           "weights"};
+    EXPECT_EQ(order, book)
+        << variant_id(v);
+  }
 }
 
 const RowMatrix kDropoutOnes = matrix({{2, 2, 0, 2, 2, 0},

@@ -55,8 +55,14 @@ TEST(Diagnose, TheCausalMaskIsExpectedButOtherInfinitiesAreNot) {
   const Stage* masked = t.find("masked_scores");
   ASSERT_NE(masked, nullptr);
   ASSERT_TRUE(std::isinf(masked->data()(0, 1)));
-  EXPECT_TRUE(nonfinite_expected(*masked, 0, 1));
-  EXPECT_FALSE(nonfinite_expected(*masked, 1, 0));  // below the diagonal: finite by design
+  EXPECT_TRUE(nonfinite_expected(Variant::Causal, *masked, 0, 1));
+  EXPECT_FALSE(nonfinite_expected(Variant::Causal, *masked, 1, 0));  // below the diagonal
+  // The book scales after masking: the scaled scores keep the mask's -inf.
+  const Stage* scaled = t.find("scaled_scores");
+  ASSERT_NE(scaled, nullptr);
+  ASSERT_TRUE(std::isinf(scaled->data()(0, 1)));
+  EXPECT_TRUE(nonfinite_expected(Variant::Causal, *scaled, 0, 1));
+  EXPECT_FALSE(nonfinite_expected(Variant::SelfAttentionV2, *scaled, 0, 1));
   EXPECT_FALSE(find_nonfinite(t).has_value());
 
   // -inf on the diagonal, NaN or +inf above it: reported.
@@ -71,14 +77,14 @@ TEST(Diagnose, TheCausalMaskIsExpectedButOtherInfinitiesAreNot) {
     EXPECT_EQ(f->col, c);
     EXPECT_EQ(f->cells, 1);
   }
-  // The same -inf in a stage that is not masked is reported.
+  // The same -inf in a stage that is not masked (the raw scores) is reported.
   Trace bad = t;
   for (Stage& s : bad.stages)
-    if (s.id == "scaled_scores") s.mutable_data()(0, 1) = -kInf;
+    if (s.id == "scores") s.mutable_data()(0, 1) = -kInf;
   const auto f = find_nonfinite(bad);
   ASSERT_TRUE(f.has_value());
-  EXPECT_EQ(f->stage, "scaled_scores");
-  EXPECT_FALSE(nonfinite_expected(*bad.find("scaled_scores"), 0, 1));
+  EXPECT_EQ(f->stage, "scores");
+  EXPECT_FALSE(nonfinite_expected(Variant::Causal, *bad.find("scores"), 0, 1));
 }
 
 // Simplified attention on the book's tokens times 1e30: X.X^T overflows in

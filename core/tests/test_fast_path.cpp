@@ -91,10 +91,11 @@ TEST(FastPath, ScaledScoresAreTheScoresDividedByRootDkBitForBit) {
     const Trace trace = run_attention(config, in, EnginePath::Fast);
     const auto sqrt_dk = static_cast<float>(std::pow(static_cast<double>(d_out / heads), 0.5));
     for (int h = 0; h < heads; ++h) {
-      const Stage* scores = trace.find("scores", h);
+      // The book's order: the raw scores are masked, then divided.
+      const Stage* masked = trace.find("masked_scores", h);
       const Stage* scaled = trace.find("scaled_scores", h);
-      ASSERT_TRUE(scores && scaled);
-      const RowMatrix divided = scores->data() / sqrt_dk;
+      ASSERT_TRUE(masked && scaled);
+      const RowMatrix divided = masked->data() / sqrt_dk;
       for (Eigen::Index k = 0; k < divided.size(); ++k)
         ASSERT_EQ(std::bit_cast<std::uint32_t>(scaled->data().data()[k]),
                   std::bit_cast<std::uint32_t>(divided.data()[k]))

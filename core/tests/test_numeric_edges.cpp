@@ -76,13 +76,13 @@ void expect_weight_rows_sum_to_one(const Trace& t) {
   }
 }
 
-// Every stage finite except masked_scores' -inf above the diagonal.
+// Every stage finite except the causal mask's -inf above the diagonal.
 void expect_no_unexpected_nonfinite(const Trace& t) {
   for (const Stage& s : t.stages)
     for (Eigen::Index r = 0; r < s.data().rows(); ++r)
       for (Eigen::Index c = 0; c < s.data().cols(); ++c)
         if (!std::isfinite(s.data()(r, c))) {
-          ASSERT_TRUE(nonfinite_expected(s, r, c))
+          ASSERT_TRUE(nonfinite_expected(t.config.variant, s, r, c))
               << s.id << " head " << s.head << " (" << r << ", " << c << ") = " << s.data()(r, c);
         }
   EXPECT_FALSE(find_nonfinite(t).has_value());
@@ -206,7 +206,7 @@ TEST(NumericEdges, MultiheadWithHeadDimOne) {
   const Trace t = run_both(c, inputs_of(scaled_values(5, 4, 1.0f, 3)));
   for (int h = 0; h < 6; ++h) {
     EXPECT_EQ(stage(t, "queries", h).cols(), 1);
-    EXPECT_EQ(stage(t, "scaled_scores", h), stage(t, "scores", h));
+    EXPECT_EQ(stage(t, "scaled_scores", h), stage(t, "masked_scores", h));
   }
   expect_weight_rows_sum_to_one(t);
   expect_no_unexpected_nonfinite(t);
@@ -273,7 +273,7 @@ TEST_P(EdgesOfEveryVariant, OverflowingEmbeddingsGiveTheSameNaNsOnBothPathsAndAr
       for (Eigen::Index r = 0; r < s.data().rows(); ++r)
         for (Eigen::Index c = 0; c < s.data().cols(); ++c)
           if (!std::isfinite(s.data()(r, c))) {
-            ASSERT_TRUE(nonfinite_expected(s, r, c)) << s.id;
+            ASSERT_TRUE(nonfinite_expected(t.config.variant, s, r, c)) << s.id;
           }
     }
     EXPECT_TRUE(reached) << found->stage;

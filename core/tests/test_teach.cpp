@@ -300,6 +300,37 @@ TEST(TeachCompare, DiffIsExactSubtraction) {
   EXPECT_FALSE(compare_stage(a, b, "W_out", -1));
 }
 
+// Two ways that differ only by float32 rounding are drawn as equal; a real
+// difference keeps its cells.
+TEST(TeachDifference, RoundingNoiseIsDrawnAsZeroAndSaidSo) {
+  const Trace t = run_attention(config_for(Variant::Causal, 2, 789), book_inputs());
+  const auto m = compare_masking(t, 0);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->shown.rounding_only);
+  EXPECT_EQ(m->shown.shown.cwiseAbs().maxCoeff(), 0.0f);
+  EXPECT_EQ(m->shown.max_abs, m->max_difference);
+  EXPECT_TRUE(difference_caption(m->shown).starts_with("equal to float32 rounding (max |Δ| = "))
+      << difference_caption(m->shown);
+
+  const Trace a = run_attention(config_for(Variant::Causal, 2, 123), book_inputs());
+  const auto d = compare_stage(a, t, "weights", -1);
+  ASSERT_TRUE(d && d->same_shape);
+  EXPECT_FALSE(d->shown.rounding_only);
+  EXPECT_EQ(d->shown.shown, d->diff);  // every weight moved by far more than rounding
+  EXPECT_TRUE(difference_caption(d->shown).starts_with("largest |Δ| = "));
+
+  RowMatrix base = RowMatrix::Constant(2, 2, 0.5f);
+  RowMatrix noisy = base;
+  noisy(0, 1) = std::nextafter(0.5f, 1.0f);  // one ulp
+  noisy(1, 0) = 0.75f;                        // a real change
+  const ShownDifference s = shown_difference(noisy - base, base, noisy);
+  EXPECT_EQ(s.shown(0, 1), 0.0f);
+  EXPECT_EQ(s.shown(1, 0), 0.25f);
+  EXPECT_FALSE(s.rounding_only);
+  EXPECT_EQ(difference_caption(shown_difference(base - base, base, base)),
+            "identical (max |Δ| = 0)");
+}
+
 TEST(TeachParameters, ReadBackFromATraceTheyReproduceIt) {
   for (Variant v : {Variant::SelfAttentionV1, Variant::Causal, Variant::MultiheadWrapper,
                     Variant::Multihead}) {

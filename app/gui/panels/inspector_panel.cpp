@@ -11,6 +11,7 @@
 //   6. the panel
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -151,11 +152,8 @@ void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
   }
   mono_pop(s);
   text_wrapped(s, "ω[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + num(s, b->sum));
-  if (b->scaled) {
-    heading(s, "then divide by √d_k");
-    text_wrapped(s, num(s, b->sum) + " ÷ " + num(s, b->sqrt_dk) + " = " + num(s, b->scaled_value) +
-                        "   (d_k = " + std::to_string(b->key.size()) + ")");
-  }
+  // The book's order: the causal mask fills the raw scores, then the
+  // softmax divides what is left by √d_k (−∞ stays −∞).
   if (core::is_causal(t.config.variant)) {
     heading(s, "then the causal mask");
     if (b->masked)
@@ -165,6 +163,12 @@ void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
     else
       text_wrapped(s, "Column " + std::to_string(j) + " ≤ row " + std::to_string(i) +
                           ": the key is not in the future, the score is kept.");
+  }
+  if (b->scaled) {
+    heading(s, "then divide by √d_k");
+    const float dividend = b->masked ? -std::numeric_limits<float>::infinity() : b->sum;
+    text_wrapped(s, num(s, dividend) + " ÷ " + num(s, b->sqrt_dk) + " = " + num(s, b->scaled_value) +
+                        "   (d_k = " + std::to_string(b->key.size()) + ")");
   }
 }
 

@@ -69,8 +69,7 @@ void draw_compare(AppState& state) {
     ImGui::End();
     return;
   }
-  ImGui::Text("largest |B − A| = %.6g%s", static_cast<double>(d->max_abs),
-              d->max_abs == 0 ? "  (identical)" : "");
+  ImGui::TextUnformatted(display(state, "B − A: " + core::difference_caption(d->shown)).c_str());
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
   const ImVec2 box(w, ImGui::GetContentRegionAvail().y - 8);
   const std::string pin = std::to_string(ts.compare_pins);
@@ -80,7 +79,7 @@ void draw_compare(AppState& state) {
   teach_heatmap(state, "teach/cmp/b", cur.first, cur.second, b.find(cur.first, cur.second)->data(),
                 "B: " + label(cur), box);
   ImGui::SameLine();
-  teach_heatmap(state, "teach/cmp/d" + pin, "diff", cur.second, d->diff, "B − A", box);
+  teach_heatmap(state, "teach/cmp/d" + pin, "diff", cur.second, d->shown.shown, "B − A", box);
   ImGui::End();
 }
 

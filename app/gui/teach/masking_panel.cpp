@@ -30,9 +30,9 @@ void draw_masking(AppState& state) {
   text_wrapped(state,
                "Way 1 takes the ordinary softmax, zeroes the future with a lower-triangular "
                "matrix and divides each row by its new sum. Way 2 sets future scores to −∞ before "
-               "the softmax. Softmax divides by a sum anyway, so both give the same weights: the "
-               "difference is zero up to float rounding (largest " +
-                   num(m->max_difference, 8) + ").");
+               "the softmax. Softmax divides by a sum anyway, so both give the same weights: "
+               "their difference is " +
+                   core::difference_caption(m->shown) + ".");
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
   const ImVec2 box(w, w * 0.9f);
   const int h = core::stage_head(t, state.head);
@@ -42,7 +42,10 @@ void draw_masking(AppState& state) {
   teach_heatmap(state, "teach/mask/inf", "weights", h, m->minus_inf,
                 display(state, "way 2: softmax of −∞-masked scores"), box);
   ImGui::SameLine();
-  teach_heatmap(state, "teach/mask/diff", "diff", h, m->difference, "way 1 − way 2", box);
+  // Differences within float32 rounding are drawn as 0: on a ±3e-8 scale
+  // they would look like real ones.
+  teach_heatmap(state, "teach/mask/diff", "diff", h, m->shown.shown,
+                "way 1 − way 2", box);
   for (const core::BookMatrix& b : core::book_matrices())
     if (b.source == core::BookSource::TrilRenormalise && core::book_applies(b, t))
       book_badge(b, core::check_book(b, &t));

@@ -34,12 +34,12 @@ TEST(Steps, FollowThePipelineOrderOfEachVariant) {
   EXPECT_EQ(ids(steps_for(V::SelfAttentionV2)),
             (std::vector<std::string>{"inputs", "qkv", "scores", "scaled", "softmax", "context"}));
   EXPECT_EQ(ids(steps_for(V::Causal)),
-            (std::vector<std::string>{"inputs", "qkv", "scores", "scaled", "mask", "masked",
+            (std::vector<std::string>{"inputs", "qkv", "scores", "mask", "masked", "scaled",
                                       "softmax", "dropout", "context"}));
   EXPECT_EQ(ids(steps_for(V::MultiheadWrapper)).back(), "concat");
   EXPECT_EQ(
       ids(steps_for(V::Multihead)),
-      (std::vector<std::string>{"inputs", "qkv", "split", "scores", "scaled", "mask", "masked",
+      (std::vector<std::string>{"inputs", "qkv", "split", "scores", "mask", "masked", "scaled",
                                 "softmax", "dropout", "context", "concat", "output"}));
 }
 
@@ -100,11 +100,11 @@ TEST(Recompute, NothingHappensUnlessDirty) {
 
 TEST(Selection, StepSnapsToTheNearestEarlierStepWhenTheVariantLosesIt) {
   AppState s = book(core::Variant::Causal);
-  s.step = Step::Masked;
+  s.step = Step::Masked;  // the book masks the raw scores: Masked comes before Scaled
   s.config.variant = core::Variant::SelfAttentionV2;
   s.mark_dirty();
   s.recompute_if_dirty();
-  EXPECT_EQ(s.step, Step::Scaled);
+  EXPECT_EQ(s.step, Step::Scores);
 }
 
 TEST(Selection, StepByClampsAtBothEnds) {

@@ -36,9 +36,10 @@ struct NonFiniteFinding {
 // The largest finite float32, about 3.4e38.
 inline constexpr double kFloatMax = 3.4028234663852886e38;
 
-// True when `stage` holds a non-finite value at (row, col) by design: the
-// -inf of masked_scores where key col is in query row's future (col > row).
-bool nonfinite_expected(const Stage& stage, Eigen::Index row, Eigen::Index col);
+// True when `stage` of a `variant` run holds a non-finite value at (row, col)
+// by design: the causal mask's -inf where key col is in query row's future
+// (col > row), in masked_scores and in the scaled_scores made from them.
+bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col);
 
 // The first stage, in the trace's (pipeline) order, that holds a NaN or an
 // infinity that nonfinite_expected() does not allow, explained; nullopt when

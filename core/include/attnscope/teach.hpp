@@ -139,6 +139,27 @@ std::optional<NormalisationCompared> compare_normalisation(const Trace& trace, i
 // ---------------------------------------------------------------------------
 // 4. Masking two ways
 
+// A difference of two float32 results, as a view should draw it. Two ways of
+// computing the same value that sum in another order differ by a few units
+// of float32's last place (~6e-8 relative); drawn on a ±3e-8 colour scale
+// that noise looks like a real difference. So cells no larger than
+// kRoundingRelative times the larger input's largest magnitude are drawn as
+// zero, and a difference made only of those is "equal to float32 rounding".
+inline constexpr float kRoundingRelative = 1e-6f;
+struct ShownDifference {
+  RowMatrix shown;             // (rows, cols) the difference, cells ≤ tolerance set to 0
+  float tolerance = 0;         // kRoundingRelative · max finite |value| of the two inputs
+  float max_abs = 0;           // max |difference| before zeroing (the true largest)
+  bool rounding_only = false;  // every cell ≤ tolerance: the two are equal up to rounding
+};
+// `difference` = b − a (NaN where both hold the same non-finite value is
+// expected to be 0 already); `a`, `b` give the scale.
+ShownDifference shown_difference(const RowMatrix& difference, const RowMatrix& a,
+                                 const RowMatrix& b);
+// The caption of a difference heatmap: "equal to float32 rounding (max |Δ| =
+// 2.98e-08)" or "largest |Δ| = 0.0123".
+std::string difference_caption(const ShownDifference& d);
+
 struct MaskingWays {
   RowMatrix unmasked;         // (T, T) softmax of the scaled scores, no mask
   RowMatrix tril_multiplied;  // (T, T) unmasked · tril (future zeroed), not renormalised
@@ -146,6 +167,7 @@ struct MaskingWays {
   RowMatrix minus_inf;        // (T, T) way 2: softmax of the scores with the future at −∞
   RowMatrix difference;       // (T, T) renormalised − minus_inf (zero up to rounding)
   float max_difference = 0;   // max |difference|
+  ShownDifference shown;      // difference as drawn (rounding noise as 0)
   std::vector<float> wrong_row_sums;  // (T) row sums of tril_multiplied: the wrong way
   std::vector<int> wrong_rows;        // rows whose sum is not 1 (|sum − 1| > 1e-6)
 };
@@ -232,6 +254,7 @@ struct StageDiff {
   RowMatrix diff;      // (rows, cols) b − a, exact float subtraction
   float max_abs = 0;   // max |b − a|
   bool same_shape = false;
+  ShownDifference shown;  // diff as drawn (rounding noise as 0)
 };
 // b − a for stage (id, head) of both traces; nullopt when either lacks it.
 std::optional<StageDiff> compare_stage(const Trace& a, const Trace& b, std::string_view id,
