@@ -1,7 +1,7 @@
 // ui.cpp: the frame: recompute, shortcuts, and the three-column layout
 //   left   controls + embedding editor
 //   centre stage strip, explanation, matrices; heads grid below for head variants
-//   right  inspector
+//   right  inspector; the walkthrough panel under it while it runs
 #include "ui.hpp"
 
 #include <algorithm>
@@ -24,6 +24,13 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
   if (letter_pressed('R')) state.ui.row_scale = !state.ui.row_scale;
+  if (TeachState& t = state.teach; t.walk_active && t.walk_apply < 0) {
+    const int last = static_cast<int>(walkthrough_steps().size()) - 1;
+    if ((letter_pressed('N') || key_pressed(ImGuiKey_Enter)) && t.walk_step < last)
+      t.walk_apply = t.walk_step + 1;
+    if ((letter_pressed('P') || key_pressed(ImGuiKey_Backspace)) && t.walk_step > 0)
+      t.walk_apply = t.walk_step - 1;
+  }
 }
 
 namespace {
@@ -131,7 +138,18 @@ void draw_ui(AppState& state) {
 
   ImGui::SameLine();
   ImGui::BeginChild("right", ImVec2(right_w, avail.y), true);
-  draw_inspector_panel(state);
+  if (state.teach.walk_active) {
+    // The walkthrough takes the column's foot, the inspector the rest: the
+    // panel never covers the inspector it points at, nor the matrices.
+    const float column_h = ImGui::GetContentRegionAvail().y;
+    const float walk_h = walkthrough_height(column_h);
+    ImGui::BeginChild("inspector", ImVec2(0, column_h - walk_h - ImGui::GetStyle().ItemSpacing.y));
+    draw_inspector_panel(state);
+    ImGui::EndChild();
+    draw_walkthrough(state);
+  } else {
+    draw_inspector_panel(state);
+  }
   ImGui::EndChild();
 
   ImGui::End();

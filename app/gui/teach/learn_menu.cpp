@@ -10,7 +10,7 @@ void draw_learn_menu(AppState& state) {
   TeachState& t = state.teach;
   if (!ImGui::BeginMenu("Learn")) return;
   if (ImGui::MenuItem("Walkthrough of chapter 3", nullptr, t.walk_active)) {
-    if (t.walk_active) t.walk_active = false;
+    if (t.walk_active) leave_walkthrough(state, true);
     else start_walkthrough(state, t.walk_step);
   }
   if (ImGui::MenuItem("Book check", nullptr, t.show_book)) t.show_book = !t.show_book;
@@ -39,7 +39,7 @@ void draw_learn_windows(AppState& state) {
   if (t.show_weights) draw_weights_editor(state);
   if (t.show_embedding) draw_embedding_space(state);
   if (t.show_sizes) draw_sizes(state);
-  if (t.walk_active) draw_walkthrough(state);
+  // The walkthrough panel is part of the right column (ui.cpp).
   // A step chosen this frame is set up now, after everything was drawn with
   // the old trace; the next frame's recompute runs it.
   if (t.walk_apply >= 0) {

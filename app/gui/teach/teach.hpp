@@ -4,6 +4,7 @@
 // core/teach.hpp, these files only lay out and colour.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,16 +32,36 @@ struct WalkStep {
   int pin_row, pin_col;
   const char* text;       // what is happening and why
   const char* try_this;   // what to do next
-  bool* (*window)(TeachState&);  // a Learn window to open, or nullptr
+  bool TeachState::*window;  // the Learn window it opens (TeachState::show_*), or nullptr
 };
 const std::vector<WalkStep>& walkthrough_steps();
-// Sets up the app for step `k` of the walkthrough (inputs, config, stage, pin).
+// Sets up the app for step `k` of the walkthrough (inputs, config, stage, pin),
+// closing the Learn window the previous step opened unless step k needs it.
 void apply_walk_step(AppState& state, int k);
-// Starts the walkthrough at step `k`.
+// Starts the walkthrough at step `k`; remembers the run and windows to return to.
 void start_walkthrough(AppState& state, int k = 0);
+// Ends the walkthrough. `restore`: back to the run, stage, pinned cell and
+// Learn windows the learner had before starting; otherwise keep the step's.
+void leave_walkthrough(AppState& state, bool restore);
 
-// Windows.
+// What leave_walkthrough restores.
+struct WalkReturn {
+  core::Inputs inputs;
+  core::Config config;
+  std::string preset;
+  std::shared_ptr<const core::Parameters> explicit_parameters;
+  Step step = Step::Inputs;
+  int head = 0;
+  CellRef pinned;
+  std::vector<bool> windows;  // which Learn windows were open (kLearnWindows order)
+  int softmax_row = 1, scale_mode = 0;  // Softmax unfolded's settings, which steps set
+};
+
+// The walkthrough panel, drawn at the foot of the right column under the
+// inspector (ui.cpp) so that it never covers the inspector or the matrices.
 void draw_walkthrough(AppState& state);
+// Its height in a column of height `column_h`.
+float walkthrough_height(float column_h);
 void draw_book_check(AppState& state);
 void draw_softmax_unfolded(AppState& state);
 void draw_normalisation(AppState& state);

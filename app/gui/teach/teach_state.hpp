@@ -14,11 +14,18 @@
 
 namespace attnscope::gui {
 
+struct WalkReturn;  // teach/teach.hpp
+
 struct TeachState {
   // Walkthrough.
-  bool walk_active = false;  // the walkthrough window is showing
+  bool walk_active = false;  // the walkthrough panel is showing
   int walk_step = 0;         // index into walkthrough_steps()
   int walk_apply = -1;       // a step to set up at the end of this frame (-1: none)
+  // The Learn window the current step opened (it was closed before), which
+  // the next step closes unless it needs it too; nullptr: none.
+  bool TeachState::*walk_opened = nullptr;
+  // The run and windows the learner had before starting: Leave restores them.
+  std::shared_ptr<WalkReturn> walk_return;
 
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false,

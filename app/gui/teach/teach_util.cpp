@@ -109,16 +109,14 @@ namespace {
 
 ImVec4 learn_area() {
   // The centre column of ui.cpp's layout (same fractions), below the stage
-  // strip and explanation, and left of the walkthrough panel (bottom right).
+  // strip and explanation.
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const float font = ImGui::GetFontSize();
   const float W = vp->WorkSize.x, H = vp->WorkSize.y;
   const float left_w = std::min(std::clamp(W * 0.25f, font * 16.0f, font * 30.0f), W * 0.26f);
   const float right_w = std::min(std::clamp(W * 0.23f, font * 15.0f, font * 28.0f), W * 0.24f);
   const float x0 = vp->WorkPos.x + left_w + font;
-  // The walkthrough wraps at font * 23 (walkthrough.cpp) inside its padding.
-  const float walk_w = font * 23.0f + ImGui::GetStyle().WindowPadding.x * 2 + font * 0.6f;
-  const float x1 = vp->WorkPos.x + W - std::max(right_w, walk_w) - font * 1.2f;
+  const float x1 = vp->WorkPos.x + W - right_w - font * 1.2f;
   const float y0 = vp->WorkPos.y + std::min(H * 0.28f, font * 16.0f);
   const float y1 = vp->WorkPos.y + H - font * 0.6f;
   return ImVec4(x0, y0, std::max(x1, x0 + font * 20.0f), std::max(y1, y0 + font * 12.0f));

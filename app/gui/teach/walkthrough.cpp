@@ -3,7 +3,7 @@
 // Sections
 //   1. the steps (setup + words)
 //   2. setting up a step
-//   3. the window: text, "try this", book badges, Back / Next / Leave
+//   3. the panel: Back / Next / Leave, text, "try this", book badges
 #include <algorithm>
 
 #include "attnscope/io.hpp"
@@ -14,12 +14,20 @@
 namespace attnscope::gui {
 
 namespace {
-bool* open_softmax(TeachState& t) { return &t.show_softmax; }
-bool* open_normalisation(TeachState& t) { return &t.show_normalisation; }
-bool* open_masking(TeachState& t) { return &t.show_masking; }
-bool* open_dropout(TeachState& t) { return &t.show_dropout; }
-bool* open_heads(TeachState& t) { return &t.show_heads; }
-bool* open_sizes(TeachState& t) { return &t.show_sizes; }
+constexpr bool TeachState::*open_softmax = &TeachState::show_softmax;
+constexpr bool TeachState::*open_normalisation = &TeachState::show_normalisation;
+constexpr bool TeachState::*open_masking = &TeachState::show_masking;
+constexpr bool TeachState::*open_dropout = &TeachState::show_dropout;
+constexpr bool TeachState::*open_heads = &TeachState::show_heads;
+constexpr bool TeachState::*open_sizes = &TeachState::show_sizes;
+
+// Every Learn window's flag, for remembering which were open.
+constexpr bool TeachState::*kLearnWindows[] = {
+    &TeachState::show_softmax, &TeachState::show_normalisation, &TeachState::show_masking,
+    &TeachState::show_dropout, &TeachState::show_heads,         &TeachState::show_compare,
+    &TeachState::show_weights, &TeachState::show_embedding,     &TeachState::show_sizes,
+    &TeachState::show_book,
+};
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -73,7 +81,8 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "Scores are now query · key instead of input · input: ω_22 = q⁽²⁾ · k⁽²⁾ = 1.8524, the "
        "highlighted cell. Queries and keys come from different matrices, so the scores matrix is "
        "no longer symmetric.",
-       "Compare journey→starts with starts→journey (row 3, column 2): they differ now.",
+       "Compare journey→starts with starts→journey (row 1, column 2 against row 2, column 1; "
+       "rows and columns count from 0, as in the inspector and in PyTorch): they differ now.",
        nullptr},
       {"3.4.1", "Scaled softmax for query 2", Variant::SelfAttentionV1, 2, 1, 123, 0.0,
        Step::Softmax, "weights", 1, 1,
@@ -100,8 +109,9 @@ const std::vector<WalkStep>& walkthrough_steps() {
       {"3.5.1", "Hiding the future", Variant::Causal, 2, 1, 789, 0.0, Step::Masked,
        "masked_scores", 1, 2,
        "A language model predicts the next token, so a query may only look at itself and "
-       "earlier tokens. Every score above the diagonal is set to −∞ (hatched); exp(−∞) = 0, so "
-       "those keys get no weight.",
+       "earlier tokens. As in the book's CausalAttention, masked_fill_ sets every raw score "
+       "above the diagonal to −∞ (hatched) before the division by √d_k: the book's printed "
+       "masked = [[0.2899, −∞, …], …]. exp(−∞) = 0, so those keys get no weight.",
        "The Masking window shows the book's two ways (zero then renormalise, or −∞ then "
        "softmax) agree, and what goes wrong without renormalising.",
        open_masking},
@@ -181,21 +191,76 @@ void apply_walk_step(AppState& state, int k) {
   const int head = core::has_heads(s.variant) && pin != "output" && pin != "concat" ? 0 : -1;
   state.pinned = !pin.empty() ? CellRef{s.pin_stage, head, s.pin_row, s.pin_col}
                               : CellRef{};
-  if (s.window) *s.window(state.teach) = true;
+  // The window the previous step opened closes unless this step needs it: it
+  // would cover what this step talks about. Windows the learner opened stay.
+  TeachState& t = state.teach;
+  bool TeachState::*const before = t.walk_opened;
+  if (before && before != s.window) t.*before = false;
+  if (!s.window || before == s.window) {
+    t.walk_opened = s.window;
+  } else if (t.*s.window) {
+    t.walk_opened = nullptr;  // already open: the learner's, left to them
+  } else {
+    t.*s.window = true;
+    t.walk_opened = s.window;
+  }
   if (s.window == open_softmax) {
-    state.teach.softmax_row = s.pin_row;
-    state.teach.scale_mode = 0;
+    t.softmax_row = s.pin_row;
+    t.scale_mode = 0;
   }
   state.mark_dirty();
 }
 
 void start_walkthrough(AppState& state, int k) {
-  state.teach.walk_active = true;
-  state.teach.walk_apply = k;
+  TeachState& t = state.teach;
+  if (!t.walk_active) {
+    auto back = std::make_shared<WalkReturn>();
+    back->inputs = state.inputs;
+    back->config = state.config;
+    back->preset = state.preset;
+    back->explicit_parameters = state.explicit_parameters;
+    back->step = state.step;
+    back->head = state.head;
+    back->pinned = state.pinned;
+    for (bool TeachState::*w : kLearnWindows) back->windows.push_back(t.*w);
+    back->softmax_row = t.softmax_row;
+    back->scale_mode = t.scale_mode;
+    t.walk_return = std::move(back);
+    t.walk_opened = nullptr;
+  }
+  t.walk_active = true;
+  t.walk_apply = k;
+}
+
+void leave_walkthrough(AppState& state, bool restore) {
+  TeachState& t = state.teach;
+  t.walk_active = false;
+  t.walk_apply = -1;
+  t.walk_opened = nullptr;
+  const std::shared_ptr<WalkReturn> back = std::move(t.walk_return);
+  t.walk_return.reset();
+  if (!restore || !back) return;
+  state.inputs = back->inputs;
+  state.config = back->config;
+  state.preset = back->preset;
+  state.explicit_parameters = back->explicit_parameters;
+  state.step = back->step;
+  state.head = back->head;
+  state.pinned = back->pinned;
+  for (std::size_t k = 0; k < std::size(kLearnWindows) && k < back->windows.size(); ++k)
+    t.*kLearnWindows[k] = back->windows[k];
+  t.softmax_row = back->softmax_row;
+  t.scale_mode = back->scale_mode;
+  state.mark_dirty();
 }
 
 // ---------------------------------------------------------------------------
-// 3. The window
+// 3. The panel
+
+float walkthrough_height(float column_h) {
+  const float font = ImGui::GetFontSize();
+  return std::min(std::max(column_h * 0.5f, font * 16.0f), column_h * 0.7f);
+}
 
 void draw_walkthrough(AppState& state) {
   TeachState& t = state.teach;
@@ -204,59 +269,52 @@ void draw_walkthrough(AppState& state) {
   t.walk_step = std::clamp(t.walk_step, 0, n - 1);
   const WalkStep& s = steps[static_cast<std::size_t>(t.walk_step)];
 
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const float font = ImGui::GetFontSize();
-  // First shown bottom right, over the inspector's lower part; the learner
-  // may move it. As its text grows and shrinks per step it is kept on screen.
-  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + vp->WorkSize.x - font * 0.6f,
-                                 vp->WorkPos.y + vp->WorkSize.y - font * 0.6f),
-                          ImGuiCond_FirstUseEver, ImVec2(1.0f, 1.0f));
-  bool open = true;
-  const bool shown = ImGui::Begin("Walkthrough: chapter 3", &open,
-                                  ImGuiWindowFlags_NoSavedSettings |
-                                      ImGuiWindowFlags_AlwaysAutoResize);
-  {
-    const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
-    const ImVec2 max(vp->WorkPos.x + vp->WorkSize.x, vp->WorkPos.y + vp->WorkSize.y);
-    const ImVec2 kept(std::clamp(pos.x, vp->WorkPos.x, std::max(vp->WorkPos.x, max.x - size.x)),
-                      std::clamp(pos.y, vp->WorkPos.y, std::max(vp->WorkPos.y, max.y - size.y)));
-    if (kept.x != pos.x || kept.y != pos.y) ImGui::SetWindowPos(kept);
+  // A child of fixed height at the foot of the right column: Back and Next
+  // sit on its first line, so they stay in one place whatever a step says,
+  // and the text scrolls when it is longer than the panel.
+  ImGui::BeginChild("walkthrough", ImVec2(0, 0), true);
+  ImGui::TextDisabled("Walkthrough · step %d of %d · §%s", t.walk_step + 1, n, s.section);
+  ImGui::BeginDisabled(t.walk_step == 0);
+  if (ImGui::Button("< Back")) t.walk_apply = t.walk_step - 1;
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Previous step (P or Backspace)");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(t.walk_step + 1 >= n);
+  if (ImGui::Button("Next >")) t.walk_apply = t.walk_step + 1;
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("Next step (N or Enter)");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  bool leave = false, keep = false;
+  if (ImGui::Button("Leave")) leave = true;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("End the walkthrough and go back to the run, stage and windows you had "
+                      "before it started.");
+  ImGui::Separator();
+
+  ImGui::BeginChild("walk text", ImVec2(0, 0), false);
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  text_wrapped(state, s.title);
+  if (state.ui.font_heading) ImGui::PopFont();
+  text_wrapped(state, s.text);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.85f, 0.55f, 1.0f));
+  text_wrapped(state, std::string("Try this: ") + s.try_this);
+  ImGui::PopStyleColor();
+  // The book's numbers this step shows, checked against the app's.
+  if (state.trace) {
+    const StepMatrices mats = step_matrices(state.step, *state.trace, state.head);
+    for (const core::Stage* m : mats.outputs)
+      for (const core::BookMatrix* b : core::book_matrices_for_stage(*state.trace, m->id))
+        book_badge(*b, core::check_book(*b, state.trace.get()));
   }
-  if (shown) {
-    ImGui::PushTextWrapPos(font * 23);
-    ImGui::TextDisabled("Step %d of %d  ·  §%s", t.walk_step + 1, n, s.section);
-    if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
-    ImGui::TextUnformatted(display(state, s.title).c_str());
-    if (state.ui.font_heading) ImGui::PopFont();
-    text_wrapped(state, s.text);
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.85f, 0.55f, 1.0f));
-    text_wrapped(state, std::string("Try this: ") + s.try_this);
-    ImGui::PopStyleColor();
-    // The book's numbers this step shows, checked against the app's.
-    if (state.trace) {
-      const StepMatrices mats = step_matrices(state.step, *state.trace, state.head);
-      for (const core::Stage* m : mats.outputs)
-        for (const core::BookMatrix* b : core::book_matrices_for_stage(*state.trace, m->id))
-          book_badge(*b, core::check_book(*b, state.trace.get()));
-    }
-    ImGui::PopTextWrapPos();
-    ImGui::Separator();
-    ImGui::BeginDisabled(t.walk_step == 0);
-    if (ImGui::Button("< Back")) t.walk_apply = t.walk_step - 1;
-    ImGui::EndDisabled();
-    ImGui::SameLine();
-    ImGui::BeginDisabled(t.walk_step + 1 >= n);
-    if (ImGui::Button("Next >")) t.walk_apply = t.walk_step + 1;
-    ImGui::EndDisabled();
-    ImGui::SameLine();
-    if (ImGui::Button("Set up again")) t.walk_apply = t.walk_step;
-    ImGui::SameLine();
-    if (ImGui::Button("Leave walkthrough")) open = false;
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("Keep everything as it is now and explore freely.");
-  }
-  ImGui::End();
-  if (!open) t.walk_active = false;
+  if (ImGui::SmallButton("Set up this step again")) t.walk_apply = t.walk_step;
+  if (ImGui::SmallButton("Keep this run and leave")) keep = true;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("End the walkthrough and keep everything as it is now.");
+  ImGui::EndChild();
+  ImGui::EndChild();
+  if (leave || keep) leave_walkthrough(state, leave);
 }
 
 }  // namespace attnscope::gui

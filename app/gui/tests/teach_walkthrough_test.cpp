@@ -4,6 +4,8 @@
 // the edits they make (weights, embeddings) reaching the engine.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "app_state.hpp"
 #include "attnscope/teach.hpp"
 #include "headless_imgui.hpp"
@@ -59,7 +61,7 @@ TEST_F(Teach, WalkthroughRunsFromFirstToLastStepWithTheBooksNumbers) {
       EXPECT_NE(state.trace->find(state.pinned.stage, state.pinned.head), nullptr) << s.title;
     }
     if (s.window) {
-      EXPECT_TRUE(*s.window(state.teach)) << s.title;
+      EXPECT_TRUE(state.teach.*s.window) << s.title;
     }
     // Every book tensor this step shows is green.
     const StepMatrices m = step_matrices(state.step, *state.trace, state.head);
@@ -69,8 +71,9 @@ TEST_F(Teach, WalkthroughRunsFromFirstToLastStepWithTheBooksNumbers) {
         EXPECT_TRUE(core::check_book(*b, state.trace.get()).matches) << s.title << " " << b->name;
         ++badges;
       }
-    // The book prints no scaled masked scores and no split Q: no badge there.
-    if (s.dropout == 0.0 && s.step != Step::Masked && s.step != Step::SplitHeads) {
+    // The book prints no split Q: no badge there. Its `masked` print is the
+    // causal class's masked stage (raw scores, -inf in the future).
+    if (s.dropout == 0.0 && s.step != Step::SplitHeads) {
       EXPECT_GT(badges, 0) << s.title << " " << step_id(s.step);
     }
     EXPECT_GT(frame(), 1000);
@@ -180,12 +183,20 @@ TEST_F(Teach, CompareShowsExactDifferencesBetweenPinnedAndCurrent) {
                                state.teach.compare_a->find("weights")->data()(5, 0));
 }
 
+// The child window of the main layout whose name contains `part`
+// ("/walkthrough_", "/inspector_", "/stage_"), or nullptr.
+const ImGuiWindow* layout_child(const char* part) {
+  for (const ImGuiWindow* w : GImGui->Windows)
+    if (w->Active && std::string(w->Name).find(part) != std::string::npos) return w;
+  return nullptr;
+}
+
 TEST_F(Teach, LearnWindowsOpenInTheCentreClearOfTheStepperAndTheWalkthrough) {
   start_walkthrough(state, 11);  // dropout, p 0.5
   frames(3);
   open_all();
   frames(3);
-  const ImGuiWindow* walk = ImGui::FindWindowByName("Walkthrough: chapter 3");
+  const ImGuiWindow* walk = layout_child("/walkthrough_");
   ASSERT_NE(walk, nullptr);
   const ImRect walk_r = walk->Rect();
   for (const char* name : {"Dropout lab", "Normalisation compared", "Head split",
@@ -198,11 +209,126 @@ TEST_F(Teach, LearnWindowsOpenInTheCentreClearOfTheStepperAndTheWalkthrough) {
     EXPECT_LE(r.Max.y, 1000.0f) << name;
     EXPECT_GT(r.Min.x, 300.0f) << name << ": right of the controls";
   }
-  // The walkthrough can be moved: its position is the learner's after the first frame.
-  ImGui::SetWindowPos("Walkthrough: chapter 3", ImVec2(500, 300));
-  frames(2);
-  EXPECT_EQ(walk->Pos.x, 500.0f);
-  EXPECT_EQ(walk->Pos.y, 300.0f);
+}
+
+// The panel is the foot of the right column: it covers neither the
+// inspector nor the matrices and their colour bars, and it stays where it
+// is (Next with it) whatever each step says.
+TEST_F(Teach, WalkthroughPanelCoversNothingAndNextStaysInOnePlace) {
+  start_walkthrough(state, 0);
+  frames(3);
+  const ImGuiWindow* walk = layout_child("/walkthrough_");
+  const ImGuiWindow* inspector = layout_child("/inspector_");
+  const ImGuiWindow* stage = layout_child("/stage_");
+  ASSERT_TRUE(walk && inspector && stage);
+  const ImVec2 pos = walk->Pos, size = walk->Size;
+  for (int k = 0; k < static_cast<int>(walkthrough_steps().size()); ++k) {
+    state.teach.walk_apply = k;
+    frames(3);
+    walk = layout_child("/walkthrough_");
+    inspector = layout_child("/inspector_");
+    stage = layout_child("/stage_");
+    ASSERT_TRUE(walk && inspector && stage) << k;
+    EXPECT_FALSE(walk->Rect().Overlaps(inspector->Rect())) << k;
+    EXPECT_FALSE(walk->Rect().Overlaps(stage->Rect())) << k;
+    EXPECT_GT(inspector->Size.y, 250.0f) << k;
+    EXPECT_EQ(walk->Pos.x, pos.x) << k;
+    EXPECT_EQ(walk->Pos.y, pos.y) << k;
+    EXPECT_EQ(walk->Size.y, size.y) << k;
+  }
+}
+
+TEST_F(Teach, EachStepClosesTheWindowThePreviousStepOpened) {
+  state.teach.show_book = true;  // the learner's own: stays open throughout
+  start_walkthrough(state, 1);   // opens Normalisation
+  frames(3);
+  EXPECT_TRUE(state.teach.show_normalisation);
+  state.teach.walk_apply = 2;  // the context vector: Normalisation would cover it
+  frames(3);
+  EXPECT_FALSE(state.teach.show_normalisation);
+  state.teach.walk_apply = 6;  // Softmax unfolded
+  frames(3);
+  EXPECT_TRUE(state.teach.show_softmax);
+  state.teach.walk_apply = 7;  // Z, which Softmax unfolded covered
+  frames(3);
+  EXPECT_FALSE(state.teach.show_softmax);
+  EXPECT_TRUE(state.teach.show_book);
+}
+
+TEST_F(Teach, LeaveRestoresTheRunAndWindowsTheLearnerHadBefore) {
+  state.config.variant = core::Variant::Multihead;
+  state.config.d_out = 4;
+  state.config.num_heads = 2;
+  state.config.seed = 7;
+  state.inputs.embeddings(0, 0) = 0.25f;
+  state.step = Step::Context;
+  state.pinned = CellRef{"context", 0, 3, 1};
+  state.teach.show_compare = true;
+  state.mark_dirty();
+  frames(3);
+  const core::Config before = state.config;
+  const core::RowMatrix inputs = state.inputs.embeddings;
+  start_walkthrough(state, 0);
+  frames(3);
+  for (int k : {1, 4, 9}) {
+    state.teach.walk_apply = k;
+    frames(3);
+  }
+  EXPECT_EQ(state.config.seed, 789u);
+  leave_walkthrough(state, true);
+  frames(3);
+  EXPECT_FALSE(state.teach.walk_active);
+  EXPECT_EQ(state.config.variant, before.variant);
+  EXPECT_EQ(state.config.d_out, before.d_out);
+  EXPECT_EQ(state.config.seed, before.seed);
+  EXPECT_EQ(state.inputs.embeddings, inputs);
+  EXPECT_EQ(state.trace->config.seed, 7u);
+  EXPECT_EQ(state.step, Step::Context);
+  EXPECT_EQ(state.pinned, (CellRef{"context", 0, 3, 1}));
+  EXPECT_TRUE(state.teach.show_compare);
+  EXPECT_FALSE(state.teach.show_masking);  // step 9 opened it
+
+  // "Keep this run and leave" keeps the step's run.
+  start_walkthrough(state, 4);
+  frames(3);
+  leave_walkthrough(state, false);
+  frames(3);
+  EXPECT_EQ(state.config.variant, walkthrough_steps()[4].variant);
+}
+
+// N or Enter: next step; P or Backspace: back (GLFW key codes in 1.86).
+TEST_F(Teach, KeysStepTheWalkthrough) {
+#if IMGUI_VERSION_NUM < 18700
+  ImGui::GetIO().KeyMap[ImGuiKey_Enter] = 257;  // as the GLFW backend maps them
+  ImGui::GetIO().KeyMap[ImGuiKey_Backspace] = 259;
+#endif
+  start_walkthrough(state, 3);
+  frames(3);
+  auto press = [&](int glfw_key, [[maybe_unused]] ImGuiKey named) {
+#if IMGUI_VERSION_NUM < 18700
+    ImGui::GetIO().KeysDown[glfw_key] = true;
+    frames(1);
+    ImGui::GetIO().KeysDown[glfw_key] = false;
+#else
+    ImGui::GetIO().AddKeyEvent(named, true);
+    frames(1);
+    ImGui::GetIO().AddKeyEvent(named, false);
+#endif
+    frames(2);
+  };
+#if IMGUI_VERSION_NUM < 18700
+  const ImGuiKey n_key = ImGuiKey_COUNT, p_key = ImGuiKey_COUNT;  // unused in 1.86
+#else
+  const ImGuiKey n_key = ImGuiKey_N, p_key = ImGuiKey_P;
+#endif
+  press('N', n_key);
+  EXPECT_EQ(state.teach.walk_step, 4);
+  press(257, ImGuiKey_Enter);
+  EXPECT_EQ(state.teach.walk_step, 5);
+  press('P', p_key);
+  EXPECT_EQ(state.teach.walk_step, 4);
+  press(259, ImGuiKey_Backspace);
+  EXPECT_EQ(state.teach.walk_step, 3);
 }
 
 TEST_F(Teach, DropoutAverageAtPZeroOrOneIsExplainedNotReplaced) {
