@@ -238,12 +238,17 @@ constexpr const char* kMultiHeadAttention = R"(class MultiHeadAttention(nn.Modul
 // The module's variable name, as the book names it.
 const char* module_name(Variant v) {
   switch (v) {
-    case Variant::SelfAttentionV1: return "sa_v1";
-    case Variant::SelfAttentionV2: return "sa_v2";
-    case Variant::Causal: return "ca";
+    case Variant::SelfAttentionV1:
+      return "sa_v1";
+    case Variant::SelfAttentionV2:
+      return "sa_v2";
+    case Variant::Causal:
+      return "ca";
     case Variant::MultiheadWrapper:
-    case Variant::Multihead: return "mha";
-    case Variant::Simple: break;
+    case Variant::Multihead:
+      return "mha";
+    case Variant::Simple:
+      break;
   }
   return "";
 }
@@ -271,8 +276,7 @@ std::string explicit_weights_section(const Config& config, const Parameters& par
   const bool linear = config.variant != Variant::SelfAttentionV1;
   std::string out =
       "\n# The imported weights, as the app shows them (x @ W + b): W is (d_in, d_out).\n";
-  if (linear)
-    out += "# nn.Linear stores its weight transposed, (d_out, d_in): copy W.T into it.\n";
+  if (linear) out += "# nn.Linear stores its weight transposed, (d_out, d_in): copy W.T into it.\n";
   std::string copies;
   const bool wrapper = config.variant == Variant::MultiheadWrapper;
   for (std::size_t h = 0; h < params.qkv.size(); ++h) {
@@ -308,8 +312,8 @@ void check_preconditions(const Config& config, const Inputs& inputs,
   if (std::string problem = validate(config, inputs); !problem.empty())
     throw std::invalid_argument("pytorch_script: " + problem);
   if (explicit_weights) {
-    const std::string problem = validate_parameters(
-        *explicit_weights, config, static_cast<int>(inputs.embeddings.cols()));
+    const std::string problem =
+        validate_parameters(*explicit_weights, config, static_cast<int>(inputs.embeddings.cols()));
     if (!problem.empty()) throw std::invalid_argument("pytorch_script: " + problem);
   }
 }
@@ -322,8 +326,8 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
   std::string out;
   out += "# attnscope " ATTNSCOPE_VERSION ": one run as PyTorch code, with the classes of\n";
   out += "# chapter 3 of Raschka's \"Build a Large Language Model (From Scratch)\".\n";
-  out += "# " + std::string(v == Variant::Simple ? "simplified self-attention"
-                                                  : variant_book_name(v)) +
+  out += "# " +
+         std::string(v == Variant::Simple ? "simplified self-attention" : variant_book_name(v)) +
          ", T=" + std::to_string(tokens) + ", d_in=" + std::to_string(d_in) + ", " +
          config_summary(config, explicit_weights != nullptr) + "\n";
   out += "# Run it with python3 and PyTorch: it prints the output the app shows.\n";
@@ -332,14 +336,23 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
   out += "\n";
 
   switch (v) {
-    case Variant::Simple: break;
-    case Variant::SelfAttentionV1: out += std::string("\n") + kSelfAttentionV1 + "\n"; break;
-    case Variant::SelfAttentionV2: out += std::string("\n") + kSelfAttentionV2 + "\n"; break;
-    case Variant::Causal: out += std::string("\n") + kCausalAttention + "\n"; break;
-    case Variant::MultiheadWrapper:
-      out += std::string("\n") + kCausalAttention + "\n\n" + kWrapper + "\n";
+    case Variant::Simple:
       break;
-    case Variant::Multihead: out += std::string("\n") + kMultiHeadAttention + "\n"; break;
+    case Variant::SelfAttentionV1:
+      out += std::string("\n") + kSelfAttentionV1 + "\n\n";
+      break;
+    case Variant::SelfAttentionV2:
+      out += std::string("\n") + kSelfAttentionV2 + "\n\n";
+      break;
+    case Variant::Causal:
+      out += std::string("\n") + kCausalAttention + "\n\n";
+      break;
+    case Variant::MultiheadWrapper:
+      out += std::string("\n") + kCausalAttention + "\n\n" + kWrapper + "\n\n";
+      break;
+    case Variant::Multihead:
+      out += std::string("\n") + kMultiHeadAttention + "\n\n";
+      break;
   }
 
   out += inputs_section;
@@ -347,8 +360,9 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
   // Every element of the output (torch summarises from 1000 on), 6 decimals.
   const long long numel =
       static_cast<long long>(tokens) *
-      (v == Variant::Simple ? d_in
-                            : config.d_out * (v == Variant::MultiheadWrapper ? config.num_heads : 1));
+      (v == Variant::Simple
+           ? d_in
+           : config.d_out * (v == Variant::MultiheadWrapper ? config.num_heads : 1));
   const std::string print_options =
       "torch.set_printoptions(precision=6" +
       (numel >= 1000 ? ", threshold=" + std::to_string(numel + 1) : std::string()) +
@@ -376,7 +390,9 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
   const std::string bias = config.qkv_bias ? "True" : "False";
   const std::string dropout = python_double(config.dropout);
   switch (v) {
-    case Variant::SelfAttentionV1: out += m + " = SelfAttention_v1(d_in, d_out)\n"; break;
+    case Variant::SelfAttentionV1:
+      out += m + " = SelfAttention_v1(d_in, d_out)\n";
+      break;
     case Variant::SelfAttentionV2:
       out += m + " = SelfAttention_v2(d_in, d_out, qkv_bias=" + bias + ")\n";
       break;
@@ -387,10 +403,11 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
     case Variant::MultiheadWrapper:
     case Variant::Multihead:
       out += m + " = " + std::string(variant_book_name(v)) + "(d_in, d_out, context_length, " +
-             dropout + ", num_heads=" + std::to_string(config.num_heads) +
-             ", qkv_bias=" + bias + ")\n";
+             dropout + ", num_heads=" + std::to_string(config.num_heads) + ", qkv_bias=" + bias +
+             ")\n";
       break;
-    case Variant::Simple: break;
+    case Variant::Simple:
+      break;
   }
   if (explicit_weights) out += explicit_weights_section(config, *explicit_weights) + "\n";
   if (batched) {
@@ -418,9 +435,12 @@ std::string pytorch_script(const Config& config, const Inputs& inputs,
   const RowMatrix& x = inputs.embeddings;
   std::string section = "# The inputs: one row per token, (T, d_in) = (" +
                         std::to_string(x.rows()) + ", " + std::to_string(x.cols()) + ").\n";
-  section += "inputs = " + matrix_literal(x, [&inputs](Eigen::Index r) {
-               return comment_text(inputs.tokens[static_cast<std::size_t>(r)]);
-             }) + "\n";
+  section += "inputs = " +
+             matrix_literal(x,
+                            [&inputs](Eigen::Index r) {
+                              return comment_text(inputs.tokens[static_cast<std::size_t>(r)]);
+                            }) +
+             "\n";
   return script(config, static_cast<int>(x.rows()), static_cast<int>(x.cols()), section,
                 explicit_weights);
 }

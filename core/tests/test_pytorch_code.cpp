@@ -73,8 +73,9 @@ TEST(PytorchScript, SeedThenConstructionThenWeightsThenModeThenPrintLast) {
   const std::size_t cls = at(s, "class MultiHeadAttention(nn.Module):");
   const std::size_t inputs = at(s, "inputs = torch.tensor(");
   const std::size_t seed = at(s, "torch.manual_seed(789)");
-  const std::size_t build = at(s, "mha = MultiHeadAttention(d_in, d_out, context_length, 0.5, "
-                                  "num_heads=2, qkv_bias=True)");
+  const std::size_t build = at(s,
+                               "mha = MultiHeadAttention(d_in, d_out, context_length, 0.5, "
+                               "num_heads=2, qkv_bias=True)");
   const std::size_t copy = at(s, "    mha.W_query.weight.copy_(W_query.T)\n");
   at(s, "    mha.W_query.bias.copy_(b_query)\n");
   at(s, "    mha.out_proj.weight.copy_(W_out.T)\n");
