@@ -111,6 +111,9 @@ def cases(folder):
     emb = write_json(folder, "emb.json", {
         "tokens": ["new\nline", "tab\there", "#hash", "ünï"],
         "embeddings": [[0.1 + 1e-7 * i, -2.5e-8, 3e5, 1.0 / 3.0] for i in range(4)]})
+    # Scores overflow float32: the softmax makes NaN in both (torch_oracle.py's edges).
+    huge = write_json(folder, "huge.json", {"embeddings": [[1e30, -1e30, 5e29], [2e30, 1e30, -1e30],
+                                                           [-1e30, 3e29, 1e30]]})
     # 40 tokens x d_out 30: 1200 outputs, past torch's default summary threshold.
     wide = write_json(folder, "wide.json", {"embeddings": rows(40, 5, 9)})
     return [
@@ -142,6 +145,7 @@ def cases(folder):
                  "--weights", wrapper_w]),
         ("causal imported embeddings", ["--embeddings", emb, "--variant", "causal",
                                         "--dropout", "0.2", "--d-out", "3"]),
+        ("causal NaN outputs", ["--embeddings", huge, "--variant", "causal", "--dropout", "0.5"]),
         ("multihead 1200 outputs", ["--embeddings", wide, "--variant", "multihead", "--heads", "3",
                                     "--d-out", "30", "--dropout", "0.1"]),
     ]
