@@ -419,7 +419,7 @@ int attnscope_cli_main(int argc, char** argv) {
 
   RunOptions code_run;
   auto* code_cmd = app.add_subcommand(
-      "code", "print the run as a PyTorch script that prints the same output (python3 ...)");
+      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
   add_run_options(*code_cmd, code_run);
 
   BenchOptions bench;
