@@ -4,6 +4,7 @@
 //   attnscope-cli export [--config FILE|-] [--preset NAME] [run flags]
 //                        --format svg|csv|npy|json --out DIR [--stage ID] [--head H]
 //                        [--row-scale]
+//   attnscope-cli code   [--config FILE|-] [--preset NAME] [run flags]
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
 //
@@ -18,7 +19,8 @@
 //   2. trace
 //   3. export
 //   4. bench
-//   5. main
+//   5. code
+//   6. main
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -39,6 +41,7 @@
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
+#include "attnscope/pytorch_code.hpp"
 #include "attnscope/weights.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
@@ -358,7 +361,19 @@ int run_bench(const BenchOptions& o) {
 }
 
 // ---------------------------------------------------------------------------
-// 5. main
+// 5. code
+
+// Prints the run as one self-contained PyTorch script (core/pytorch_code.hpp):
+// the book's class, the inputs, torch.manual_seed, the construction, the
+// imported weights if any, the forward pass and print() of its output.
+int run_code(const Run& run) {
+  std::cout << core::pytorch_script(run.config, run.inputs, run.weights ? &*run.weights : nullptr);
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// 6. main
 
 int bad_input(std::string message) {
   // One line, whatever the message quotes (a file name or a token may hold a
@@ -402,6 +417,11 @@ int attnscope_cli_main(int argc, char** argv) {
   export_cmd->add_flag("--row-scale", exp.row_scale,
                        "svg: colour each row on its own scale (as the app's View menu)");
 
+  RunOptions code_run;
+  auto* code_cmd = app.add_subcommand(
+      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
+  add_run_options(*code_cmd, code_run);
+
   BenchOptions bench;
   auto* bench_cmd = app.add_subcommand("bench", "time full traces at a given size");
   add_bench_options(*bench_cmd, bench);
@@ -416,9 +436,9 @@ int attnscope_cli_main(int argc, char** argv) {
       const std::string first = argv[1];
       if (!first.empty() && first[0] == '-')
         return bad_input("unknown option '" + first +
-                         "' (commands: trace, export, bench; run attnscope-cli --help)");
+                         "' (commands: trace, export, code, bench; run attnscope-cli --help)");
       return bad_input("unknown command '" + first +
-                       "' (commands: trace, export, bench; run attnscope-cli --help)");
+                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
     }
     std::string what = e.what();
     if (what.empty()) what = "bad arguments";
@@ -427,6 +447,7 @@ int attnscope_cli_main(int argc, char** argv) {
 
   try {
     if (bench_cmd->parsed()) return run_bench(bench);
+    if (code_cmd->parsed()) return run_code(resolve_run(code_run));
     if (export_cmd->parsed()) {
       const Run r = resolve_run(export_run);
       return run_export(run_trace(r), exp);

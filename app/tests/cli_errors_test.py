@@ -105,6 +105,10 @@ def build_cases(tmp):
         ("multihead d_out 5, num_heads 2 (flags)",
          ["trace", "--variant", "multihead", "--d-out", "5", "--heads", "2"], None,
          "=error: d_out (5) must be divisible by num_heads (2)"),
+        # `code` resolves its run as trace does, and prints no script for a bad one.
+        ("code: multihead d_out 5, num_heads 2",
+         ["code", "--variant", "multihead", "--d-out", "5", "--heads", "2"], None,
+         "=error: d_out (5) must be divisible by num_heads (2)"),
         # Standard input.
         ("empty stdin", ["trace", "--config", "-"], "", "standard input: is empty"),
         ("array on stdin", ["trace", "--config", "-"], "[1]",

@@ -9,6 +9,7 @@
 
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/pytorch_code.hpp"
 #include "attnscope/weights.hpp"
 #include "figure/svg.hpp"
 #include "render/png.hpp"
@@ -145,6 +146,35 @@ std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, 
     return path;
   } catch (const std::exception& e) {
     notify(state, std::string("Export failed: ") + e.what(), "", true);
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The run as PyTorch code
+
+std::string run_pytorch_script(const AppState& state) {
+  if (!state.trace) throw std::runtime_error("there is no run yet");
+  const auto run = session_of_trace(state);  // the run on screen, with its weights
+  if (!run)
+    throw std::runtime_error(
+        "the weights this run used were replaced; wait for the recompute and try again");
+  return core::pytorch_script(run->config, run->inputs, run->weights ? &*run->weights : nullptr);
+}
+
+std::optional<fs::path> save_run_as_python(AppState& state) {
+  const auto now = std::chrono::system_clock::now();
+  try {
+    const std::string script = run_pytorch_script(state);
+    const fs::path dir = ready_export_folder(state);
+    const fs::path path = core::write_new_file(
+        dir, core::export_stem("run", -1, variant_of(*state.trace), now), ".py", script);
+    remember_folder(state, dir);
+    notify(state, "Saved " + path.filename().string() + ": a PyTorch script that prints the output",
+           path.string(), false);
+    return path;
+  } catch (const std::exception& e) {
+    notify(state, std::string("Saving the run as .py failed: ") + e.what(), "", true);
     return std::nullopt;
   }
 }

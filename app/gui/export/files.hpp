@@ -55,6 +55,16 @@ std::optional<std::filesystem::path> export_stage(AppState& state, const core::S
 // reproduces the run. All or nothing: on failure the new folder is removed.
 std::optional<std::filesystem::path> export_all_stages(AppState& state);
 
+// The run on screen (the trace's config, inputs and weights) as one PyTorch
+// script that prints its output (core/pytorch_code.hpp). Throws
+// std::runtime_error when there is no run yet, or when the weights it ran
+// with were replaced since.
+std::string run_pytorch_script(const AppState& state);
+// Writes run_pytorch_script into the export folder as
+// run_<variant>_<YYYYmmdd-HHMMSS>.py (-1, -2 ... when taken; never
+// overwritten). Returns the path, or nullopt after setting an error notice.
+std::optional<std::filesystem::path> save_run_as_python(AppState& state);
+
 // Replaces the embeddings with a CSV, NPY or JSON file's (core formats.hpp).
 // Returns "" or the message (file name and problem); on error nothing changes.
 std::string import_embeddings(AppState& state, const std::filesystem::path& path);

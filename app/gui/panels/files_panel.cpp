@@ -91,6 +91,20 @@ void draw_file_menu_items(AppState& state) {
   if (ImGui::MenuItem("Export all stages...", nullptr, false, static_cast<bool>(state.trace)))
     open_dialog(state, FileDialog::ExportAll);
   if (ImGui::MenuItem("Export folder...")) open_dialog(state, FileDialog::ExportFolder);
+  ImGui::Separator();
+  const bool have_run = static_cast<bool>(state.trace);
+  if (ImGui::MenuItem("Copy run as PyTorch code", nullptr, false, have_run)) {
+    try {
+      const std::string script = run_pytorch_script(state);
+      ImGui::SetClipboardText(script.c_str());
+      notify(state,
+             "Copied the run as PyTorch code to the clipboard: a script that prints its output", "",
+             false);
+    } catch (const std::exception& e) {
+      notify(state, std::string("Copying the run as PyTorch code failed: ") + e.what(), "", true);
+    }
+  }
+  if (ImGui::MenuItem("Save run as .py", nullptr, false, have_run)) save_run_as_python(state);
 }
 
 void draw_screenshot_menu_item(AppState& state) {

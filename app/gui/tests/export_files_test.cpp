@@ -15,6 +15,7 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/pytorch_code.hpp"
 #include "attnscope/rng.hpp"
 #include "attnscope/session.hpp"
 #include "attnscope/weights.hpp"
@@ -288,11 +289,52 @@ TEST_F(Files, ImportedWeightsRunInsteadOfSeededAndResetGoesBack) {
   EXPECT_EQ(weights_origin(state_), (dir_ / "w.json").string());
   state_.finish_recompute();
   EXPECT_TRUE(state_.trace->explicit_weights);
-  EXPECT_FALSE(state_.trace->find("weights", 0)->data().isApprox(seeded.find("weights", 0)->data()));
+  EXPECT_FALSE(
+      state_.trace->find("weights", 0)->data().isApprox(seeded.find("weights", 0)->data()));
   reset_to_seeded_weights(state_);
   state_.finish_recompute();
   EXPECT_EQ(weights_origin(state_), "");
   expect_same_trace(*state_.trace, seeded);
+}
+
+TEST_F(Files, SaveRunAsPythonWritesCoresScriptOfTheRunOnScreenNeverOverwriting) {
+  const auto a = save_run_as_python(state_);
+  const auto b = save_run_as_python(state_);
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(a->filename().string().starts_with("run_multihead_wrapper_"));
+  EXPECT_EQ(a->extension(), ".py");
+  EXPECT_EQ(b->stem().string(), a->stem().string() + "-1");  // the same second: -1
+  EXPECT_EQ(state_.files.notice.path, b->string());
+  EXPECT_FALSE(state_.files.notice.error);
+  const std::string seeded = core::read_import_file(*a);
+  EXPECT_EQ(seeded, core::pytorch_script(state_.config, state_.inputs, nullptr));
+  EXPECT_EQ(run_pytorch_script(state_), seeded);
+
+  // With imported weights the script copies them in after the construction.
+  core::Config other = state_.config;
+  other.seed = 99;
+  core::TorchGenerator gen(other.seed);
+  const core::Parameters w = core::init_parameters(other, 3, gen);
+  write("w.json", core::weights_json(w, other));
+  ASSERT_EQ(import_weights(state_, dir_ / "w.json"), "");
+  state_.finish_recompute();
+  const auto c = save_run_as_python(state_);
+  ASSERT_TRUE(c);
+  const std::string imported = core::read_import_file(*c);
+  EXPECT_EQ(imported, core::pytorch_script(state_.config, state_.inputs, &w));
+  EXPECT_NE(imported.find("mha.heads[1].W_key.weight.copy_(W_key_1.T)"), std::string::npos);
+
+  // Weights that no longer fit the run on screen: a message, no file.
+  const auto before = files_in(dir_ / "out");
+  core::Config wider = state_.config;
+  wider.d_out = 3;
+  state_.explicit_parameters =
+      std::make_shared<const core::Parameters>(core::init_parameters(wider, 3, gen));
+  EXPECT_FALSE(save_run_as_python(state_));
+  EXPECT_TRUE(state_.files.notice.error);
+  EXPECT_NE(state_.files.notice.message.find("weights this run used were replaced"),
+            std::string::npos);
+  EXPECT_EQ(files_in(dir_ / "out"), before);
 }
 
 TEST_F(Files, ImportedEmbeddingsReplaceTheInputsWithTheirTokenNames) {
