@@ -89,6 +89,9 @@ struct UiState {
 
   bool show_about = false;
   bool show_shortcuts = false;
+  // The first-run card that offers the walkthrough: shown until the learner
+  // starts the walkthrough or dismisses it (remembered in the session).
+  bool welcome_dismissed = false;
   bool quit_requested = false;
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)

@@ -196,6 +196,9 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // A screenshot, a frame benchmark or an export is about the run its flags
+  // name, not a learner's first visit: no welcome card in the picture.
+  if (opts.screenshot || opts.bench_frames || opts.export_png) state.ui.welcome_dismissed = true;
 
   if (!glfwInit()) {
     std::cerr << "error: attnscope needs a graphical session, but no display could be opened ("

@@ -76,6 +76,35 @@ void draw_warning_banner(const char* id, std::string& text) {
   ImGui::PopStyleColor();
 }
 
+// The first-run card: a learner who just opened the app is offered the
+// guided tour of chapter 3. Starting it or "Not now" hides the card for
+// good (the session remembers); Help > Start the chapter 3 walkthrough
+// stays for later.
+void draw_welcome_card(AppState& state) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const std::string text = display(
+      state, "New here? The walkthrough leads you through chapter 3 step by step, with the "
+             "book's numbers.");
+  const float wrap = ImGui::GetContentRegionAvail().x - style.WindowPadding.x * 2;
+  const float text_h = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y;
+  const float h = text_h + style.ItemSpacing.y + ImGui::GetFrameHeight() + style.WindowPadding.y * 2;
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.16f, 0.30f, 0.22f, 1.0f));
+  ImGui::BeginChild("welcome", ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  if (ImGui::Button("Start the chapter 3 walkthrough")) {
+    start_walkthrough(state, 0);
+    state.ui.welcome_dismissed = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Not now")) state.ui.welcome_dismissed = true;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Hide this card; Help > Start the chapter 3 walkthrough starts it later.");
+  ImGui::EndChild();
+  ImGui::PopStyleColor();
+}
+
 }  // namespace
 
 void draw_ui(AppState& state) {
@@ -118,11 +147,14 @@ void draw_ui(AppState& state) {
   constexpr ImGuiWindowFlags kFixed =
       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
+  if (state.teach.walk_active) state.ui.welcome_dismissed = true;
+  if (!state.ui.welcome_dismissed) draw_welcome_card(state);
+  const float centre_h = ImGui::GetContentRegionAvail().y;
   // The heads grid only for steps that have a matrix per head.
   const bool heads =
       state.trace && !per_head_stage(state.step, state.trace->config.variant).empty();
-  const float heads_h = heads ? std::clamp(avail.y * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
-  ImGui::BeginChild("stage", ImVec2(0, avail.y - heads_h - (heads ? gap : 0.0f)), false, kFixed);
+  const float heads_h = heads ? std::clamp(centre_h * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
+  ImGui::BeginChild("stage", ImVec2(0, centre_h - heads_h - (heads ? gap : 0.0f)), false, kFixed);
   if (!state.trace && state.computing())  // the first trace is on its way
     ImGui::TextDisabled("Computing the first trace (%d tokens)...",
                         static_cast<int>(state.inputs.tokens.size()));

@@ -22,6 +22,7 @@ constexpr Shortcut kShortcuts[] = {
     {"Click a cell", "pin it in the inspector"},
     {"Esc", "unpin the cell"},
     {"R", "colour each row on its own scale, or the whole matrix on one"},
+    {"N or Enter / P or Backspace", "walkthrough: next / previous step"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
     {"Drag", "pan a zoomed heatmap"},
     {"Double-click", "fit the heatmap again"},
@@ -83,6 +84,9 @@ void draw_menu_bar(AppState& state) {
   }
   draw_learn_menu(state);  // teach/learn_menu.cpp
   if (ImGui::BeginMenu("Help")) {
+    if (ImGui::MenuItem("Start the chapter 3 walkthrough", nullptr, false,
+                        !state.teach.walk_active))
+      start_walkthrough(state, 0);
     if (ImGui::MenuItem("How to use / shortcuts")) state.ui.show_shortcuts = true;
     if (ImGui::MenuItem("About attnscope")) state.ui.show_about = true;
     ImGui::EndMenu();

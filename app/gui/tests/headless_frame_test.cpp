@@ -26,6 +26,7 @@ class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
     start_headless_imgui(state);
+    state.ui.welcome_dismissed = true;  // the first-run card is tested in the Teach fixture
 #if IMGUI_VERSION_NUM < 18700
     ImGuiIO& io = ImGui::GetIO();
     io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;

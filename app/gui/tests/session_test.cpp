@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "attnscope/attention.hpp"
@@ -82,6 +83,30 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
   EXPECT_TRUE(b.ui.row_scale);
   EXPECT_FLOAT_EQ(b.ui.ui_scale, 1.25f);
   EXPECT_EQ(b.preset, "shiny");
+}
+
+// The first-run card stays dismissed across launches; a session saved
+// before the card existed counts as dismissed (its learner knows the app).
+TEST_F(Session, TheWelcomeCardIsRememberedAsDismissed) {
+  AppState a;
+  a.load_preset("book");
+  ASSERT_FALSE(a.ui.welcome_dismissed);  // a first launch shows it
+  ASSERT_EQ(save_session(dir_ / "fresh.json", a), "");
+  AppState b;
+  ASSERT_EQ(load_session(dir_ / "fresh.json", b).warning, "");
+  EXPECT_FALSE(b.ui.welcome_dismissed);
+  a.ui.welcome_dismissed = true;
+  ASSERT_EQ(save_session(dir_ / "seen.json", a), "");
+  AppState c;
+  ASSERT_EQ(load_session(dir_ / "seen.json", c).warning, "");
+  EXPECT_TRUE(c.ui.welcome_dismissed);
+
+  nlohmann::json older = nlohmann::json::parse(slurp(dir_ / "fresh.json"));
+  ASSERT_EQ(older["view"]["ui"].erase("welcome_dismissed"), 1u) << older.dump(1);
+  std::ofstream(dir_ / "older.json") << older.dump(1);
+  AppState d;
+  ASSERT_EQ(load_session(dir_ / "older.json", d).warning, "");
+  EXPECT_TRUE(d.ui.welcome_dismissed);
 }
 
 TEST_F(Session, AnInvalidButWellFormedConfigIsRestoredAsIs) {

@@ -331,6 +331,20 @@ TEST_F(Teach, KeysStepTheWalkthrough) {
   EXPECT_EQ(state.teach.walk_step, 3);
 }
 
+// A first launch offers the walkthrough in a card over the stage; starting
+// the walkthrough (or "Not now") hides it for good.
+TEST_F(Teach, TheFirstRunCardOffersTheWalkthroughUntilItStarts) {
+  frames(2);
+  EXPECT_NE(layout_child("/welcome_"), nullptr);
+  start_walkthrough(state, 0);
+  frames(2);
+  EXPECT_TRUE(state.ui.welcome_dismissed);
+  EXPECT_EQ(layout_child("/welcome_"), nullptr);
+  leave_walkthrough(state, true);
+  frames(2);
+  EXPECT_EQ(layout_child("/welcome_"), nullptr);
+}
+
 TEST_F(Teach, DropoutAverageAtPZeroOrOneIsExplainedNotReplaced) {
   state.config.variant = core::Variant::Causal;
   state.teach.show_dropout = true;
