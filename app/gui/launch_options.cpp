@@ -2,13 +2,13 @@
 #include "launch_options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "attnscope/io.hpp"
-#include "attnscope/rng.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -40,6 +40,53 @@ bool parse_pair(const std::string& text, char sep, int& a, int& b) {
   if (at == std::string::npos) return false;
   return parse_int(std::string_view(text).substr(0, at), a) &&
          parse_int(std::string_view(text).substr(at + 1), b);
+}
+
+// Where the run's values came from: a flag, the config file, or what the app
+// held (the restored session, or the defaults), for messages about values
+// the user did not type on this command line.
+struct RunOrigins {
+  const core::RunSpec& flags;
+  const core::RunSpec& file;
+  std::string file_name;
+  std::string held;  // "from the saved session" or "the default"
+
+  // ", from the saved session" etc.; "" for a value a flag gave.
+  template <class T>
+  std::string of(std::optional<T> core::RunSpec::*field) const {
+    if (flags.*field) return "";
+    if (file.*field) return ", from " + file_name;
+    return ", " + held;
+  }
+};
+
+// MultiHeadAttention splits d_out into equal heads. When one of the two
+// numbers was not typed on this command line, core's message ("d_out (4)
+// must be divisible by num_heads (8)") would blame a value the user never
+// gave: say where it came from and which flag changes it.
+void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
+  if (spec.variant != core::Variant::Multihead || !spec.d_out || !spec.num_heads) return;
+  const int d_out = *spec.d_out, heads = *spec.num_heads;
+  if (d_out < 1 || heads < 1 || heads > core::kMaxHeads || d_out % heads == 0) return;
+  const std::string d_from = origins.of(&core::RunSpec::d_out);
+  const std::string h_from = origins.of(&core::RunSpec::num_heads);
+  if (d_from.empty() && h_from.empty()) return;  // both typed: core's message says it all
+  std::string msg = "d_out (" + std::to_string(d_out) + d_from +
+                    ") must be divisible by num_heads (" + std::to_string(heads) + h_from + ")";
+  if (!d_from.empty()) {
+    msg += ": pass --d-out " + std::to_string(heads) + " (or a multiple of " +
+           std::to_string(heads) + ")";
+  } else {
+    std::vector<int> divisors;
+    for (int h = 1; h <= std::min(d_out, core::kMaxHeads); ++h)
+      if (d_out % h == 0) divisors.push_back(h);
+    std::string listed;
+    for (std::size_t k = 0; k < divisors.size() && k < 8; ++k)
+      listed += (k ? ", " : "") + std::to_string(divisors[k]);
+    msg += ": pass --heads with a divisor of " + std::to_string(d_out) + " (" + listed +
+           (divisors.size() > 8 ? ", ..." : "") + ")";
+  }
+  throw core::ParseError(msg);
 }
 
 }  // namespace
@@ -77,9 +124,14 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_flag("--no-session", o.no_session, "neither restore nor save the last session");
   auto* random = app.add_option("--random", o.random,
                                 "inputs: T tokens of D random values, torch.rand(T, D) after "
-                                "torch.manual_seed(--seed), e.g. 1024,768");
+                                "torch.manual_seed(--input-seed), e.g. 1024,768");
   random->excludes(preset);
   random->excludes(config);
+  std::string input_seed;  // parsed by core::parse_seed, as --seed
+  app.add_option("--input-seed", input_seed,
+                 "torch.manual_seed value for random inputs (--random, Embeddings > Random "
+                 "inputs), apart from --seed for the weights (default " +
+                     std::to_string(core::kDefaultInputSeed) + ")");
   auto* bench =
       app.add_option(
              "--bench-frames", o.bench_frames,
@@ -96,6 +148,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   try {
     app.parse(argc, argv);
     if (app.count("--seed") > 0) o.seed = core::parse_seed(seed);
+    if (app.count("--input-seed") > 0) o.input_seed = core::parse_seed(input_seed, "--input-seed");
+    if (o.random) (void)core::parse_random_shape(*o.random);  // a bad size fails here, exit 2
     if (!size.empty()) {
       int w = 0, h = 0;
       if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
@@ -130,10 +184,22 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   return ParseOutcome{true, 0};
 }
 
-void apply_launch_options(const LaunchOptions& o, AppState& state) {
-  const bool new_inputs = o.preset || o.config_path || o.random;
-  const bool run_flags = new_inputs || o.variant || o.d_out || o.num_heads || o.dropout || o.seed ||
-                         o.qkv_bias || o.eval;
+void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_restored) {
+  // Random inputs: drawn here, under their own seed, then held like the
+  // session's inputs (the flags below go on top).
+  if (o.input_seed) state.input_seed = *o.input_seed;
+  if (o.random) {
+    const auto [T, D] = core::parse_random_shape(*o.random);
+    state.draw_random_inputs(T, D);
+  } else if (o.input_seed && state.inputs_random && !o.preset && !o.config_path) {
+    std::vector<std::string> names = std::move(state.inputs.tokens);  // a new seed, same inputs' shape
+    state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
+                             static_cast<int>(state.inputs.embeddings.cols()));
+    state.inputs.tokens = std::move(names);
+  }
+  const bool new_inputs = o.preset || o.config_path;
+  const bool run_flags = new_inputs || o.random || o.input_seed || o.variant || o.d_out ||
+                         o.num_heads || o.dropout || o.seed || o.qkv_bias || o.eval;
   if (run_flags) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
@@ -153,21 +219,6 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
     core::RunSpec flags;
     flags.preset = o.preset;
-    if (o.random) {  // as attnscope-cli bench: torch.manual_seed(seed); torch.rand(T, D)
-      int T = 0, D = 0;
-      if (!parse_pair(*o.random, ',', T, D) || T < 1 || T > core::kMaxTokens || D < 1 ||
-          D > core::kMaxDim)
-        throw core::ParseError("--random '" + *o.random + "' must be T,D with T from 1 to " +
-                               std::to_string(core::kMaxTokens) + " and D from 1 to " +
-                               std::to_string(core::kMaxDim) + ", e.g. 1024,768");
-      core::RowMatrix x(T, D);
-      core::TorchGenerator gen(o.seed.value_or(state.config.seed));
-      gen.fill_uniform(x, 0.0f, 1.0f);
-      std::vector<std::string> tokens;
-      for (int t = 0; t < T; ++t) tokens.push_back("t" + std::to_string(t));
-      flags.tokens = std::move(tokens);
-      flags.embeddings = std::move(x);
-    }
     if (o.variant) {
       flags.variant = core::parse_variant(*o.variant);
       if (!flags.variant)
@@ -188,6 +239,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       flags.num_heads = core::heads_after_switch(from, *flags.variant, *base.num_heads, d_out);
     }
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
+    const RunOrigins origins{flags, file, o.config_path.value_or(""),
+                             session_restored ? "from the saved session" : "the default"};
+    check_heads_divide(spec, origins);
     core::Config config;
     core::Inputs inputs;
     core::resolve(spec, config, inputs);  // throws with the CLI's messages
