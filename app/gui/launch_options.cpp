@@ -42,21 +42,41 @@ bool parse_pair(const std::string& text, char sep, int& a, int& b) {
          parse_int(std::string_view(text).substr(at + 1), b);
 }
 
-// Where the run's values came from: a flag, the config file, or what the app
-// held (the restored session, or the defaults), for messages about values
-// the user did not type on this command line.
+// Where the run's values came from: this command line, the config file, or
+// what the app held (the restored session, or the defaults), for messages
+// about values the user did not type.
 struct RunOrigins {
-  const core::RunSpec& flags;
-  const core::RunSpec& file;
+  enum class Source { CommandLine, ConfigFile, Held };
+  const core::RunSpec* flags = nullptr;  // null: no run flags, everything is held
+  const core::RunSpec* file = nullptr;
   std::string file_name;
-  std::string held;  // "from the saved session" or "the default"
+  bool session = false;  // the held values are a restored session's, not the defaults
 
-  // ", from the saved session" etc.; "" for a value a flag gave.
   template <class T>
-  std::string of(std::optional<T> core::RunSpec::*field) const {
-    if (flags.*field) return "";
-    if (file.*field) return ", from " + file_name;
-    return ", " + held;
+  Source of(std::optional<T> core::RunSpec::*field) const {
+    if (flags && (*flags).*field) return Source::CommandLine;
+    if (file && (*file).*field) return Source::ConfigFile;
+    return Source::Held;
+  }
+  // ", from the saved session" etc. after a value; "" for one typed on this command line.
+  template <class T>
+  std::string note(std::optional<T> core::RunSpec::*field) const {
+    switch (of(field)) {
+      case Source::CommandLine: return "";
+      case Source::ConfigFile: return ", from " + file_name;
+      case Source::Held: break;
+    }
+    return session ? ", from the saved session" : ", the default";
+  }
+  // "the saved session's" etc. before a name; "" for one typed on this command line.
+  template <class T>
+  std::string whose(std::optional<T> core::RunSpec::*field) const {
+    switch (of(field)) {
+      case Source::CommandLine: return "";
+      case Source::ConfigFile: return file_name + "'s";
+      case Source::Held: break;
+    }
+    return session ? "the saved session's" : "the default";
   }
 };
 
@@ -68,8 +88,8 @@ void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
   if (spec.variant != core::Variant::Multihead || !spec.d_out || !spec.num_heads) return;
   const int d_out = *spec.d_out, heads = *spec.num_heads;
   if (d_out < 1 || heads < 1 || heads > core::kMaxHeads || d_out % heads == 0) return;
-  const std::string d_from = origins.of(&core::RunSpec::d_out);
-  const std::string h_from = origins.of(&core::RunSpec::num_heads);
+  const std::string d_from = origins.note(&core::RunSpec::d_out);
+  const std::string h_from = origins.note(&core::RunSpec::num_heads);
   if (d_from.empty() && h_from.empty()) return;  // both typed: core's message says it all
   std::string msg = "d_out (" + std::to_string(d_out) + d_from +
                     ") must be divisible by num_heads (" + std::to_string(heads) + h_from + ")";
@@ -200,6 +220,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
   const bool new_inputs = o.preset || o.config_path;
   const bool run_flags = new_inputs || o.random || o.input_seed || o.variant || o.d_out ||
                          o.num_heads || o.dropout || o.seed || o.qkv_bias || o.eval;
+  core::RunSpec flags, file;  // what this command line and the config file say
+  RunOrigins origins;         // without run flags: every value is held
+  origins.session = session_restored;
   if (run_flags) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
@@ -214,10 +237,8 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
       base.tokens = state.inputs.tokens;
       base.embeddings = state.inputs.embeddings;
     }
-    core::RunSpec file;
     if (o.config_path)
       file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
-    core::RunSpec flags;
     flags.preset = o.preset;
     if (o.variant) {
       flags.variant = core::parse_variant(*o.variant);
@@ -239,8 +260,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
       flags.num_heads = core::heads_after_switch(from, *flags.variant, *base.num_heads, d_out);
     }
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
-    const RunOrigins origins{flags, file, o.config_path.value_or(""),
-                             session_restored ? "from the saved session" : "the default"};
+    origins.flags = &flags;
+    origins.file = &file;
+    origins.file_name = o.config_path.value_or("");
     check_heads_divide(spec, origins);
     core::Config config;
     core::Inputs inputs;
@@ -280,21 +302,43 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     const auto step = parse_step(*o.stage);
     if (!step)
       throw core::ParseError("unknown stage '" + *o.stage + "' (known: " + step_list(steps) + ")");
-    if (std::find(steps.begin(), steps.end(), *step) == steps.end())
-      throw core::ParseError("stage '" + *o.stage + "' is not part of " +
-                             std::string(core::variant_book_name(state.config.variant)) +
-                             " (its stages: " + step_list(steps) + ")");
+    if (std::find(steps.begin(), steps.end(), *step) == steps.end()) {
+      std::string msg = "stage '" + *o.stage + "' is not part of " +
+                        std::string(core::variant_book_name(state.config.variant));
+      const std::string whose = origins.whose(&core::RunSpec::variant);
+      if (whose.empty()) throw core::ParseError(msg + " (its stages: " + step_list(steps) + ")");
+      // A variant the user did not choose here: say whose it is and which one has the stage.
+      msg += " (" + whose + " variant; its stages: " + step_list(steps) + ")";
+      for (core::Variant v : core::kAllVariants) {
+        const auto has = steps_for(v);
+        if (std::find(has.begin(), has.end(), *step) != has.end()) {
+          msg += ": pass --variant " + std::string(core::variant_id(v)) + " (or another with it)";
+          break;
+        }
+      }
+      throw core::ParseError(msg);
+    }
     state.step = *step;
   }
   if (o.head) {
     if (!core::has_heads(state.config.variant)) {
-      if (*o.head != 0)
+      if (*o.head != 0) {
+        const std::string whose = origins.whose(&core::RunSpec::variant);
         throw core::ParseError(
-            "--head needs a variant with heads (multihead_wrapper or multihead)");
+            "--head needs a variant with heads (multihead_wrapper or multihead)" +
+            (whose.empty() ? std::string()
+                           : "; " + whose + " variant is " +
+                                 std::string(core::variant_id(state.config.variant)) +
+                                 ": pass --variant multihead"));
+      }
     } else if (*o.head < 0 || *o.head >= state.config.num_heads) {
-      throw core::ParseError("--head " + std::to_string(*o.head) + " is out of range: there are " +
-                             std::to_string(state.config.num_heads) + " heads (0 to " +
-                             std::to_string(state.config.num_heads - 1) + ")");
+      const std::string from = origins.note(&core::RunSpec::num_heads);
+      std::string msg = "--head " + std::to_string(*o.head) + " is out of range: there are " +
+                        std::to_string(state.config.num_heads) + " heads (0 to " +
+                        std::to_string(state.config.num_heads - 1) + from + ")";
+      if (!from.empty() && *o.head > 0)
+        msg += ": pass --heads " + std::to_string(*o.head + 1) + " or more";
+      throw core::ParseError(msg);
     }
     state.head = *o.head;
   }

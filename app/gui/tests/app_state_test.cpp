@@ -265,10 +265,29 @@ TEST(LaunchOptions, AValueFromTheSavedSessionIsNamedWithTheFlagThatChangesIt) {
     EXPECT_EQ(launch_over(s, {"--d-out", "4", "--heads", "3"}, true),
               "d_out (4) must be divisible by num_heads (3)");  // both typed: core's words
   }
+  {
+    AppState s;
+    saved(s);
+    EXPECT_EQ(launch_over(s, {"--head", "3"}, true),
+              "--head 3 is out of range: there are 2 heads (0 to 1, from the saved session): "
+              "pass --heads 4 or more");
+  }
+  {
+    AppState s;
+    saved(s);
+    s.config.variant = core::Variant::SelfAttentionV2;
+    EXPECT_EQ(launch_over(s, {"--stage", "mask"}, true),
+              "stage 'mask' is not part of SelfAttention_v2 (the saved session's variant; its "
+              "stages: inputs, qkv, scores, scaled, softmax, context): pass --variant causal (or "
+              "another with it)");
+  }
   // Without a session the held value is the default.
   EXPECT_EQ(launch_error({"--variant", "multihead", "--heads", "3"}),
             "d_out (2, the default) must be divisible by num_heads (3): pass --d-out 3 (or a "
             "multiple of 3)");
+  EXPECT_EQ(launch_error({"--head", "1"}),
+            "--head needs a variant with heads (multihead_wrapper or multihead); the default "
+            "variant is simple: pass --variant multihead");
 }
 
 TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {
