@@ -137,8 +137,9 @@ Run resolve_run(const RunOptions& o) {
   spec = core::merge(std::move(spec), flags);
 
   if (o.input_seed && !o.random)
-    throw core::ParseError("--input-seed is the seed of --random's inputs: add --random T,D "
-                           "(e.g. --random 512,64), or drop --input-seed");
+    throw core::ParseError(
+        "--input-seed is the seed of --random's inputs: add --random T,D "
+        "(e.g. --random 512,64), or drop --input-seed");
   if (o.random) {
     if (o.preset)
       throw core::ParseError("--random and --preset both give the inputs: keep one of them");

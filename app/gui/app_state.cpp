@@ -239,11 +239,11 @@ void AppState::recognise_random_inputs() {
   const auto T = inputs.embeddings.rows();
   const auto D = inputs.embeddings.cols();
   // The first value decides most cases without drawing them all (the draws are serial).
-  inputs_random = T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
-                  core::random_inputs(1, 1, input_seed).embeddings(0, 0) ==
-                      inputs.embeddings(0, 0) &&
-                  core::random_inputs(static_cast<int>(T), static_cast<int>(D), input_seed)
-                          .embeddings == inputs.embeddings;
+  inputs_random =
+      T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
+      core::random_inputs(1, 1, input_seed).embeddings(0, 0) == inputs.embeddings(0, 0) &&
+      core::random_inputs(static_cast<int>(T), static_cast<int>(D), input_seed).embeddings ==
+          inputs.embeddings;
   if (inputs_random) inputs_random_hash = embeddings_hash(inputs.embeddings);
 }
 

@@ -62,9 +62,12 @@ struct RunOrigins {
   template <class T>
   std::string note(std::optional<T> core::RunSpec::*field) const {
     switch (of(field)) {
-      case Source::CommandLine: return "";
-      case Source::ConfigFile: return ", from " + file_name;
-      case Source::Held: break;
+      case Source::CommandLine:
+        return "";
+      case Source::ConfigFile:
+        return ", from " + file_name;
+      case Source::Held:
+        break;
     }
     return session ? ", from the saved session" : ", the default";
   }
@@ -72,9 +75,12 @@ struct RunOrigins {
   template <class T>
   std::string whose(std::optional<T> core::RunSpec::*field) const {
     switch (of(field)) {
-      case Source::CommandLine: return "";
-      case Source::ConfigFile: return file_name + "'s";
-      case Source::Held: break;
+      case Source::CommandLine:
+        return "";
+      case Source::ConfigFile:
+        return file_name + "'s";
+      case Source::Held:
+        break;
     }
     return session ? "the saved session's" : "the default";
   }
@@ -212,7 +218,8 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     const auto [T, D] = core::parse_random_shape(*o.random);
     state.draw_random_inputs(T, D);
   } else if (o.input_seed && state.inputs_random && !o.preset && !o.config_path) {
-    std::vector<std::string> names = std::move(state.inputs.tokens);  // a new seed, same inputs' shape
+    // A new seed for the random inputs held: the same shape and token names.
+    std::vector<std::string> names = std::move(state.inputs.tokens);
     state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);

@@ -123,24 +123,25 @@ void draw_embedding_panel(AppState& state) {
                         static_cast<unsigned long long>(state.input_seed),
                         static_cast<int>(emb.rows()), static_cast<int>(emb.cols()));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("These inputs are random, in PyTorch:\n  torch.manual_seed(%llu)\n  "
-                        "x = torch.rand(%d, %d)\nThe weights come from the model's seed (%llu).",
-                        static_cast<unsigned long long>(state.input_seed),
-                        static_cast<int>(emb.rows()), static_cast<int>(emb.cols()),
-                        static_cast<unsigned long long>(state.config.seed));
+      ImGui::SetTooltip(
+          "These inputs are random, in PyTorch:\n  torch.manual_seed(%llu)\n  "
+          "x = torch.rand(%d, %d)\nThe weights come from the model's seed (%llu).",
+          static_cast<unsigned long long>(state.input_seed), static_cast<int>(emb.rows()),
+          static_cast<int>(emb.cols()), static_cast<unsigned long long>(state.config.seed));
   }
 
   // Randomize: same shape, or a new T x d.
   if (ImGui::TreeNode("Random inputs (torch.rand)")) {
     const std::uint64_t one = 1;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    if (ImGui::InputScalar("input seed##rand", ImGuiDataType_U64, &state.input_seed, &one,
-                           nullptr, "%llu") &&
+    if (ImGui::InputScalar("input seed##rand", ImGuiDataType_U64, &state.input_seed, &one, nullptr,
+                           "%llu") &&
         state.inputs_random)  // random inputs follow their seed, as the weights follow theirs
       redraw_values(state);
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("torch.manual_seed(input seed) before torch.rand: the inputs' own "
-                        "seed, apart from the model's seed for the weights");
+      ImGui::SetTooltip(
+          "torch.manual_seed(input seed) before torch.rand: the inputs' own "
+          "seed, apart from the model's seed for the weights");
     if (state.input_seed == state.config.seed) {
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
       text_wrapped(state,

@@ -181,7 +181,8 @@ double w_query_follows_inputs(const AppState& s) {
   EXPECT_NE(w, nullptr);
   if (!w) return 1.0;
   const Eigen::Index n = w->data().size();
-  const Eigen::ArrayXd a = Eigen::Map<const Eigen::ArrayXf>(s.inputs.embeddings.data(), n).cast<double>();
+  const Eigen::ArrayXd a =
+      Eigen::Map<const Eigen::ArrayXf>(s.inputs.embeddings.data(), n).cast<double>();
   const Eigen::ArrayXd b = Eigen::Map<const Eigen::ArrayXf>(w->data().data(), n).cast<double>();
   const Eigen::ArrayXd da = a - a.mean(), db = b - b.mean();
   return (da * db).sum() / std::sqrt((da * da).sum() * (db * db).sum());
@@ -223,9 +224,10 @@ TEST(LaunchOptions, InputSeedAloneRedrawsRandomInputsAndBadValuesExitWithTwo) {
   EXPECT_EQ(s.inputs.tokens[0], "named");
   EXPECT_TRUE(s.inputs_random);
 
-  for (std::vector<std::string> bad :
-       {std::vector<std::string>{"--input-seed", "-1"}, {"--input-seed", "x"},
-        {"--random", "0,3"}, {"--random", "5"}}) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--input-seed", "-1"},
+                                       {"--input-seed", "x"},
+                                       {"--random", "0,3"},
+                                       {"--random", "5"}}) {
     std::string name = "attnscope";
     std::vector<char*> argv{name.data()};
     for (auto& a : bad) argv.push_back(a.data());
@@ -248,9 +250,10 @@ TEST(LaunchOptions, AValueFromTheSavedSessionIsNamedWithTheFlagThatChangesIt) {
   {
     AppState s;
     saved(s);
-    EXPECT_EQ(launch_over(s, {"--random", "512,64", "--variant", "multihead", "--heads", "8"}, true),
-              "d_out (4, from the saved session) must be divisible by num_heads (8): pass --d-out "
-              "8 (or a multiple of 8)");
+    EXPECT_EQ(
+        launch_over(s, {"--random", "512,64", "--variant", "multihead", "--heads", "8"}, true),
+        "d_out (4, from the saved session) must be divisible by num_heads (8): pass --d-out "
+        "8 (or a multiple of 8)");
   }
   {
     AppState s;
