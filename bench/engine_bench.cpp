@@ -12,6 +12,7 @@
 #include <string>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
 
 namespace core = attnscope::core;
@@ -29,14 +30,7 @@ core::Config gpt2_config() {
   return c;
 }
 
-core::Inputs random_inputs(int tokens, int d_in) {
-  core::Inputs in;
-  in.embeddings.resize(tokens, d_in);
-  core::TorchGenerator gen(7);
-  gen.fill_uniform(in.embeddings, 0.0f, 1.0f);
-  for (int t = 0; t < tokens; ++t) in.tokens.push_back("t" + std::to_string(t));
-  return in;
-}
+core::Inputs random_inputs(int tokens, int d_in) { return core::random_inputs(tokens, d_in, 7); }
 
 void Multihead(benchmark::State& state) {
   core::keep_freed_memory_for_reuse();

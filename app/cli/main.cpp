@@ -9,7 +9,8 @@
 //                        [--seed S] [--repeat K]
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
-// plus --embeddings FILE (CSV/NPY/JSON) and --weights FILE|DIR (repeatable).
+// plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S],
+// and --weights FILE|DIR (repeatable).
 //
 // Every bad input ends with exit code 2, nothing on stdout and one line on
 // stderr that starts with "error: " and names the problem.
@@ -71,6 +72,8 @@ struct RunOptions {
   bool config_given = false;
   std::optional<std::string> embeddings;  // --embeddings FILE
   std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
+  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs
+  std::optional<std::string> input_seed;  // --input-seed S (parse_seed; default kDefaultInputSeed)
 };
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
@@ -94,6 +97,13 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
                  "tensor, or a folder of them; repeatable (docs/file-formats.md)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--random", o.random,
+                 "inputs: T tokens t0..t<T-1> of D values, torch.rand(T, D) after "
+                 "torch.manual_seed(--input-seed), e.g. 512,64");
+  cmd.add_option("--input-seed", o.input_seed,
+                 "torch.manual_seed value for --random's inputs, apart from --seed for the "
+                 "weights (default " +
+                     std::to_string(core::kDefaultInputSeed) + ")");
 }
 
 // What a resolved run needs: config, inputs and maybe explicit weights.
@@ -128,6 +138,27 @@ Run resolve_run(const RunOptions& o) {
   if (o.qkv_bias) flags.qkv_bias = true;
   if (o.eval) flags.training = false;
   spec = core::merge(std::move(spec), flags);
+
+  if (o.input_seed && !o.random)
+    throw core::ParseError(
+        "--input-seed is the seed of --random's inputs: add --random T,D "
+        "(e.g. --random 512,64), or drop --input-seed");
+  if (o.random) {
+    if (o.preset)
+      throw core::ParseError("--random and --preset both give the inputs: keep one of them");
+    if (o.embeddings)
+      throw core::ParseError("--random and --embeddings both give the inputs: keep one of them");
+    if (spec.preset || spec.tokens || spec.embeddings)
+      throw core::ParseError("--random and the config file's " +
+                             std::string(spec.preset ? "preset" : "tokens/embeddings") +
+                             " both give the inputs: remove them from the file, or drop --random");
+    const auto [T, D] = core::parse_random_shape(*o.random);
+    const std::uint64_t seed =
+        o.input_seed ? core::parse_seed(*o.input_seed, "--input-seed") : core::kDefaultInputSeed;
+    core::Inputs random = core::random_inputs(T, D, seed);
+    spec.tokens = std::move(random.tokens);
+    spec.embeddings = std::move(random.embeddings);
+  }
 
   if (o.embeddings) {
     if (o.embeddings->empty()) throw core::ParseError("--embeddings needs a file path");

@@ -86,6 +86,18 @@ std::optional<Step> parse_step(std::string_view id) {
   return std::nullopt;
 }
 
+namespace {
+
+// The embeddings' shape and bytes, hashed: tells whether the drawn inputs were edited.
+std::uint64_t embeddings_hash(const core::RowMatrix& m) {
+  const std::string_view bytes(reinterpret_cast<const char*>(m.data()),
+                               static_cast<std::size_t>(m.size()) * sizeof(float));
+  return std::hash<std::string_view>{}(bytes) ^
+         (static_cast<std::uint64_t>(m.rows()) << 32 | static_cast<std::uint64_t>(m.cols()));
+}
+
+}  // namespace
+
 void AppState::start_worker(std::function<void()> notify) {
   worker = std::make_unique<ComputeWorker>(std::move(notify));
 }
@@ -93,6 +105,8 @@ void AppState::start_worker(std::function<void()> notify) {
 void AppState::recompute_if_dirty() {
   if (dirty) {
     dirty = false;
+    if (inputs_random && embeddings_hash(inputs.embeddings) != inputs_random_hash)
+      inputs_random = false;  // edited since they were drawn
     ++requested_version;  // jobs in flight are stale from here on
     if (incoming) {       // ... and so is a result still being prepared
       incoming.reset();
@@ -213,6 +227,25 @@ void AppState::fix_selection() {
     }
     if (!s || pinned.row >= s->data().rows() || pinned.col >= s->data().cols()) pinned = CellRef{};
   }
+}
+
+void AppState::draw_random_inputs(int tokens, int dims) {
+  inputs = core::random_inputs(tokens, dims, input_seed);
+  inputs_random = true;
+  inputs_random_hash = embeddings_hash(inputs.embeddings);
+  mark_dirty();
+}
+
+void AppState::recognise_random_inputs() {
+  const auto T = inputs.embeddings.rows();
+  const auto D = inputs.embeddings.cols();
+  // The first value decides most cases without drawing them all (the draws are serial).
+  inputs_random =
+      T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
+      core::random_inputs(1, 1, input_seed).embeddings(0, 0) == inputs.embeddings(0, 0) &&
+      core::random_inputs(static_cast<int>(T), static_cast<int>(D), input_seed).embeddings ==
+          inputs.embeddings;
+  if (inputs_random) inputs_random_hash = embeddings_hash(inputs.embeddings);
 }
 
 bool AppState::load_preset(const std::string& name) {

@@ -17,6 +17,7 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
 #include "attnscope/diagnose.hpp"
+#include "attnscope/io.hpp"
 #include "attnscope/trace.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
@@ -100,8 +101,7 @@ struct UiState {
   std::string embedding_refusal;           // why the last typed embedding value was refused
   std::map<std::string, ViewState> views;  // per heatmap slot
 
-  // Embedding editor's generator settings.
-  std::uint64_t random_seed = 123;
+  // Embedding editor's generator settings (its seed is AppState::input_seed).
   int random_tokens = 6;
   int random_dims = 3;
 
@@ -115,6 +115,14 @@ struct AppState {
   core::Inputs inputs;
   core::Config config;
   std::string preset = "book";  // the preset "reset" returns to
+  // Random inputs: torch.manual_seed(input_seed); torch.rand(T, D). A seed of
+  // their own, apart from the weights' config.seed (core::kDefaultInputSeed
+  // explains why). The Embeddings panel edits it; sessions save it.
+  std::uint64_t input_seed = core::kDefaultInputSeed;
+  // True while the inputs are the draw of input_seed at their shape (the
+  // panel says so); an edit of any value clears it at the next recompute.
+  bool inputs_random = false;
+  std::uint64_t inputs_random_hash = 0;  // of the embeddings as drawn
   // Weights to run with instead of the seeded ones (imported or edited);
   // null: the module's seeded parameters. Must fit config + d_in
   // (core::validate_parameters); recompute reports a mismatch in `error`.
@@ -196,6 +204,12 @@ struct AppState {
 
   // Replaces the inputs with a built-in preset; false when unknown.
   bool load_preset(const std::string& name);
+  // Replaces the inputs with torch.rand(tokens, dims) under input_seed
+  // (core::random_inputs; throws core::ParseError for a size out of range).
+  void draw_random_inputs(int tokens, int dims);
+  // Sets inputs_random when the inputs are exactly the draw of input_seed at
+  // their shape (a restored session, or inputs given some other way).
+  void recognise_random_inputs();
 };
 
 }  // namespace attnscope::gui

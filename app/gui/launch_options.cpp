@@ -2,13 +2,13 @@
 #include "launch_options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "attnscope/io.hpp"
-#include "attnscope/rng.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -40,6 +40,79 @@ bool parse_pair(const std::string& text, char sep, int& a, int& b) {
   if (at == std::string::npos) return false;
   return parse_int(std::string_view(text).substr(0, at), a) &&
          parse_int(std::string_view(text).substr(at + 1), b);
+}
+
+// Where the run's values came from: this command line, the config file, or
+// what the app held (the restored session, or the defaults), for messages
+// about values the user did not type.
+struct RunOrigins {
+  enum class Source { CommandLine, ConfigFile, Held };
+  const core::RunSpec* flags = nullptr;  // null: no run flags, everything is held
+  const core::RunSpec* file = nullptr;
+  std::string file_name;
+  bool session = false;  // the held values are a restored session's, not the defaults
+
+  template <class T>
+  Source of(std::optional<T> core::RunSpec::*field) const {
+    if (flags && (*flags).*field) return Source::CommandLine;
+    if (file && (*file).*field) return Source::ConfigFile;
+    return Source::Held;
+  }
+  // ", from the saved session" etc. after a value; "" for one typed on this command line.
+  template <class T>
+  std::string note(std::optional<T> core::RunSpec::*field) const {
+    switch (of(field)) {
+      case Source::CommandLine:
+        return "";
+      case Source::ConfigFile:
+        return ", from " + file_name;
+      case Source::Held:
+        break;
+    }
+    return session ? ", from the saved session" : ", the default";
+  }
+  // "the saved session's" etc. before a name; "" for one typed on this command line.
+  template <class T>
+  std::string whose(std::optional<T> core::RunSpec::*field) const {
+    switch (of(field)) {
+      case Source::CommandLine:
+        return "";
+      case Source::ConfigFile:
+        return file_name + "'s";
+      case Source::Held:
+        break;
+    }
+    return session ? "the saved session's" : "the default";
+  }
+};
+
+// MultiHeadAttention splits d_out into equal heads. When one of the two
+// numbers was not typed on this command line, core's message ("d_out (4)
+// must be divisible by num_heads (8)") would blame a value the user never
+// gave: say where it came from and which flag changes it.
+void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
+  if (spec.variant != core::Variant::Multihead || !spec.d_out || !spec.num_heads) return;
+  const int d_out = *spec.d_out, heads = *spec.num_heads;
+  if (d_out < 1 || heads < 1 || heads > core::kMaxHeads || d_out % heads == 0) return;
+  const std::string d_from = origins.note(&core::RunSpec::d_out);
+  const std::string h_from = origins.note(&core::RunSpec::num_heads);
+  if (d_from.empty() && h_from.empty()) return;  // both typed: core's message says it all
+  std::string msg = "d_out (" + std::to_string(d_out) + d_from +
+                    ") must be divisible by num_heads (" + std::to_string(heads) + h_from + ")";
+  if (!d_from.empty()) {
+    msg += ": pass --d-out " + std::to_string(heads) + " (or a multiple of " +
+           std::to_string(heads) + ")";
+  } else {
+    std::vector<int> divisors;
+    for (int h = 1; h <= std::min(d_out, core::kMaxHeads); ++h)
+      if (d_out % h == 0) divisors.push_back(h);
+    std::string listed;
+    for (std::size_t k = 0; k < divisors.size() && k < 8; ++k)
+      listed += (k ? ", " : "") + std::to_string(divisors[k]);
+    msg += ": pass --heads with a divisor of " + std::to_string(d_out) + " (" + listed +
+           (divisors.size() > 8 ? ", ..." : "") + ")";
+  }
+  throw core::ParseError(msg);
 }
 
 }  // namespace
@@ -77,9 +150,14 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_flag("--no-session", o.no_session, "neither restore nor save the last session");
   auto* random = app.add_option("--random", o.random,
                                 "inputs: T tokens of D random values, torch.rand(T, D) after "
-                                "torch.manual_seed(--seed), e.g. 1024,768");
+                                "torch.manual_seed(--input-seed), e.g. 1024,768");
   random->excludes(preset);
   random->excludes(config);
+  std::string input_seed;  // parsed by core::parse_seed, as --seed
+  app.add_option("--input-seed", input_seed,
+                 "torch.manual_seed value for random inputs (--random, Embeddings > Random "
+                 "inputs), apart from --seed for the weights (default " +
+                     std::to_string(core::kDefaultInputSeed) + ")");
   auto* bench =
       app.add_option(
              "--bench-frames", o.bench_frames,
@@ -96,6 +174,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   try {
     app.parse(argc, argv);
     if (app.count("--seed") > 0) o.seed = core::parse_seed(seed);
+    if (app.count("--input-seed") > 0) o.input_seed = core::parse_seed(input_seed, "--input-seed");
+    if (o.random) (void)core::parse_random_shape(*o.random);  // a bad size fails here, exit 2
     if (!size.empty()) {
       int w = 0, h = 0;
       if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
@@ -130,10 +210,26 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   return ParseOutcome{true, 0};
 }
 
-void apply_launch_options(const LaunchOptions& o, AppState& state) {
-  const bool new_inputs = o.preset || o.config_path || o.random;
-  const bool run_flags = new_inputs || o.variant || o.d_out || o.num_heads || o.dropout || o.seed ||
-                         o.qkv_bias || o.eval;
+void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_restored) {
+  // Random inputs: drawn here, under their own seed, then held like the
+  // session's inputs (the flags below go on top).
+  if (o.input_seed) state.input_seed = *o.input_seed;
+  if (o.random) {
+    const auto [T, D] = core::parse_random_shape(*o.random);
+    state.draw_random_inputs(T, D);
+  } else if (o.input_seed && state.inputs_random && !o.preset && !o.config_path) {
+    // A new seed for the random inputs held: the same shape and token names.
+    std::vector<std::string> names = std::move(state.inputs.tokens);
+    state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
+                             static_cast<int>(state.inputs.embeddings.cols()));
+    state.inputs.tokens = std::move(names);
+  }
+  const bool new_inputs = o.preset || o.config_path;
+  const bool run_flags = new_inputs || o.random || o.input_seed || o.variant || o.d_out ||
+                         o.num_heads || o.dropout || o.seed || o.qkv_bias || o.eval;
+  core::RunSpec flags, file;  // what this command line and the config file say
+  RunOrigins origins;         // without run flags: every value is held
+  origins.session = session_restored;
   if (run_flags) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
@@ -148,26 +244,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       base.tokens = state.inputs.tokens;
       base.embeddings = state.inputs.embeddings;
     }
-    core::RunSpec file;
     if (o.config_path)
       file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
-    core::RunSpec flags;
     flags.preset = o.preset;
-    if (o.random) {  // as attnscope-cli bench: torch.manual_seed(seed); torch.rand(T, D)
-      int T = 0, D = 0;
-      if (!parse_pair(*o.random, ',', T, D) || T < 1 || T > core::kMaxTokens || D < 1 ||
-          D > core::kMaxDim)
-        throw core::ParseError("--random '" + *o.random + "' must be T,D with T from 1 to " +
-                               std::to_string(core::kMaxTokens) + " and D from 1 to " +
-                               std::to_string(core::kMaxDim) + ", e.g. 1024,768");
-      core::RowMatrix x(T, D);
-      core::TorchGenerator gen(o.seed.value_or(state.config.seed));
-      gen.fill_uniform(x, 0.0f, 1.0f);
-      std::vector<std::string> tokens;
-      for (int t = 0; t < T; ++t) tokens.push_back("t" + std::to_string(t));
-      flags.tokens = std::move(tokens);
-      flags.embeddings = std::move(x);
-    }
     if (o.variant) {
       flags.variant = core::parse_variant(*o.variant);
       if (!flags.variant)
@@ -188,6 +267,10 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
       flags.num_heads = core::heads_after_switch(from, *flags.variant, *base.num_heads, d_out);
     }
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
+    origins.flags = &flags;
+    origins.file = &file;
+    origins.file_name = o.config_path.value_or("");
+    check_heads_divide(spec, origins);
     core::Config config;
     core::Inputs inputs;
     core::resolve(spec, config, inputs);  // throws with the CLI's messages
@@ -226,21 +309,43 @@ void apply_launch_options(const LaunchOptions& o, AppState& state) {
     const auto step = parse_step(*o.stage);
     if (!step)
       throw core::ParseError("unknown stage '" + *o.stage + "' (known: " + step_list(steps) + ")");
-    if (std::find(steps.begin(), steps.end(), *step) == steps.end())
-      throw core::ParseError("stage '" + *o.stage + "' is not part of " +
-                             std::string(core::variant_book_name(state.config.variant)) +
-                             " (its stages: " + step_list(steps) + ")");
+    if (std::find(steps.begin(), steps.end(), *step) == steps.end()) {
+      std::string msg = "stage '" + *o.stage + "' is not part of " +
+                        std::string(core::variant_book_name(state.config.variant));
+      const std::string whose = origins.whose(&core::RunSpec::variant);
+      if (whose.empty()) throw core::ParseError(msg + " (its stages: " + step_list(steps) + ")");
+      // A variant the user did not choose here: say whose it is and which one has the stage.
+      msg += " (" + whose + " variant; its stages: " + step_list(steps) + ")";
+      for (core::Variant v : core::kAllVariants) {
+        const auto has = steps_for(v);
+        if (std::find(has.begin(), has.end(), *step) != has.end()) {
+          msg += ": pass --variant " + std::string(core::variant_id(v)) + " (or another with it)";
+          break;
+        }
+      }
+      throw core::ParseError(msg);
+    }
     state.step = *step;
   }
   if (o.head) {
     if (!core::has_heads(state.config.variant)) {
-      if (*o.head != 0)
+      if (*o.head != 0) {
+        const std::string whose = origins.whose(&core::RunSpec::variant);
         throw core::ParseError(
-            "--head needs a variant with heads (multihead_wrapper or multihead)");
+            "--head needs a variant with heads (multihead_wrapper or multihead)" +
+            (whose.empty() ? std::string()
+                           : "; " + whose + " variant is " +
+                                 std::string(core::variant_id(state.config.variant)) +
+                                 ": pass --variant multihead"));
+      }
     } else if (*o.head < 0 || *o.head >= state.config.num_heads) {
-      throw core::ParseError("--head " + std::to_string(*o.head) + " is out of range: there are " +
-                             std::to_string(state.config.num_heads) + " heads (0 to " +
-                             std::to_string(state.config.num_heads - 1) + ")");
+      const std::string from = origins.note(&core::RunSpec::num_heads);
+      std::string msg = "--head " + std::to_string(*o.head) + " is out of range: there are " +
+                        std::to_string(state.config.num_heads) + " heads (0 to " +
+                        std::to_string(state.config.num_heads - 1) + from + ")";
+      if (!from.empty() && *o.head > 0)
+        msg += ": pass --heads " + std::to_string(*o.head + 1) + " or more";
+      throw core::ParseError(msg);
     }
     state.head = *o.head;
   }

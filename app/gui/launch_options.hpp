@@ -30,7 +30,8 @@ struct LaunchOptions {
   bool size_given = false;
   std::optional<std::string> screenshot;  // --screenshot FILE
   bool no_session = false;                // --no-session
-  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs from --seed
+  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs
+  std::optional<std::uint64_t> input_seed;  // --input-seed S: the seed of random inputs
   std::optional<int> bench_frames;        // --bench-frames N: time N frames, print, exit
   std::optional<std::string> export_png;  // --export-png DIR: every stage as PNG, then exit
   int export_scale = 1;                   // --scale N with --export-png (1, 2, 3 or 4)
@@ -48,9 +49,13 @@ struct ParseOutcome {
 // Parses argv; prints --help/--version, or "error: ..." on stderr (exit 2).
 ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& out);
 
-// Applies the run flags (preset/config file, variant, sizes, stage, head,
-// cell) on top of what `state` holds (the restored session or the defaults).
-// Throws core::ParseError with the CLI's wording when a value is bad.
-void apply_launch_options(const LaunchOptions& opts, AppState& state);
+// Applies the run flags (preset/config file, random inputs, variant, sizes,
+// stage, head, cell) on top of what `state` holds: the restored session
+// (`session_restored`) or the defaults. Throws core::ParseError with the
+// CLI's wording when a value is bad; a value the flags did not give is named
+// as the saved session's (or the default, or the config file's), with the
+// flag that changes it.
+void apply_launch_options(const LaunchOptions& opts, AppState& state,
+                          bool session_restored = false);
 
 }  // namespace attnscope::gui

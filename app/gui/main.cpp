@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     if (!restored.warning.empty()) std::cerr << "warning: " << restored.warning << "\n";
   }
   try {
-    gui::apply_launch_options(opts, state);
+    gui::apply_launch_options(opts, state, !restored.text.empty());
   } catch (const core::ParseError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -38,6 +38,7 @@ json view_of(const AppState& s) {
   view["preset"] = s.preset;
   view["stage"] = std::string(step_id(s.step));
   view["head"] = s.head;
+  view["input_seed"] = s.input_seed;
   if (s.pinned.valid())
     view["pinned"] = {{"stage", s.pinned.stage},
                       {"head", s.pinned.head},
@@ -49,7 +50,6 @@ json view_of(const AppState& s) {
                 {"welcome_dismissed", s.ui.welcome_dismissed},
                 {"ui_scale", s.ui.ui_scale},
                 {"window", {s.ui.window_width, s.ui.window_height}},
-                {"random_seed", s.ui.random_seed},
                 {"random_tokens", s.ui.random_tokens},
                 {"random_dims", s.ui.random_dims}};
   const FilesState& f = s.files;
@@ -261,6 +261,8 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       pinned = CellRef{p.at("stage").get<std::string>(), p.at("head").get<int>(),
                        p.at("row").get<int>(), p.at("col").get<int>()};
     }
+    // Sessions before the inputs had a seed of their own have none: the default.
+    const std::uint64_t input_seed = view.value("input_seed", core::kDefaultInputSeed);
     UiState ui = state.ui;
     FilesState files_prefs;
     if (view.contains("ui")) {
@@ -276,7 +278,6 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
           ui.window_width = std::clamp(u["window"][0].get<int>(), 320, 16384);
           ui.window_height = std::clamp(u["window"][1].get<int>(), 240, 16384);
         }
-        ui.random_seed = u.value("random_seed", ui.random_seed);
         ui.random_tokens =
             std::clamp(u.value("random_tokens", ui.random_tokens), 1, core::kMaxTokens);
         ui.random_dims = std::clamp(u.value("random_dims", ui.random_dims), 1, core::kMaxDim);
@@ -315,6 +316,8 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     state.step = step.value_or(Step::Inputs);
     state.head = std::max(0, view.value("head", 0));
     state.pinned = pinned;
+    state.input_seed = input_seed;
+    state.recognise_random_inputs();
     state.ui = std::move(ui);
     if (scope.preferences) {
       state.files.export_folder = std::move(files_prefs.export_folder);

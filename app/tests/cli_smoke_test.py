@@ -186,6 +186,23 @@ def test_flags_override_config(tmp):
     assert doc["tokens"] == BOOK_TOKENS, "--preset book did not override the file's preset"
 
 
+def test_random_inputs(tmp):
+    # --random gives the inputs; a config file without inputs gives the rest.
+    path = write_config(tmp, "no_inputs.json", {"variant": "causal", "d_out": 2})
+    doc = trace("--config", path, "--random", "3,2")
+    assert doc["tokens"] == ["t0", "t1", "t2"], doc["tokens"]
+    assert doc["config"]["variant"] == "causal"
+    x = stage(doc, "inputs")
+    assert x["shape"] == [3, 2] and all(0 <= v < 1 for row in x["data"] for v in row), x
+    other = stage(trace("--random", "3,2", "--input-seed", "7"), "inputs")
+    assert other["data"] != x["data"], "--input-seed 7 drew the same inputs as the default seed"
+    assert stage(trace("--random", "3,2", "--seed", "9"), "inputs")["data"] == x["data"], \
+        "--seed (the weights') changed the random inputs"
+    out, _ = run("export", "--random", "4,3", "--stage", "inputs", "--format", "csv", "--out", tmp)
+    with open(out.strip(), encoding="utf-8") as f:
+        assert len(f.read().strip().split("\n")) >= 4, "the exported inputs lack rows"
+
+
 def test_every_variant_on_shiny(tmp):
     for variant in VARIANTS:
         for extra in ([], ["--qkv-bias", "--dropout", "0.5"], ["--dropout", "1"]):
@@ -246,7 +263,7 @@ def test_bench(tmp):
 
 TESTS = [test_bench, test_help, test_trace_help, test_version, test_default_run, test_deterministic,
          test_text_format, test_config_from_stdin, test_default_tokens,
-         test_flags_override_config, test_every_variant_on_shiny,
+         test_flags_override_config, test_random_inputs, test_every_variant_on_shiny,
          test_overflow_is_explained_on_stderr]
 
 

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attnscope/rng.hpp"
 #include "json_matrix.hpp"
 #include "presets_data.hpp"
 
@@ -450,14 +451,43 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
   }
 }
 
-std::uint64_t parse_seed(std::string_view text) {
+std::uint64_t parse_seed(std::string_view text, std::string_view flag) {
   std::uint64_t seed = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, seed);
   if (text.empty() || ec != std::errc() || ptr != end)
-    throw ParseError("--seed (" + std::string(text) +
+    throw ParseError(std::string(flag) + " (" + std::string(text) +
                      ") must be a whole number from 0 to 18446744073709551615");
   return seed;
+}
+
+Inputs random_inputs(int tokens, int dims, std::uint64_t input_seed) {
+  if (tokens < 1 || tokens > kMaxTokens || dims < 1 || dims > kMaxDim)
+    throw ParseError("random inputs of " + std::to_string(tokens) + " tokens x " +
+                     std::to_string(dims) + " dims: tokens must be 1 to " +
+                     std::to_string(kMaxTokens) + " and dims 1 to " + std::to_string(kMaxDim));
+  Inputs in;
+  in.embeddings.resize(tokens, dims);  // (T, D) torch.rand: uniform [0, 1)
+  TorchGenerator gen(input_seed);
+  gen.fill_uniform(in.embeddings, 0.0f, 1.0f);
+  in.tokens.reserve(static_cast<std::size_t>(tokens));
+  for (int t = 0; t < tokens; ++t) in.tokens.push_back("t" + std::to_string(t));
+  return in;
+}
+
+std::pair<int, int> parse_random_shape(std::string_view text, std::string_view flag) {
+  const auto whole = [](std::string_view s, int& out) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  const auto comma = text.find(',');
+  int T = 0, D = 0;
+  if (comma == std::string_view::npos || !whole(text.substr(0, comma), T) ||
+      !whole(text.substr(comma + 1), D) || T < 1 || T > kMaxTokens || D < 1 || D > kMaxDim)
+    throw ParseError(std::string(flag) + " '" + std::string(text) +
+                     "' must be T,D with T from 1 to " + std::to_string(kMaxTokens) +
+                     " and D from 1 to " + std::to_string(kMaxDim) + ", e.g. 1024,768");
+  return {T, D};
 }
 
 }  // namespace attnscope::core

@@ -179,6 +179,53 @@ TEST(WriteTraceText, LabelsRowsAndColumnsWithTokens) {
   EXPECT_NE(s.find("journey     0.9544   1.4950"), std::string::npos) << s;
 }
 
+TEST(RandomInputs, AreTorchRandAfterManualSeedOfTheInputSeed) {
+  // torch.manual_seed(42); torch.rand(2, 3) in PyTorch 1.13 prints these.
+  const Inputs in = random_inputs(2, 3, 42);
+  expect_book_matrix(in.embeddings,
+                     matrix({{0.8823f, 0.9150f, 0.3829f},  //
+                             {0.9593f, 0.3904f, 0.6009f}}),
+                     "torch.rand(2, 3)");
+  EXPECT_EQ(in.tokens, (std::vector<std::string>{"t0", "t1"}));
+}
+
+// One seed for both would make torch.rand(T, D) repeat the uniforms the
+// module turns into its weights.
+TEST(RandomInputs, TheDefaultInputSeedIsNotTheWeightsDefaultSeed) {
+  EXPECT_NE(kDefaultInputSeed, Config{}.seed);
+}
+
+TEST(RandomInputs, SizesOutsideTheLimitsAreRefused) {
+  EXPECT_THROW(random_inputs(0, 3, 1), ParseError);
+  EXPECT_THROW(random_inputs(3, kMaxDim + 1, 1), ParseError);
+  EXPECT_EQ(random_inputs(kMaxTokens, 1, 1).embeddings.rows(), kMaxTokens);
+}
+
+TEST(ParseRandomShape, ReadsTCommaDAndNamesTheLimitsOtherwise) {
+  EXPECT_EQ(parse_random_shape("512,64"), (std::pair<int, int>{512, 64}));
+  for (const char* bad : {"", "5", "5,", ",5", "0,3", "3,0", "4097,1", "1,4097", "a,b", "3,3,3",
+                          "-1,3", "2.5,3", " 3,3"}) {
+    try {
+      parse_random_shape(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ParseError& e) {
+      EXPECT_EQ(std::string(e.what()), "--random '" + std::string(bad) +
+                                           "' must be T,D with T from 1 to 4096 and D from 1 "
+                                           "to 4096, e.g. 1024,768");
+    }
+  }
+}
+
+TEST(ParseSeed, NamesTheFlagItReads) {
+  EXPECT_EQ(parse_seed("7", "--input-seed"), 7u);
+  try {
+    parse_seed("-1", "--input-seed");
+    ADD_FAILURE() << "accepted -1";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--input-seed (-1) must be a whole number", 0), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace attnscope::core
 

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
-#include "attnscope/rng.hpp"
 
 namespace attnscope::core {
 namespace {
@@ -21,14 +21,7 @@ std::size_t distinct_bytes(const Trace& trace) {
   return n;
 }
 
-Inputs random_inputs(int tokens, int d_in) {
-  Inputs in;
-  in.embeddings.resize(tokens, d_in);
-  TorchGenerator gen(7);
-  gen.fill_uniform(in.embeddings, 0.0f, 1.0f);
-  for (int t = 0; t < tokens; ++t) in.tokens.push_back("t" + std::to_string(t));
-  return in;
-}
+Inputs random_inputs(int tokens, int d_in) { return core::random_inputs(tokens, d_in, 7); }
 
 TEST(TraceMemory, TheEstimateIsExactlyWhatEveryVariantsTraceHolds) {
   const Inputs in = random_inputs(37, 5);

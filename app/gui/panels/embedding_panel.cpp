@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "attnscope/io.hpp"
-#include "attnscope/rng.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
@@ -18,12 +17,13 @@ namespace attnscope::gui {
 
 namespace {
 
-// torch.manual_seed(seed); torch.rand(rows, cols): reproducible in PyTorch.
-core::RowMatrix torch_rand(std::uint64_t seed, int rows, int cols) {
-  core::RowMatrix m(rows, cols);
-  core::TorchGenerator gen(seed);
-  gen.fill_uniform(m, 0.0f, 1.0f);
-  return m;
+// New random values of the same shape under the input seed; the tokens keep their names.
+void redraw_values(AppState& s) {
+  if (s.inputs.embeddings.size() == 0) return;  // no shape to keep (never valid inputs)
+  std::vector<std::string> names = std::move(s.inputs.tokens);
+  s.draw_random_inputs(static_cast<int>(s.inputs.embeddings.rows()),
+                       static_cast<int>(s.inputs.embeddings.cols()));
+  s.inputs.tokens = std::move(names);
 }
 
 void add_token(AppState& s) {
@@ -117,17 +117,40 @@ void draw_embedding_panel(AppState& state) {
   ImGui::SameLine();
   if (ImGui::Button("- dim")) resize_dims(state, emb.cols() - 1);
 
+  // Which seed made these inputs, when they are random (the weights have their own).
+  if (state.inputs_random) {
+    ImGui::TextDisabled("input seed %llu: torch.rand(%d, %d)",
+                        static_cast<unsigned long long>(state.input_seed),
+                        static_cast<int>(emb.rows()), static_cast<int>(emb.cols()));
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "These inputs are random, in PyTorch:\n  torch.manual_seed(%llu)\n  "
+          "x = torch.rand(%d, %d)\nThe weights come from the model's seed (%llu).",
+          static_cast<unsigned long long>(state.input_seed), static_cast<int>(emb.rows()),
+          static_cast<int>(emb.cols()), static_cast<unsigned long long>(state.config.seed));
+  }
+
   // Randomize: same shape, or a new T x d.
   if (ImGui::TreeNode("Random inputs (torch.rand)")) {
     const std::uint64_t one = 1;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    ImGui::InputScalar("seed##rand", ImGuiDataType_U64, &state.ui.random_seed, &one, nullptr,
-                       "%llu");
-    if (ImGui::Button("Randomize values")) {
-      emb = torch_rand(state.ui.random_seed, static_cast<int>(emb.rows()),
-                       static_cast<int>(emb.cols()));
-      state.mark_dirty();
+    if (ImGui::InputScalar("input seed##rand", ImGuiDataType_U64, &state.input_seed, &one, nullptr,
+                           "%llu") &&
+        state.inputs_random)  // random inputs follow their seed, as the weights follow theirs
+      redraw_values(state);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "torch.manual_seed(input seed) before torch.rand: the inputs' own "
+          "seed, apart from the model's seed for the weights");
+    if (state.input_seed == state.config.seed) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.3f, 1.0f));
+      text_wrapped(state,
+                   "Same seed as the weights: torch.rand repeats the numbers the model draws "
+                   "for W_query, so W_query is a rescaled copy of the first inputs and Q, K, V "
+                   "show stripes that were never learned.");
+      ImGui::PopStyleColor();
     }
+    if (ImGui::Button("Randomize values")) redraw_values(state);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
     ImGui::InputInt("tokens##rand", &state.ui.random_tokens, 0);
     ImGui::SameLine();
@@ -135,12 +158,8 @@ void draw_embedding_panel(AppState& state) {
     ImGui::InputInt("dims##rand", &state.ui.random_dims, 0);
     state.ui.random_tokens = std::clamp(state.ui.random_tokens, 1, core::kMaxTokens);
     state.ui.random_dims = std::clamp(state.ui.random_dims, 1, core::kMaxDim);
-    if (ImGui::Button("New random inputs")) {
-      emb = torch_rand(state.ui.random_seed, state.ui.random_tokens, state.ui.random_dims);
-      tokens.clear();
-      for (int t = 0; t < state.ui.random_tokens; ++t) tokens.push_back("t" + std::to_string(t));
-      state.mark_dirty();
-    }
+    if (ImGui::Button("New random inputs"))
+      state.draw_random_inputs(state.ui.random_tokens, state.ui.random_dims);
     ImGui::TreePop();
   }
 

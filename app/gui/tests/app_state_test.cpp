@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "attnscope/io.hpp"
 #include "launch_options.hpp"
 #include "stage_info.hpp"
@@ -155,6 +157,140 @@ std::string launch_error(std::vector<std::string> args) {
     return e.what();
   }
   return {};
+}
+
+// Launches on top of `held` (a restored session when `session`); "" or the error.
+std::string launch_over(AppState& held, std::vector<std::string> args, bool session) {
+  std::string name = "attnscope";
+  std::vector<char*> argv{name.data()};
+  for (auto& a : args) argv.push_back(a.data());
+  LaunchOptions o;
+  EXPECT_TRUE(parse_launch_options(static_cast<int>(argv.size()), argv.data(), o).run);
+  try {
+    apply_launch_options(o, held, session);
+  } catch (const core::ParseError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Pearson correlation of W_query (d_in, d_out) with the inputs' first
+// d_in * d_out values, both in the order the generator drew them.
+double w_query_follows_inputs(const AppState& s) {
+  const core::Stage* w = s.trace->find("W_query", -1);
+  EXPECT_NE(w, nullptr);
+  if (!w) return 1.0;
+  const Eigen::Index n = w->data().size();
+  const Eigen::ArrayXd a =
+      Eigen::Map<const Eigen::ArrayXf>(s.inputs.embeddings.data(), n).cast<double>();
+  const Eigen::ArrayXd b = Eigen::Map<const Eigen::ArrayXf>(w->data().data(), n).cast<double>();
+  const Eigen::ArrayXd da = a - a.mean(), db = b - b.mean();
+  return (da * db).sum() / std::sqrt((da * da).sum() * (db * db).sum());
+}
+
+// Under one seed, SelfAttention_v1's W_query = torch.rand(d_in, d_out) would
+// repeat the first inputs exactly, and Q, K, V would show stripes.
+TEST(LaunchOptions, RandomInputsHaveASeedOfTheirOwnSoWQueryIsNoCopyOfThem) {
+  AppState s = launched({"--random", "64,16", "--variant", "self_attention_v1", "--d-out", "16"});
+  EXPECT_EQ(s.input_seed, core::kDefaultInputSeed);
+  EXPECT_EQ(s.config.seed, 123u);
+  EXPECT_EQ(s.inputs.embeddings, core::random_inputs(64, 16, core::kDefaultInputSeed).embeddings);
+  s.recompute_if_dirty();
+  ASSERT_TRUE(s.trace) << s.error;
+  EXPECT_TRUE(s.inputs_random);  // the Embeddings panel names the seed
+  EXPECT_LT(std::abs(w_query_follows_inputs(s)), 0.3);
+
+  AppState same = launched({"--random", "64,16", "--input-seed", "123", "--variant",
+                            "self_attention_v1", "--d-out", "16"});
+  same.recompute_if_dirty();
+  ASSERT_TRUE(same.trace) << same.error;
+  EXPECT_NEAR(w_query_follows_inputs(same), 1.0, 1e-9);  // the copy the default avoids
+
+  // An edited value: the inputs are no longer the draw of the seed.
+  s.inputs.embeddings(3, 3) = 0.5f;
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_FALSE(s.inputs_random);
+}
+
+TEST(LaunchOptions, InputSeedAloneRedrawsRandomInputsAndBadValuesExitWithTwo) {
+  AppState s;
+  s.input_seed = 5;
+  s.draw_random_inputs(4, 3);
+  s.inputs.tokens[0] = "named";
+  EXPECT_EQ(launch_over(s, {"--input-seed", "6"}, true), "");
+  EXPECT_EQ(s.input_seed, 6u);
+  EXPECT_EQ(s.inputs.embeddings, core::random_inputs(4, 3, 6).embeddings);
+  EXPECT_EQ(s.inputs.tokens[0], "named");
+  EXPECT_TRUE(s.inputs_random);
+
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--input-seed", "-1"},
+                                       {"--input-seed", "x"},
+                                       {"--random", "0,3"},
+                                       {"--random", "5"}}) {
+    std::string name = "attnscope";
+    std::vector<char*> argv{name.data()};
+    for (auto& a : bad) argv.push_back(a.data());
+    LaunchOptions o;
+    const auto r = parse_launch_options(static_cast<int>(argv.size()), argv.data(), o);
+    EXPECT_FALSE(r.run) << bad[0] << " " << bad[1];
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1];
+  }
+}
+
+// A value the user did not type is named with where it came from and the
+// flag that changes it.
+TEST(LaunchOptions, AValueFromTheSavedSessionIsNamedWithTheFlagThatChangesIt) {
+  auto saved = [](AppState& s) {
+    s.load_preset("book");
+    s.config.variant = core::Variant::Multihead;
+    s.config.d_out = 4;
+    s.config.num_heads = 2;
+  };
+  {
+    AppState s;
+    saved(s);
+    EXPECT_EQ(
+        launch_over(s, {"--random", "512,64", "--variant", "multihead", "--heads", "8"}, true),
+        "d_out (4, from the saved session) must be divisible by num_heads (8): pass --d-out "
+        "8 (or a multiple of 8)");
+  }
+  {
+    AppState s;
+    saved(s);
+    EXPECT_EQ(launch_over(s, {"--d-out", "9"}, true),
+              "d_out (9) must be divisible by num_heads (2, from the saved session): pass --heads "
+              "with a divisor of 9 (1, 3, 9)");
+  }
+  {
+    AppState s;
+    saved(s);
+    EXPECT_EQ(launch_over(s, {"--d-out", "4", "--heads", "3"}, true),
+              "d_out (4) must be divisible by num_heads (3)");  // both typed: core's words
+  }
+  {
+    AppState s;
+    saved(s);
+    EXPECT_EQ(launch_over(s, {"--head", "3"}, true),
+              "--head 3 is out of range: there are 2 heads (0 to 1, from the saved session): "
+              "pass --heads 4 or more");
+  }
+  {
+    AppState s;
+    saved(s);
+    s.config.variant = core::Variant::SelfAttentionV2;
+    EXPECT_EQ(launch_over(s, {"--stage", "mask"}, true),
+              "stage 'mask' is not part of SelfAttention_v2 (the saved session's variant; its "
+              "stages: inputs, qkv, scores, scaled, softmax, context): pass --variant causal (or "
+              "another with it)");
+  }
+  // Without a session the held value is the default.
+  EXPECT_EQ(launch_error({"--variant", "multihead", "--heads", "3"}),
+            "d_out (2, the default) must be divisible by num_heads (3): pass --d-out 3 (or a "
+            "multiple of 3)");
+  EXPECT_EQ(launch_error({"--head", "1"}),
+            "--head needs a variant with heads (multihead_wrapper or multihead); the default "
+            "variant is simple: pass --variant multihead");
 }
 
 TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {

@@ -22,14 +22,7 @@
 namespace attnscope::gui {
 namespace {
 
-core::Inputs random_inputs(int T, int d) {
-  core::Inputs in;
-  in.embeddings.resize(T, d);
-  core::TorchGenerator gen(7);
-  gen.fill_uniform(in.embeddings, 0.0f, 1.0f);
-  for (int t = 0; t < T; ++t) in.tokens.push_back("t" + std::to_string(t));
-  return in;
-}
+core::Inputs random_inputs(int T, int d) { return core::random_inputs(T, d, 7); }
 
 core::Config multihead(int d_out = 8, int heads = 2) {
   core::Config c;

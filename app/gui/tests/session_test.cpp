@@ -109,6 +109,48 @@ TEST_F(Session, TheWelcomeCardIsRememberedAsDismissed) {
   EXPECT_TRUE(d.ui.welcome_dismissed);
 }
 
+TEST_F(Session, RandomInputsComeBackWithTheSeedThatMadeThem) {
+  AppState a;
+  a.input_seed = 2024;
+  a.draw_random_inputs(5, 4);
+  const fs::path file = dir_ / "session.json";
+  ASSERT_EQ(save_session(file, a), "");
+
+  AppState b;
+  b.load_preset("book");
+  ASSERT_EQ(load_session(file, b).warning, "");
+  EXPECT_EQ(b.input_seed, 2024u);
+  EXPECT_TRUE(b.inputs_random);  // the panel says which seed made them
+  EXPECT_EQ(b.inputs.embeddings, core::random_inputs(5, 4, 2024).embeddings);
+
+  // Edited after the draw: the seed is kept, but no longer claimed for the values.
+  a.inputs.embeddings(0, 0) = 0.5f;
+  ASSERT_EQ(save_session(file, a), "");
+  AppState c;
+  ASSERT_EQ(load_session(file, c).warning, "");
+  EXPECT_EQ(c.input_seed, 2024u);
+  EXPECT_FALSE(c.inputs_random);
+}
+
+TEST_F(Session, ASessionFromBeforeTheInputSeedLoadsWithTheDefaultOne) {
+  AppState a;
+  a.load_preset("book");
+  a.input_seed = 9;
+  std::string text = session_json(a);
+  const std::string field = "\"input_seed\": 9";
+  const auto at = text.find(field);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, field.size(), "\"random_seed\": 123");  // what such sessions held
+  const fs::path file = dir_ / "old.json";
+  ASSERT_EQ(write_file_atomic(file, text), "");
+  AppState b;
+  b.input_seed = 5;
+  ASSERT_EQ(load_session(file, b).warning, "");
+  EXPECT_EQ(b.input_seed, core::kDefaultInputSeed);
+  EXPECT_EQ(b.inputs.tokens, a.inputs.tokens);
+  EXPECT_FALSE(b.inputs_random);
+}
+
 TEST_F(Session, AnInvalidButWellFormedConfigIsRestoredAsIs) {
   AppState a;
   a.load_preset("book");
@@ -285,6 +327,7 @@ TEST_F(Session, FingerprintChangesWithEverythingTheSessionHolds) {
   differs("pinned", [](AppState& t) { t.pinned = CellRef{"weights", -1, 1, 2}; });
   differs("palette", [](AppState& t) { t.ui.palette = Palette::Greys; });
   differs("window", [](AppState& t) { t.ui.window_width = 900; });
+  differs("input seed", [](AppState& t) { t.input_seed = 7; });
   differs("export folder", [](AppState& t) { t.files.export_folder = "/tmp/x"; });
   differs("weights", [](AppState& t) {
     core::TorchGenerator gen(1);

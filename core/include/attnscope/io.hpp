@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attnscope/config.hpp"
@@ -39,8 +40,8 @@ struct RunSpec {
 // Parses a config document (a JSON object). `source` names it in errors.
 RunSpec parse_run_spec(std::string_view json_text, std::string_view source);
 // A --seed value: a whole number 0..2^64-1 written in decimal ("-1" or
-// "1e3" are refused, not wrapped or rounded); throws ParseError.
-std::uint64_t parse_seed(std::string_view text);
+// "1e3" are refused, not wrapped or rounded); throws ParseError naming `flag`.
+std::uint64_t parse_seed(std::string_view text, std::string_view flag = "--seed");
 // Reads a whole file ("-" reads stdin); throws ParseError when unreadable.
 std::string read_text_file(const std::string& path);
 // Overlays every field set in `top` onto `base`.
@@ -55,6 +56,20 @@ void resolve(const RunSpec& spec, Config& config, Inputs& inputs);
 std::vector<std::string> preset_names();
 // The preset's tokens and embeddings; nullopt when there is no such preset.
 std::optional<Inputs> find_preset(std::string_view name);
+
+// Random inputs have a seed of their own. Drawn under the weights' seed,
+// torch.rand(T, D) repeats the uniforms the module's constructor turns into
+// W_query (rescaled to +-1/sqrt(d_in)), and Q, K and V show stripes that
+// look learned. The default input seed is not Config's default weights seed (123).
+inline constexpr std::uint64_t kDefaultInputSeed = 42;
+
+// torch.manual_seed(input_seed); torch.rand(tokens, dims), bit for bit, as
+// embeddings (tokens, dims) in [0, 1), with tokens named "t0" .. "t<T-1>".
+// Throws ParseError unless 1 <= tokens <= kMaxTokens and 1 <= dims <= kMaxDim.
+Inputs random_inputs(int tokens, int dims, std::uint64_t input_seed);
+// A --random value "T,D" (e.g. "1024,768") -> {T, D}; throws ParseError
+// naming `flag` and the limits when it is not two whole numbers in range.
+std::pair<int, int> parse_random_shape(std::string_view text, std::string_view flag = "--random");
 
 // Writes the trace as JSON (docs/trace-format.md) to `out`.
 void write_trace_json(const Trace& trace, std::ostream& out);
