@@ -111,11 +111,13 @@ struct Run {
   core::Config config;
   core::Inputs inputs;
   std::optional<core::Parameters> weights;  // set when --weights was given
+  std::optional<core::RandomInputs> random;  // set when --random drew the inputs
 };
 
 // Config file first, then the flags on top, then the imports; throws core::ParseError.
 Run resolve_run(const RunOptions& o) {
   core::RunSpec spec;
+  std::optional<core::RandomInputs> random_drawn;
   if (o.config_given && o.config_path.empty())
     throw core::ParseError("--config needs a file path (or - for standard input)");
   if (!o.config_path.empty()) {
@@ -155,6 +157,7 @@ Run resolve_run(const RunOptions& o) {
     const auto [T, D] = core::parse_random_shape(*o.random);
     const std::uint64_t seed =
         o.input_seed ? core::parse_seed(*o.input_seed, "--input-seed") : core::kDefaultInputSeed;
+    random_drawn = core::RandomInputs{T, D, seed};
     core::Inputs random = core::random_inputs(T, D, seed);
     spec.tokens = std::move(random.tokens);
     spec.embeddings = std::move(random.embeddings);
@@ -179,6 +182,7 @@ Run resolve_run(const RunOptions& o) {
   if (o.config_path.empty() && !spec.preset && !spec.embeddings) spec.preset = "book";
   Run run;
   core::resolve(spec, run.config, run.inputs);
+  run.random = random_drawn;
 
   if (!o.weights.empty()) {
     core::WeightSet set;
@@ -398,7 +402,10 @@ int run_bench(const BenchOptions& o) {
 // the book's class, the inputs, torch.manual_seed, the construction, the
 // imported weights if any, the forward pass and print() of its output.
 int run_code(const Run& run) {
-  std::cout << core::pytorch_script(run.config, run.inputs, run.weights ? &*run.weights : nullptr);
+  const core::Parameters* weights = run.weights ? &*run.weights : nullptr;
+  // Random inputs as the two lines that draw them, not T x D numbers.
+  std::cout << (run.random ? core::pytorch_script(run.config, *run.random, weights)
+                           : core::pytorch_script(run.config, run.inputs, weights));
   std::cout.flush();
   return std::cout ? 0 : 1;
 }

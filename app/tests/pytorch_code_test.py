@@ -148,6 +148,9 @@ def cases(folder):
         ("causal NaN outputs", ["--embeddings", huge, "--variant", "causal", "--dropout", "0.5"]),
         ("multihead 1200 outputs", ["--embeddings", wide, "--variant", "multihead", "--heads", "3",
                                     "--d-out", "30", "--dropout", "0.1"]),
+        ("causal random inputs from their own seed",
+         ["--random", "7,5", "--input-seed", "11", "--variant", "causal", "--d-out", "3",
+          "--dropout", "0.5"]),
     ]
 
 
@@ -179,6 +182,9 @@ def main():
                 problem = None
                 if not last.startswith("print("):
                     problem = f"the last line is {last!r}, not the print of the output"
+                elif "--random" in args and not ("torch.manual_seed(11)" in script and
+                                                 "torch.rand(7, 5)" in script):
+                    problem = "--random inputs are not drawn with torch.manual_seed + torch.rand"
                 else:
                     problem = compare(parse_printed_tensor(run_script(path)), shape, want)
             except Exception as exc:  # a CLI error, or the script raised
