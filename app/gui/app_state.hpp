@@ -91,6 +91,7 @@ struct UiState {
   bool quit_requested = false;
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)
+  std::string typed_refusal;               // why a value typed into a slider was refused ("d_out ...")
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::string embedding_refusal;           // why the last typed embedding value was refused

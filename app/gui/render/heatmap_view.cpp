@@ -288,8 +288,16 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   ViewState& view = state.ui.views[spec.slot];
   if (compact) view = ViewState{};
   const float max_cell = (compact ? 48.0f : 110.0f) * px;
-  const float fit =
+  // Zoom 1 fits the whole matrix, except that a wide one (T x 1000 at
+  // d_out 1000) would shrink to a line of sub-pixel cells: its cells stay
+  // at least kMinCell high (as far as the box's height allows) and the rest
+  // of it scrolls (drag, Shift+wheel; a scroll bar shows where you are).
+  constexpr float kMinCell = 8.0f;
+  const float fit_all =
       std::min({area_w / static_cast<float>(cols), area_h / static_cast<float>(rows), max_cell});
+  const float fit =
+      compact ? fit_all
+              : std::max(fit_all, std::min(kMinCell * px, area_h / static_cast<float>(rows)));
   const float max_zoom = std::max(8.0f, 200.0f * px / fit);
   view.zoom = std::clamp(view.zoom, 1.0f, max_zoom);
 
@@ -309,7 +317,11 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   ImGui::PopID();
   res.hovered = hovered;
 
-  if (!compact && hovered && io.MouseWheel != 0.0f) {
+  // Shift+wheel (or a horizontal wheel) scrolls sideways instead of zooming.
+  const float wheel_x = io.MouseWheelH != 0.0f ? io.MouseWheelH : io.KeyShift ? io.MouseWheel : 0.0f;
+  if (!compact && hovered && wheel_x != 0.0f) {
+    view.pan.x -= wheel_x * 5.0f * fit * view.zoom;
+  } else if (!compact && hovered && io.MouseWheel != 0.0f) {
     const float old_cell = fit * view.zoom;
     view.zoom = std::clamp(view.zoom * (io.MouseWheel > 0 ? 1.25f : 0.8f), 1.0f, max_zoom);
     const float new_cell = fit * view.zoom;
@@ -441,7 +453,24 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const ImVec2 a = cell_min(hover_r, hover_c);
     dl->AddRect(a, ImVec2(a.x + cell, a.y + cell), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
   }
+  // Scroll bars when the matrix is bigger than its box: where the view is.
+  const float bar = 4.0f * px;
+  const ImU32 track = IM_COL32(0, 0, 0, 110), thumb = IM_COL32(255, 255, 255, 170);
+  if (img_w > area_w + 0.5f) {
+    const float y = vis_max.y - bar;
+    const float x0 = area_min.x + view.pan.x / img_w * area_w;
+    dl->AddRectFilled(ImVec2(area_min.x, y), ImVec2(vis_max.x, vis_max.y), track);
+    dl->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + area_w * area_w / img_w, vis_max.y), thumb, bar);
+  }
+  if (img_h > area_h + 0.5f) {
+    const float x = vis_max.x - bar;
+    const float y0 = area_min.y + view.pan.y / img_h * area_h;
+    dl->AddRectFilled(ImVec2(x, area_min.y), ImVec2(vis_max.x, vis_max.y), track);
+    dl->AddRectFilled(ImVec2(x, y0), ImVec2(vis_max.x, y0 + area_h * area_h / img_h), thumb, bar);
+  }
   dl->PopClipRect();
+  res.cells_min = area_min;
+  res.cells_max = vis_max;
   if (spec.focused)
     dl->AddRect(ImVec2(box_min.x, box_min.y), box_max, head_color(st.head), 4.0f, 0, 2.0f * px);
 
@@ -531,7 +560,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     else
       ImGui::Text("value: %s", format_value(v, 4, uni).c_str());
     ImGui::TextDisabled("click to pin in the inspector%s",
-                        compact ? "" : "; wheel zooms, drag pans");
+                        compact                                         ? ""
+                        : img_w > area_w + 0.5f || img_h > area_h + 0.5f ? "; drag or Shift+wheel scrolls, wheel zooms"
+                                                                        : "; wheel zooms, drag pans");
     ImGui::EndTooltip();
   }
   return finish();

@@ -38,6 +38,7 @@ struct HeatmapResult {
   bool clicked = false;  // a click (not a drag) on a cell
   int row = -1, col = -1;
   ImVec2 title_end{0, 0};  // screen position just after the title text (for a badge)
+  ImVec2 cells_min{0, 0}, cells_max{0, 0};  // the part of the box the cells are drawn in
 };
 
 // Draws the heatmap in a box of `size` at the cursor and advances the cursor.

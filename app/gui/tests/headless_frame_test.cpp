@@ -12,7 +12,9 @@
 #include "attnscope/rng.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
+#include "imgui_internal.h"  // the open Ctrl+click text field of a slider
 #include "keyboard_queue.hpp"
+#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
 
@@ -412,6 +414,128 @@ TEST_F(Headless, WithTheEngineOnAThreadTheLastTraceStaysUntilTheNewOneIsReady) {
   const long uploads = state.textures.uploads();
   frames(3);
   EXPECT_EQ(state.textures.uploads(), uploads);
+}
+
+
+// Typing into a slider after Ctrl+click: the value applies on Enter or when
+// the field loses focus, never digit by digit.
+class TypedSlider : public Headless {
+ protected:
+  void SetUp() override {
+    Headless::SetUp();
+#if IMGUI_VERSION_NUM < 18700
+    ImGui::GetIO().KeyMap[ImGuiKey_Enter] = kKeyEnter;
+#endif
+    set_variant(core::Variant::Causal, 3, 1);
+  }
+  static constexpr int kKeyEnter = 257;
+  // True when a slider's Ctrl+click text field is open and began with `text`.
+  static bool field_open_with(const char* text) {
+    const ImGuiContext& g = *ImGui::GetCurrentContext();
+    return g.TempInputId != 0 && g.ActiveId == g.TempInputId &&
+           g.InputTextState.InitialTextA.Data != nullptr &&
+           std::string(g.InputTextState.InitialTextA.Data) == text;
+  }
+  // Ctrl+click the slider showing `value` (d_out's, on the controls panel).
+  bool ctrl_click_slider_showing(const char* value) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (float y = 40; y < 400; y += 6) {
+      io.KeyCtrl = true;
+      click(ImVec2(150, y));
+      io.KeyCtrl = false;
+      frame();
+      if (field_open_with(value)) return true;
+      if (ImGui::GetCurrentContext()->TempInputId != 0) {
+        key_enter();  // another slider's field: close it unchanged
+      }
+    }
+    return false;
+  }
+  void type(const char* text) {
+    for (const char* c = text; *c; ++c) {
+      ImGui::GetIO().AddInputCharacter(static_cast<unsigned>(*c));
+      frames(2);
+      EXPECT_EQ(state.config.d_out, d_out_before) << "typed so far: " << std::string(text, c + 1);
+      EXPECT_EQ(state.trace->config.d_out, d_out_before) << "a run while typing";
+    }
+  }
+  void key_enter() {
+#if IMGUI_VERSION_NUM < 18700
+    key(kKeyEnter);
+#else
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_Enter, true);
+    frame();
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_Enter, false);
+    frame();
+#endif
+  }
+  int d_out_before = 0;
+};
+
+TEST_F(TypedSlider, DigitsTypedIntoDOutRunNothingUntilEnter) {
+  d_out_before = state.config.d_out;
+  const auto version = state.trace_version;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("12");  // "1" alone would be a valid d_out: it must not run
+  EXPECT_EQ(state.trace_version, version);
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 12);
+  EXPECT_EQ(state.trace->config.d_out, 12);
+  EXPECT_TRUE(state.ui.typed_refusal.empty()) << state.ui.typed_refusal;
+}
+
+TEST_F(TypedSlider, ATypedDOutTooLargeIsRefusedAndThePreviousRunStays) {
+  d_out_before = state.config.d_out;
+  const auto version = state.trace_version;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("5000");  // passes through 5, 50 and 500, all valid
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 3) << "a refused value leaves the previous one";
+  EXPECT_EQ(state.trace_version, version) << "and the previous run";
+  EXPECT_TRUE(state.error.empty()) << state.error;
+  EXPECT_NE(state.ui.typed_refusal.find("5000"), std::string::npos) << state.ui.typed_refusal;
+  EXPECT_NE(state.ui.typed_refusal.find("stays 3"), std::string::npos) << state.ui.typed_refusal;
+}
+
+TEST_F(TypedSlider, ATypedDOutAppliesWhenTheFieldLosesFocus) {
+  d_out_before = state.config.d_out;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("7");
+  click(ImVec2(1400, 700));  // the inspector's empty space
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 7);
+  EXPECT_EQ(state.trace->config.d_out, 7);
+}
+
+// At d_out 1000 a (6, 1000) Q fitted to its box's width would be a line of
+// sub-pixel cells; it keeps cells at least 8 px high and scrolls instead.
+TEST_F(Headless, AWideMatrixKeepsVisibleCellsInItsBox) {
+  state.inputs.embeddings.resize(6, 8);
+  core::TorchGenerator gen(5);
+  gen.fill_uniform(state.inputs.embeddings, 0.0f, 1.0f);
+  state.inputs.tokens = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  set_variant(core::Variant::Causal, 1000, 1);
+  const core::Stage* q = state.trace->find("queries");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->data().cols(), 1000);
+  HeatmapResult r;
+  for (int k = 0; k < 2; ++k) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(700, 400));
+    ImGui::Begin("wide");
+    HeatmapSpec spec;
+    spec.slot = "test/wide";
+    spec.stage = q;
+    r = draw_heatmap(state, spec, ImVec2(600, 300));
+    ImGui::End();
+    ImGui::Render();
+  }
+  const float px = ImGui::GetFontSize() / kBaseFontPx;
+  EXPECT_GE(r.cells_max.y - r.cells_min.y, 6 * 8.0f * px - 0.5f) << "6 rows of at least 8 px";
+  EXPECT_GT(r.cells_max.x - r.cells_min.x, 300.0f) << "and the box's width";
 }
 
 }  // namespace
