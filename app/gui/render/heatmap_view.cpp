@@ -166,6 +166,28 @@ std::string fit_text(const std::string& text, float max_width, bool unicode) {
   return {};
 }
 
+std::vector<std::string> heatmap_titles(const HeatmapSpec& spec) {
+  if (spec.title.empty()) return stage_titles(*spec.stage);
+  // A caller's title: then without its parenthesis ("keep mask (1 kept, 0
+  // dropped)" -> "keep mask"), or what comes before a colon.
+  std::vector<std::string> out{spec.title};
+  for (const char* cut : {" (", ": "}) {
+    const auto at = out.back().find(cut);
+    if (at != std::string::npos && at > 0) out.push_back(out.back().substr(0, at));
+  }
+  return out;
+}
+
+std::string pick_title(const std::vector<std::string>& candidates, float max_width, bool unicode) {
+  if (candidates.empty()) return {};
+  for (const std::string& c : candidates) {
+    const std::string t = unicode ? c : ascii_fallback(c);
+    if (ImGui::CalcTextSize(t.c_str()).x <= max_width) return t;
+  }
+  const std::string last = unicode ? candidates.back() : ascii_fallback(candidates.back());
+  return fit_text(last, max_width, unicode);
+}
+
 ImU32 head_color(int head, float alpha) {
   // Distinct hues that read on dark backgrounds and against the colormaps.
   static constexpr ImU32 kColors[] = {
@@ -209,24 +231,35 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // stages take their head's colour, the same everywhere on screen.
   // Full heatmaps have an Export button at the title's right end (tiles: right-click only).
   const char* kExport = "Export";
-  const float export_w =
+  const std::vector<std::string> titles = heatmap_titles(spec);
+  float export_w =
       compact ? 0.0f : ImGui::CalcTextSize(kExport).x + ImGui::GetStyle().FramePadding.x * 2;
-  const float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
-  std::string title = spec.title.empty() ? stage_title(st) : spec.title;
-  if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > title_w) {
-    title = stage_symbol(st.id) + " (" + shape_text(st.data()) + ")";
-    if (st.head >= 0) title += " · head " + std::to_string(st.head);
+  float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
+  const std::string& shortest = uni ? titles.back() : ascii_fallback(titles.back());
+  if (export_w > 0 && ImGui::CalcTextSize(shortest.c_str()).x > title_w) {
+    // Too narrow for even the shortest title beside the button: the title
+    // wins (the right-click menu still exports).
+    title_w += export_w + 6 * px;
+    export_w = 0;
   }
-  if (!uni) title = ascii_fallback(title);
+  // Narrow boxes shorten the title by rule (W_query -> W_q, head 0 -> h0,
+  // then without the shape), never to an ambiguous "W…"; the tooltip on the
+  // title always gives the full name and shape.
+  const std::string shown_title = pick_title(titles, title_w, uni);
   dl->PushClipRect(box_min, box_max, true);
-  const std::string shown_title = fit_text(title, title_w, uni);
   dl->AddText(ImVec2(box_min.x + 2, box_min.y), st.head >= 0 ? head_color(st.head) : text_col,
               shown_title.c_str());
   res.title_end =
       ImVec2(box_min.x + 2 + ImGui::CalcTextSize(shown_title.c_str()).x + 6 * px, box_min.y);
   dl->PopClipRect();
+  if (ImGui::IsWindowHovered() &&
+      ImGui::IsMouseHoveringRect(box_min, ImVec2(box_min.x + std::max(title_w, 8.0f),
+                                                 box_min.y + line_h))) {
+    std::string full = spec.title.empty() ? stage_title(st) : spec.title + "\n" + stage_title(st);
+    ImGui::SetTooltip("%s", (uni ? full : ascii_fallback(full)).c_str());
+  }
   ImGui::PushID(spec.slot.c_str());
-  if (!compact && size.x > export_w + 40) {
+  if (export_w > 0 && size.x > export_w + 40) {
     ImGui::SetCursorScreenPos(ImVec2(box_max.x - export_w, box_min.y));
     if (ImGui::SmallButton(kExport)) ImGui::OpenPopup("##export_menu");
     if (ImGui::IsItemHovered())

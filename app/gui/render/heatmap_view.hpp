@@ -49,6 +49,13 @@ bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
 // True when the stage's columns are tokens too (the T×T stages).
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
 
+// The titles a heatmap may show, widest first: stage_titles() of its stage,
+// or the caller's title and its shorter forms.
+std::vector<std::string> heatmap_titles(const HeatmapSpec& spec);
+// The first candidate that fits `max_width` px in the current font (ASCII
+// spellings without unicode), else the last one shortened with an ellipsis.
+std::string pick_title(const std::vector<std::string>& candidates, float max_width, bool unicode);
+
 // The string shortened with an ellipsis to fit `max_width` px in the current font.
 std::string fit_text(const std::string& text, float max_width, bool unicode);
 

@@ -417,6 +417,47 @@ TEST_F(Headless, WithTheEngineOnAThreadTheLastTraceStaysUntilTheNewOneIsReady) {
 }
 
 
+// A narrow box shortens a title by rule, never to an ambiguous "W…": the
+// three projection matrices (and two heads' context) stay distinguishable
+// at every width down to the shortest form's.
+TEST_F(Headless, NarrowTitlesStillTellTheMatricesApart) {
+  set_variant(core::Variant::MultiheadWrapper, 2, 2);
+  const core::Trace& t = *state.trace;
+  std::vector<const core::Stage*> groups[2];
+  for (const char* id : {"W_query", "W_key", "W_value"}) groups[0].push_back(t.find(id, 0));
+  for (int h : {0, 1}) groups[1].push_back(t.find("context", h));
+  ImGui::NewFrame();
+  for (const auto& group : groups) {
+    float shortest = 0;  // the widest of the group's shortest forms
+    for (const core::Stage* s : group) {
+      ASSERT_NE(s, nullptr);
+      shortest = std::max(shortest, ImGui::CalcTextSize(stage_titles(*s).back().c_str()).x);
+    }
+    EXPECT_LT(shortest, 70.0f);
+    for (float w = std::ceil(shortest); w <= 320; w += 5) {
+      std::vector<std::string> shown;
+      for (const core::Stage* s : group) {
+        ASSERT_NE(s, nullptr);
+        HeatmapSpec spec;
+        spec.stage = s;
+        shown.push_back(pick_title(heatmap_titles(spec), w, state.ui.unicode));
+        EXPECT_EQ(shown.back().find(state.ui.unicode ? "…" : ".."), std::string::npos)
+            << shown.back() << " at " << w << " px";
+        EXPECT_LE(ImGui::CalcTextSize(shown.back().c_str()).x, w);
+      }
+      for (std::size_t a = 0; a < shown.size(); ++a)
+        for (std::size_t b = a + 1; b < shown.size(); ++b)
+          EXPECT_NE(shown[a], shown[b]) << "at " << w << " px";
+    }
+  }
+  HeatmapSpec keep;
+  keep.stage = groups[1][0];
+  keep.title = "keep mask (1 kept, 0 dropped)";
+  EXPECT_EQ(pick_title(heatmap_titles(keep), ImGui::CalcTextSize("keep mask  ").x, true),
+            "keep mask");
+  ImGui::Render();
+}
+
 // Typing into a slider after Ctrl+click: the value applies on Enter or when
 // the field loses focus, never digit by digit.
 class TypedSlider : public Headless {
