@@ -70,6 +70,7 @@ struct CellRef {
 struct ViewState {
   float zoom = 1.0f;  // 1 = fit the area; up to 64
   ImVec2 pan{0, 0};   // px the image is scrolled by (>= 0)
+  int decimals = 0;   // places its cells showed in the last frame (0: no numbers)
 };
 
 // ---------------------------------------------------------------------------
@@ -79,6 +80,7 @@ struct UiState {
   Palette palette = Palette::Standard;
   bool show_values = true;         // numbers in cells when they fit
   bool row_scale = false;          // each heatmap row coloured on its own scale (View menu)
+  int decimals = 4;                // places in cells (View > Decimals, 1..6); the book prints 4
   float ui_scale = 1.0f;           // the user's factor on top of the monitor's
   float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)
   bool fonts_dirty = false;        // main rebuilds the font atlas before the next frame

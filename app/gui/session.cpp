@@ -46,6 +46,7 @@ json view_of(const AppState& s) {
   view["ui"] = {{"palette", std::string(palette_id(s.ui.palette))},
                 {"show_values", s.ui.show_values},
                 {"row_scale", s.ui.row_scale},
+                {"decimals", s.ui.decimals},
                 {"ui_scale", s.ui.ui_scale},
                 {"window", {s.ui.window_width, s.ui.window_height}},
                 {"random_seed", s.ui.random_seed},
@@ -267,6 +268,8 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       ui.palette = parse_palette(u.value("palette", std::string("standard")));
       ui.show_values = u.value("show_values", true);
       ui.row_scale = u.value("row_scale", false);
+      ui.decimals = std::clamp(u.value("decimals", figure::kBookDecimals), figure::kMinDecimals,
+                               figure::kMaxDecimals);
       if (scope.preferences) {
         ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
         if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {

@@ -74,7 +74,7 @@ struct ColourBarPlace {
 // The colormap as a gradient with the range's ends (and 0 for diverging
 // scales), plus a hatched "−∞" swatch when the matrix has masked cells.
 void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, const ValueRange& range,
-                     ScaleKind kind, ScaleScope scope, bool uni, float px) {
+                     ScaleKind kind, ScaleScope scope, int decimals, bool uni, float px) {
   const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
   const float line_h = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
@@ -99,10 +99,11 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
                                   : ImVec2(p.at.x + thick, p.at.y + p.length);
   dl->AddRect(p.at, end, dim_col);
   // Each row on its own scale: the ends are words ("row max"), not numbers.
-  auto [hi, lo] = bar_labels(range, kind, scope, 4, uni);
+  // Numbers with the cells' decimals setting; a row scale's ends are words.
+  auto [hi, lo] = bar_labels(range, kind, scope, scope == ScaleScope::Row ? 4 : decimals, uni);
   if (p.horizontal &&  // a short bar: fewer decimals (or words) rather than overlapping labels
       ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
+    const BarLabels shorter = bar_labels(range, kind, scope, std::min(2, decimals), uni);
     lo = shorter.lo;
     hi = shorter.hi;
   }
@@ -164,6 +165,18 @@ std::string fit_text(const std::string& text, float max_width, bool unicode) {
     if (ImGui::CalcTextSize((s + dots).c_str()).x <= max_width) return s + dots;
   }
   return {};
+}
+
+std::function<float(int)> number_width(const AppState& state, const ValueRange& range) {
+  ImFont* font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
+  return [font, range](int d) {
+    const std::string widest = widest_number_text(range.data_min, range.data_max, d);
+    return font->CalcTextSizeA(font->FontSize, 1e9f, 0, widest.c_str()).x;
+  };
+}
+
+float line_h_mono(const AppState& state) {
+  return state.ui.font_mono ? state.ui.font_mono->FontSize : ImGui::GetFontSize();
 }
 
 std::vector<std::string> heatmap_titles(const HeatmapSpec& spec) {
@@ -297,20 +310,29 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     col_label_w = std::min(col_label_w, max_label);
     left = row_label_w + 8 * px;
     top = line_h + 2 * px;
-    bar_below = size.x < 330.0f * px;  // narrow boxes keep their width for cells
-    if (bar_below) {
-      right = 4 * px;
-    } else {  // room for "-00.0000", or for the words of a row scale
-      float label_w = ImGui::CalcTextSize("-00.0000").x;
-      if (scope == ScaleScope::Row) {
-        const BarLabels words = bar_labels(tex.range, kind, scope, 4, uni);
-        label_w = std::max({label_w, ImGui::CalcTextSize(words.hi.c_str()).x,
-                            ImGui::CalcTextSize(words.lo.c_str()).x});
-      }
-      right = 14 * px + 8 * px + label_w + 4 * px;
+    // The colour bar beside the cells needs room for "-00.0000" (at 4 decimals; or the
+    // words of a row scale); under them, a few lines. It goes where the
+    // cells get bigger: under them in narrow boxes and in boxes whose
+    // width limits the cells (with room to spare below).
+    float label_w =
+        ImGui::CalcTextSize(widest_number_text(-10.0f, 10.0f, state.ui.decimals).c_str()).x;
+    if (scope == ScaleScope::Row) {
+      const BarLabels words = bar_labels(tex.range, kind, scope, 4, uni);
+      label_w = std::max({label_w, ImGui::CalcTextSize(words.hi.c_str()).x,
+                          ImGui::CalcTextSize(words.lo.c_str()).x});
     }
-    bottom = spec.bands.empty() ? 0 : line_h + 4 * px;
-    if (bar_below) bottom += 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+    const float right_beside = 14 * px + 8 * px + label_w + 4 * px, right_below = 4 * px;
+    const float bands_h = spec.bands.empty() ? 0 : line_h + 4 * px;
+    const float below_h = 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+    const float body_h = box_max.y - body_top - top - bands_h;
+    auto cells_with = [&](float right_w, float bottom_h) {
+      return std::min((size.x - left - right_w) / static_cast<float>(cols),
+                      (body_h - bottom_h) / static_cast<float>(rows));
+    };
+    bar_below = size.x < 330.0f * px ||
+                cells_with(right_below, below_h) > 1.05f * cells_with(right_beside, 0.0f);
+    right = bar_below ? right_below : right_beside;
+    bottom = bands_h + (bar_below ? below_h : 0.0f);
   }
   const ImVec2 area_min(box_min.x + left, body_top + top);
   const ImVec2 area_max(box_max.x - right, box_max.y - bottom);
@@ -431,13 +453,15 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
                   grid);
   }
 
+  // Numbers: the decimals setting (View > Decimals) where the widest fits,
+  // else as many as fit.
+  const int decimals = state.ui.show_values && tex.has_range
+                           ? decimals_that_fit(cell, cell, state.ui.decimals,
+                                               number_width(state, tex.range), line_h_mono(state))
+                           : 0;
   ImFont* num_font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
   const float num_size = num_font->FontSize;
-  const bool negatives = tex.range.data_min < 0.0f;  // a "-" needs one more character
-  const float w4 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.0000" : "0.0000").x;
-  const float w2 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.00" : "0.00").x;
-  const int decimals =
-      state.ui.show_values && tex.has_range ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
+  view.decimals = decimals;
   if (decimals > 0) {
     for (int r = rs.first; r < rs.last; ++r) {
       // The scale this row's cells are coloured on: the text must read on them.
@@ -578,7 +602,8 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
             std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
       }
     }
-    if (tex.has_range) draw_colour_bar(dl, place, map, tex.range, kind, scope, uni, px);
+    if (tex.has_range)
+      draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px);
   }
 
   // Tooltip: which query/key, and the engine's value.
@@ -591,7 +616,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     if (std::isinf(v) && v < 0)
       ImGui::Text("value: %s  (masked: this key is in the query's future)", uni ? "−∞" : "-inf");
     else
-      ImGui::Text("value: %s", format_value(v, 4, uni).c_str());
+      ImGui::Text("value: %s", format_value(v, std::max(4, state.ui.decimals), uni).c_str());
     ImGui::TextDisabled("click to pin in the inspector%s",
                         compact                                         ? ""
                         : img_w > area_w + 0.5f || img_h > area_h + 0.5f ? "; drag or Shift+wheel scrolls, wheel zooms"

@@ -5,6 +5,7 @@
 // pattern: an InvisibleButton as hit area, a clip rect, culled overlays).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
 // True when the stage's columns are tokens too (the T×T stages).
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
+
+// The width of the widest number of `range` with d decimals in the cells'
+// font (decimals_that_fit's text_width), and that font's line height.
+std::function<float(int)> number_width(const AppState& state, const ValueRange& range);
+float line_h_mono(const AppState& state);
 
 // The titles a heatmap may show, widest first: stage_titles() of its stage,
 // or the caller's title and its shorter forms.

@@ -458,6 +458,22 @@ TEST_F(Headless, NarrowTitlesStillTellTheMatricesApart) {
   ImGui::Render();
 }
 
+// The book prints the weights with 4 decimals (0.1921, not 0.19): so does
+// the app by default at its default window size, and View > Decimals
+// changes it.
+TEST_F(Headless, TheWeightsShowTheBooksFourDecimalsAtTheDefaultWindow) {
+  EXPECT_EQ(state.ui.decimals, 4);
+  set_variant(core::Variant::Causal, 2, 1);
+  state.step = Step::Softmax;
+  frames(3);
+  const StepMatrices m = step_matrices(state.step, *state.trace, 0);
+  ASSERT_EQ(m.outputs.front()->id, "weights");
+  EXPECT_EQ(state.ui.views["out/0"].decimals, 4);
+  state.ui.decimals = 2;
+  frames(2);
+  EXPECT_EQ(state.ui.views["out/0"].decimals, 2);
+}
+
 // Typing into a slider after Ctrl+click: the value applies on Enter or when
 // the field loses focus, never digit by digit.
 class TypedSlider : public Headless {
