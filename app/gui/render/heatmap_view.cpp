@@ -297,6 +297,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const HeatmapTexture tex =
       state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side, scope);
 
+  constexpr float kMinCell = 8.0f;  // px (at UI scale 1) a wide matrix's cells keep
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
   bool bar_below = false;
@@ -325,12 +326,15 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float bands_h = spec.bands.empty() ? 0 : line_h + 4 * px;
     const float below_h = 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
     const float body_h = box_max.y - body_top - top - bands_h;
+    // The cells each place leaves (a wide matrix keeps kMinCell-high cells
+    // and scrolls, so for it the height counts).
     auto cells_with = [&](float right_w, float bottom_h) {
-      return std::min((size.x - left - right_w) / static_cast<float>(cols),
-                      (body_h - bottom_h) / static_cast<float>(rows));
+      const float h = (body_h - bottom_h) / static_cast<float>(rows);
+      const float fit_cells = std::min((size.x - left - right_w) / static_cast<float>(cols), h);
+      return std::max(fit_cells, std::min(kMinCell * px, h));
     };
-    bar_below = size.x < 330.0f * px ||
-                cells_with(right_below, below_h) > 1.05f * cells_with(right_beside, 0.0f);
+    const float below = cells_with(right_below, below_h), beside = cells_with(right_beside, 0.0f);
+    bar_below = size.x < 330.0f * px ? below >= beside : below > 1.05f * beside;
     right = bar_below ? right_below : right_beside;
     bottom = bands_h + (bar_below ? below_h : 0.0f);
   }
@@ -347,7 +351,6 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // d_out 1000) would shrink to a line of sub-pixel cells: its cells stay
   // at least kMinCell high (as far as the box's height allows) and the rest
   // of it scrolls (drag, Shift+wheel; a scroll bar shows where you are).
-  constexpr float kMinCell = 8.0f;
   const float fit_all =
       std::min({area_w / static_cast<float>(cols), area_h / static_cast<float>(rows), max_cell});
   const float fit =
@@ -391,9 +394,13 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (!compact && hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view = ViewState{};
 
-  const float cell = fit * view.zoom;
+  const float cell = fit * view.zoom;  // a cell's width (and height, except in tiles)
+  // A tile cannot scroll: a wide matrix's rows are stretched to at least
+  // kMinCell instead (cells taller than wide), so that it never shrinks to a line.
+  const float cell_h =
+      compact ? std::max(cell, std::min(kMinCell * px, area_h / static_cast<float>(rows))) : cell;
   const float img_w = cell * static_cast<float>(cols);
-  const float img_h = cell * static_cast<float>(rows);
+  const float img_h = cell_h * static_cast<float>(rows);
   view.pan.x = std::clamp(view.pan.x, 0.0f, std::max(0.0f, img_w - area_w));
   view.pan.y = std::clamp(view.pan.y, 0.0f, std::max(0.0f, img_h - area_h));
   const ImVec2 origin(area_min.x - view.pan.x, area_min.y - view.pan.y);
@@ -403,7 +410,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   int hover_r = -1, hover_c = -1;
   if (hovered && io.MousePos.x < img_max.x && io.MousePos.y < img_max.y) {
     hover_c = std::clamp(static_cast<int>((io.MousePos.x - origin.x) / cell), 0, cols - 1);
-    hover_r = std::clamp(static_cast<int>((io.MousePos.y - origin.y) / cell), 0, rows - 1);
+    hover_r = std::clamp(static_cast<int>((io.MousePos.y - origin.y) / cell_h), 0, rows - 1);
   }
   const float drag_limit = io.MouseDragThreshold * io.MouseDragThreshold;
   if (released_here && io.MouseDragMaxDistanceSqr[0] < drag_limit && hover_r >= 0) {
@@ -418,7 +425,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // -------------------------------------------------------------------------
   // 4. Drawing
 
-  const CellSpan rs = visible_cells(origin.y, cell, area_min.y, vis_max.y, rows);
+  const CellSpan rs = visible_cells(origin.y, cell_h, area_min.y, vis_max.y, rows);
   const CellSpan cs = visible_cells(origin.x, cell, area_min.x, vis_max.x, cols);
   dl->PushClipRect(area_min, area_max, true);
   if (tex.ready) {
@@ -433,9 +440,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
 
   auto cell_min = [&](int r, int c) {
-    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell);
+    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell_h);
   };
-  if (tex.range.neg_inf > 0 && cell >= 6.0f) {
+  if (tex.range.neg_inf > 0 && cell >= 6.0f && cell_h == cell) {
     const float spacing = std::max(4.0f, std::min(9.0f * px, cell / 2));
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c)
@@ -449,14 +456,14 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
       dl->AddLine(cell_min(rs.first, c), ImVec2(origin.x + static_cast<float>(c) * cell, vis_max.y),
                   grid);
     for (int r = rs.first + 1; r < rs.last; ++r)
-      dl->AddLine(cell_min(r, cs.first), ImVec2(vis_max.x, origin.y + static_cast<float>(r) * cell),
+      dl->AddLine(cell_min(r, cs.first), ImVec2(vis_max.x, origin.y + static_cast<float>(r) * cell_h),
                   grid);
   }
 
   // Numbers: the decimals setting (View > Decimals) where the widest fits,
   // else as many as fit.
   const int decimals = state.ui.show_values && tex.has_range
-                           ? decimals_that_fit(cell, cell, state.ui.decimals,
+                           ? decimals_that_fit(cell, cell_h, state.ui.decimals,
                                                number_width(state, tex.range), line_h_mono(state))
                            : 0;
   ImFont* num_font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
@@ -472,7 +479,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
         const ImVec2 ts = num_font->CalcTextSizeA(num_size, 1e9f, 0, s.c_str());
         const ImVec2 p = cell_min(r, c);
         const Rgba8 bg = std::isinf(v) ? masked_fill(map) : cell_color(v, cells, map);
-        const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell - ts.y) * 0.5f);
+        const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell_h - ts.y) * 0.5f);
         if (std::isinf(v))  // a dark plate keeps "−∞" readable over the hatching
           dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + ts.x + 3, at.y + ts.y),
                             to_u32(masked_fill(map)), 3.0f);
@@ -488,7 +495,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (spec.mark_row >= 0 && spec.mark_row < rows)
     dl->AddRect(cell_min(spec.mark_row, 0),
-                ImVec2(img_max.x, origin.y + static_cast<float>(spec.mark_row + 1) * cell),
+                ImVec2(img_max.x, origin.y + static_cast<float>(spec.mark_row + 1) * cell_h),
                 IM_COL32(255, 225, 90, 230), 0.0f, 0, 2.0f * px);
   if (spec.mark_col >= 0 && spec.mark_col < cols)
     dl->AddRect(cell_min(0, spec.mark_col),
@@ -498,7 +505,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const ImVec2 a = cell_min(spec.pin_row, spec.pin_col);
     const float t = std::max(2.0f, 2.5f * px);
     const float g = std::max(cell, 5.0f);  // tiny cells get a visible ring
-    const ImVec2 c(a.x + cell * 0.5f, a.y + cell * 0.5f);
+    const ImVec2 c(a.x + cell * 0.5f, a.y + cell_h * 0.5f);
     dl->AddRect(ImVec2(c.x - g * 0.5f - t, c.y - g * 0.5f - t),
                 ImVec2(c.x + g * 0.5f + t, c.y + g * 0.5f + t), IM_COL32(0, 0, 0, 255), 0.0f, 0,
                 t + 2);
@@ -508,7 +515,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (hover_r >= 0 && cell >= 4.0f) {
     const ImVec2 a = cell_min(hover_r, hover_c);
-    dl->AddRect(a, ImVec2(a.x + cell, a.y + cell), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
+    dl->AddRect(a, ImVec2(a.x + cell, a.y + cell_h), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
   }
   // Scroll bars when the matrix is bigger than its box: where the view is.
   const float bar = 4.0f * px;

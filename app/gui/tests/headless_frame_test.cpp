@@ -577,22 +577,26 @@ TEST_F(Headless, AWideMatrixKeepsVisibleCellsInItsBox) {
   const core::Stage* q = state.trace->find("queries");
   ASSERT_NE(q, nullptr);
   ASSERT_EQ(q->data().cols(), 1000);
-  HeatmapResult r;
+  HeatmapResult r, tile;
   for (int k = 0; k < 2; ++k) {
     ImGui::NewFrame();
     ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(ImVec2(700, 400));
+    ImGui::SetNextWindowSize(ImVec2(700, 600));
     ImGui::Begin("wide");
     HeatmapSpec spec;
     spec.slot = "test/wide";
     spec.stage = q;
     r = draw_heatmap(state, spec, ImVec2(600, 300));
+    spec.slot = "test/tile";  // a head tile: no scrolling, its rows stretch instead
+    spec.compact = true;
+    tile = draw_heatmap(state, spec, ImVec2(150, 100));
     ImGui::End();
     ImGui::Render();
   }
   const float px = ImGui::GetFontSize() / kBaseFontPx;
   EXPECT_GE(r.cells_max.y - r.cells_min.y, 6 * 8.0f * px - 0.5f) << "6 rows of at least 8 px";
   EXPECT_GT(r.cells_max.x - r.cells_min.x, 300.0f) << "and the box's width";
+  EXPECT_GE(tile.cells_max.y - tile.cells_min.y, 6 * 8.0f * px - 0.5f) << "a tile's rows too";
 }
 
 }  // namespace
