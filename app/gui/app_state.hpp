@@ -94,6 +94,8 @@ struct UiState {
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)
   std::string typed_refusal;               // why a value typed into a slider was refused ("d_out ...")
+  std::string typing_slider;               // the slider whose Ctrl+click field holds typed text ("" none)
+  double typing_value = 0;                 // ... and the value that text reads as
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::string embedding_refusal;           // why the last typed embedding value was refused

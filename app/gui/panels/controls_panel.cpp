@@ -63,13 +63,29 @@ enum class SliderEdit {
 // 5000 would run d_out = 5, 50 and 500 on the way; here `value` is left
 // alone until Enter (or focus loss), while dragging still applies at once.
 // Escape puts the old value back and changes nothing.
+// A click on a widget drawn before the slider in the same frame (the menu
+// bar, the variant list) takes the focus before the field can apply its
+// text: the value it last read is kept in UiState and applied then.
 template <class T, class Draw>
-SliderEdit edit_slider(const char* label, T& value, Draw draw) {
+SliderEdit edit_slider(UiState& ui, const char* label, T& value, Draw draw) {
   const bool was_typing = ImGui::TempInputIsActive(ImGui::GetID(label));
+  if (!was_typing && ui.typing_slider == label) {  // the focus went elsewhere first
+    ui.typing_slider.clear();
+    const T typed = static_cast<T>(ui.typing_value);
+    draw(label, &value);  // drawn, but the typed value wins
+    if (typed == value) return SliderEdit::None;
+    value = typed;
+    return SliderEdit::Typed;
+  }
   T shown = value;  // the text field keeps its own text while it is open
   const bool changed = draw(label, &shown);
-  if (ImGui::TempInputIsActive(ImGui::GetItemID()) || !changed || shown == value)
+  if (ImGui::TempInputIsActive(ImGui::GetItemID())) {
+    ui.typing_slider = label;
+    ui.typing_value = static_cast<double>(shown);
     return SliderEdit::None;
+  }
+  if (ui.typing_slider == label) ui.typing_slider.clear();  // applied, or Esc
+  if (!changed || shown == value) return SliderEdit::None;
   value = shown;
   return was_typing ? SliderEdit::Typed : SliderEdit::Dragged;
 }
@@ -153,7 +169,7 @@ void draw_controls_panel(AppState& state) {
 
   ImGui::BeginDisabled(!weights);
   int d_out = c.d_out;
-  const SliderEdit d_edit = edit_slider("d_out", d_out, [](const char* l, int* v) {
+  const SliderEdit d_edit = edit_slider(state.ui, "d_out", d_out, [](const char* l, int* v) {
     return ImGui::SliderInt(l, v, 1, 16, "%d", ImGuiSliderFlags_None);
   });
   if (d_edit != SliderEdit::None) {
@@ -176,7 +192,7 @@ void draw_controls_panel(AppState& state) {
   ImGui::BeginDisabled(!heads);
   int h = c.num_heads;
   const int max_heads = split ? std::clamp(c.d_out, 1, 16) : 8;
-  const SliderEdit h_edit = edit_slider("heads", h, [&](const char* l, int* v) {
+  const SliderEdit h_edit = edit_slider(state.ui, "heads", h, [&](const char* l, int* v) {
     return ImGui::SliderInt(l, v, 1, std::max(max_heads, 2), "%d");
   });
   core::Config h_trial = c;
@@ -214,7 +230,7 @@ void draw_controls_panel(AppState& state) {
 
   ImGui::BeginDisabled(!causal);
   double p = c.dropout;
-  const SliderEdit p_edit = edit_slider("dropout", p, [](const char* l, double* v) {
+  const SliderEdit p_edit = edit_slider(state.ui, "dropout", p, [](const char* l, double* v) {
     const double lo = 0.0, hi = 1.0;
     return ImGui::SliderScalar(l, ImGuiDataType_Double, v, &lo, &hi, "%.2f");
   });

@@ -501,7 +501,10 @@ class TypedSlider : public Headless {
       click(ImVec2(150, y));
       io.KeyCtrl = false;
       frame();
-      if (field_open_with(value)) return true;
+      if (field_open_with(value)) {
+        field_y = y;
+        return true;
+      }
       if (ImGui::GetCurrentContext()->TempInputId != 0) {
         key_enter();  // another slider's field: close it unchanged
       }
@@ -527,6 +530,7 @@ class TypedSlider : public Headless {
 #endif
   }
   int d_out_before = 0;
+  float field_y = 0;  // where the slider's field was opened
 };
 
 TEST_F(TypedSlider, DigitsTypedIntoDOutRunNothingUntilEnter) {
@@ -563,6 +567,21 @@ TEST_F(TypedSlider, ATypedDOutAppliesWhenTheFieldLosesFocus) {
   click(ImVec2(1400, 700));  // the inspector's empty space
   frames(3);
   EXPECT_EQ(state.config.d_out, 7);
+  EXPECT_EQ(state.trace->config.d_out, 7);
+}
+
+// The variant list is drawn before d_out: a click on it takes the focus
+// before the field can apply its text, and the typed value still counts.
+TEST_F(TypedSlider, ATypedDOutAppliesWhenAWidgetAboveTakesTheFocus) {
+  d_out_before = state.config.d_out;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("7");
+  click(ImVec2(100, field_y - 54));  // the variant combo, above
+  frames(2);
+  EXPECT_EQ(state.config.variant, core::Variant::Causal);
+  EXPECT_EQ(state.config.d_out, 7);
+  key(kKeyEscape);  // close the variant list
+  frames(2);
   EXPECT_EQ(state.trace->config.d_out, 7);
 }
 
