@@ -210,6 +210,7 @@ void draw_controls_panel(AppState& state) {
     } else {
       c.num_heads = h;
       state.ui.heads_refusal.clear();
+      state.ui.typed_refusal.clear();
       state.mark_dirty();
     }
   }
@@ -240,6 +241,7 @@ void draw_controls_panel(AppState& state) {
     if (p_edit == SliderEdit::Dragged ||
         accept_typed(state, trial, "dropout", number_text(c.dropout))) {
       c.dropout = p;
+      state.ui.typed_refusal.clear();
       state.mark_dirty();
     }
   }
