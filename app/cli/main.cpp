@@ -3,7 +3,7 @@
 //   attnscope-cli trace  [--config FILE|-] [--preset NAME] [run flags] [--format json|text]
 //   attnscope-cli export [--config FILE|-] [--preset NAME] [run flags]
 //                        --format svg|csv|npy|json --out DIR [--stage ID] [--head H]
-//                        [--row-scale]
+//                        [--row-scale] [--decimals N]
 //   attnscope-cli code   [--config FILE|-] [--preset NAME] [run flags]
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
@@ -237,6 +237,7 @@ struct ExportOptions {
   std::optional<std::string> stage;
   std::optional<int> head;
   bool row_scale = false;  // svg: each row coloured on its own scale
+  std::optional<int> decimals;  // svg: places in cells (1..6, default 4 as the book)
 };
 
 // The stages --stage/--head select, in trace order; throws ParseError when none.
@@ -286,6 +287,13 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
   if (o.row_scale && !svg)
     throw core::ParseError("--row-scale sets the colours of SVG figures; " + o.format +
                            " files hold the values themselves (drop --row-scale, or use --format svg)");
+  if (o.decimals && !svg)
+    throw core::ParseError("--decimals sets the numbers in SVG figures' cells; " + o.format +
+                           " files hold the values themselves (drop --decimals, or use --format svg)");
+  if (o.decimals && (*o.decimals < figure::kMinDecimals || *o.decimals > figure::kMaxDecimals))
+    throw core::ParseError("--decimals (" + std::to_string(*o.decimals) + ") must be between " +
+                           std::to_string(figure::kMinDecimals) + " and " +
+                           std::to_string(figure::kMaxDecimals));
   if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
   const fs::path dir(o.out_dir);
   core::require_folder(dir);
@@ -293,6 +301,7 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
   const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
   figure::FigureStyle style;
   if (o.row_scale) style.scope = figure::ScaleScope::Row;
+  if (o.decimals) style.decimals = *o.decimals;
   const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
   const core::StageRenderer render =
       svg ? [style](const core::Trace& t, const core::Stage& st) {
@@ -454,6 +463,8 @@ int attnscope_cli_main(int argc, char** argv) {
   export_cmd->add_option("--head", exp.head, "only stages of this head (-1: whole-layer stages)");
   export_cmd->add_flag("--row-scale", exp.row_scale,
                        "svg: colour each row on its own scale (as the app's View menu)");
+  export_cmd->add_option("--decimals", exp.decimals,
+                         "svg: decimals in cells, 1 to 6 (default 4, the book's; as View > Decimals)");
 
   RunOptions code_run;
   auto* code_cmd = app.add_subcommand(

@@ -70,25 +70,31 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   sc.title = h.title;
   sc.range = value_range(h.values, h.kind);
 
-  // Cell size: big enough for "−0.0000" when the matrix is small, else what
-  // keeps the grid near 768 px, never under one pixel.
+  // Cell size: 64 px when the matrix is small, widened to the widest number
+  // at the decimals setting (at most 128 px); else what keeps the grid near
+  // 768 px, never under one pixel.
   const int side = std::max(rows, cols);
-  const float cell =
-      side <= 16 ? 64.0f : std::clamp(768.0f / static_cast<float>(side), 1.0f, 64.0f);
-  const float label_size = std::clamp(cell * 0.6f, 7.0f, 12.0f);
-  const float value_size = std::clamp(cell * 0.19f, 6.5f, 12.0f);
-
-  // Numbers in cells: 4 decimals when the widest fits, else 2, else none.
-  // (Cells under 24 px never hold "0.00": big matrices skip the measuring.)
   const float* v = h.values.data();
-  if (h.show_values && cell >= 24) {
-    float w4 = measure("0.0000", value_size), w2 = measure("0.00", value_size);
-    for (Eigen::Index k = 0; k < h.values.size(); ++k) {
-      w4 = std::max(w4, measure(format_value(v[k], 4, h.unicode), value_size));
-      w2 = std::max(w2, measure(format_value(v[k], 2, h.unicode), value_size));
-    }
-    sc.decimals = decimals_that_fit(cell, cell, w4, w2, value_size);
-  }
+  // The widest number in cells with d decimals (and "0.0..0" at least).
+  auto widest = [&](int d, float size) {
+    float w = measure(format_value(0.0f, d, h.unicode), size);
+    for (Eigen::Index k = 0; k < h.values.size(); ++k)
+      w = std::max(w, measure(format_value(v[k], d, h.unicode), size));
+    return w;
+  };
+  constexpr float kSmallValueSize = 12;  // the numbers' size in cells of 64 px and more
+  float cell = side <= 16 ? 64.0f : std::clamp(768.0f / static_cast<float>(side), 1.0f, 64.0f);
+  if (side <= 16 && h.show_values)
+    cell = std::clamp(cell_for_text(widest(h.decimals, kSmallValueSize)), cell, 128.0f);
+  const float label_size = std::clamp(cell * 0.6f, 7.0f, 12.0f);
+  const float value_size = std::clamp(cell * 0.19f, 6.5f, kSmallValueSize);
+
+  // Numbers in cells: the decimals setting when the widest fits, else as
+  // many as fit, else none. (Cells under 24 px never hold "0.00": big
+  // matrices skip the measuring.)
+  if (h.show_values && cell >= 24)
+    sc.decimals = decimals_that_fit(cell, cell, h.decimals,
+                                    [&](int d) { return widest(d, value_size); }, value_size);
 
   // Labels: every k-th when they would overlap.
   float row_label_w = 0, col_label_w = 0;
@@ -190,7 +196,9 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   const float bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(grid_h, 120.0f);
   sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, kFrame, "colorbar"});
   const float tx = bar_x + bar_w + 5;
-  const auto [hi, lo] = bar_labels(sc.range, h.kind, h.scope, 4, h.unicode);
+  // The bar's numbers with the cells' decimals (a row scale's ends are words).
+  const auto [hi, lo] = bar_labels(sc.range, h.kind, h.scope,
+                                   h.scope == ScaleScope::Row ? kBookDecimals : h.decimals, h.unicode);
   float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
   sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
                       "bar-label max"});

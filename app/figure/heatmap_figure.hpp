@@ -3,7 +3,8 @@
 // the app's off-screen PNG renderer (app/gui/render/figure_renderer.hpp).
 // A figure looks like the app's heatmap: title, axis names, token labels on
 // both axes, cells in the app's colours (figure/scale.hpp), numbers in cells
-// when they are shown on screen and fit (4 decimals, else 2), hatched −∞
+// when they are shown on screen and fit (the decimals setting, else fewer;
+// small matrices get cells as wide as that text needs), hatched −∞
 // cells, and a colour bar with its range (and 0 for diverging scales).
 //
 // Coordinates are logical pixels at scale 1, y down; a painter at scale N
@@ -32,6 +33,7 @@ struct Heatmap {
   ScaleKind kind = ScaleKind::Diverging;
   Palette palette = Palette::Standard;
   bool show_values = true;  // numbers in cells (when they fit), as View > Numbers in cells
+  int decimals = kBookDecimals;  // places in cells (View > Decimals); fewer where they do not fit
   ScaleScope scope = ScaleScope::Matrix;  // Row: as View > Colour each row on its own scale
   bool unicode = true;      // "−∞", "↓", "…"; false: ASCII spellings (fonts without them)
   int rows() const { return static_cast<int>(values.rows()); }

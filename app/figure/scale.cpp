@@ -284,8 +284,31 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
   return short_words ? BarLabels{"max", low} : BarLabels{"row max", low == "0" ? low : "row " + low};
 }
 
+namespace {
+constexpr float kPad = 4.0f;  // px of air on each side of a cell's text
+}  // namespace
+
+float cell_for_text(float text_w) { return text_w + 2 * kPad; }
+
+int decimals_that_fit(float cell_w, float cell_h, int wanted,
+                      const std::function<float(int)>& text_width, float line_h) {
+  if (cell_h < line_h + 2.0f) return 0;
+  for (int d = std::clamp(wanted, kMinDecimals, kMaxDecimals); d >= kMinDecimals; --d)
+    if (cell_w >= cell_for_text(text_width(d))) return d;
+  return 0;
+}
+
+std::string widest_number_text(float lo, float hi, int decimals) {
+  const double a = std::max(std::fabs(static_cast<double>(lo)), std::fabs(static_cast<double>(hi)));
+  int digits = 1;  // before the point
+  for (double p = 10.0; a >= p && digits < 39; p *= 10.0) ++digits;
+  std::string s = lo < 0.0f ? "-" : "";
+  s += std::string(static_cast<std::size_t>(digits), '0');
+  if (decimals > 0) s += "." + std::string(static_cast<std::size_t>(decimals), '0');
+  return s;
+}
+
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h) {
-  constexpr float kPad = 4.0f;  // px of air on each side of the text
   if (cell_h < line_h + 2.0f) return 0;
   if (cell_w >= width_4dp + 2 * kPad) return 4;
   if (cell_w >= width_2dp + 2 * kPad) return 2;

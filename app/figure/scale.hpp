@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,5 +100,19 @@ inline constexpr const char* kRowScopeNote = "each row on its own scale";
 // How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
 // or 0 meaning "print nothing".
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h);
+
+// The decimals setting (View > Decimals, --decimals): from 1 to 6; the
+// book prints 4.
+inline constexpr int kMinDecimals = 1, kMaxDecimals = 6, kBookDecimals = 4;
+// The most decimals, at most `wanted`, whose text fits a cell: `text_width(d)`
+// is the widest number's width with d decimals; 0 when none fits (or the
+// cell is shorter than a line).
+int decimals_that_fit(float cell_w, float cell_h, int wanted,
+                      const std::function<float(int)>& text_width, float line_h);
+// A template of the widest number in [lo, hi] with `decimals` places, for
+// measuring: "-00.0000" for a range reaching -12.5 at 4 decimals.
+std::string widest_number_text(float lo, float hi, int decimals);
+// The side a cell needs to hold `text_w` px of text with air on both sides.
+float cell_for_text(float text_w);
 
 }  // namespace attnscope::figure

@@ -29,6 +29,7 @@ Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
   h.palette = style.palette;
   h.show_values = style.show_values;
   h.scope = style.scope;
+  h.decimals = style.decimals;
   h.unicode = style.unicode;
   return h;
 }

@@ -16,6 +16,7 @@ struct FigureStyle {
   bool show_values = true;
   bool unicode = true;
   ScaleScope scope = ScaleScope::Matrix;  // View > Colour each row on its own scale
+  int decimals = kBookDecimals;           // View > Decimals: places in cells
 };
 
 // "<stage>, head <h> — <variant id> (<book class>)" (no head part for -1).

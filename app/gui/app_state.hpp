@@ -72,6 +72,7 @@ struct CellRef {
 struct ViewState {
   float zoom = 1.0f;  // 1 = fit the area; up to 64
   ImVec2 pan{0, 0};   // px the image is scrolled by (>= 0)
+  int decimals = 0;   // places its cells showed in the last frame (0: no numbers)
 };
 
 // ---------------------------------------------------------------------------
@@ -81,6 +82,7 @@ struct UiState {
   Palette palette = Palette::Standard;
   bool show_values = true;         // numbers in cells when they fit
   bool row_scale = false;          // each heatmap row coloured on its own scale (View menu)
+  int decimals = 4;                // places in cells (View > Decimals, 1..6); the book prints 4
   float ui_scale = 1.0f;           // the user's factor on top of the monitor's
   float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)
   bool fonts_dirty = false;        // main rebuilds the font atlas before the next frame
@@ -96,6 +98,9 @@ struct UiState {
   bool quit_requested = false;
 
   std::string heads_refusal;               // why the last head count was refused ("" when none)
+  std::string typed_refusal;               // why a value typed into a slider was refused ("d_out ...")
+  std::string typing_slider;               // the slider whose Ctrl+click field holds typed text ("" none)
+  double typing_value = 0;                 // ... and the value that text reads as
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::string embedding_refusal;           // why the last typed embedding value was refused

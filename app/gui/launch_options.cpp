@@ -140,6 +140,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
   app.add_flag("--row-scale", o.row_scale,
                "colour each heatmap row on its own scale (View > Colour each row on its own scale)");
+  app.add_option("--decimals", o.decimals,
+                 "decimals in heatmap cells, 1 to 6 (default 4, the book's; View > Decimals)");
   app.add_option("--scale", o.scale,
                  "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
                  "scale (1, 2, 3 or 4)");
@@ -293,6 +295,13 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
                              "' (known: standard, colorblind, warm, greys)");
   }
   if (o.row_scale) state.ui.row_scale = true;
+  if (o.decimals) {
+    if (*o.decimals < figure::kMinDecimals || *o.decimals > figure::kMaxDecimals)
+      throw core::ParseError("--decimals (" + std::to_string(*o.decimals) + ") must be between " +
+                             std::to_string(figure::kMinDecimals) + " and " +
+                             std::to_string(figure::kMaxDecimals));
+    state.ui.decimals = *o.decimals;
+  }
   if (o.scale) {
     if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
       throw core::ParseError("--scale (" + std::to_string(*o.scale) +

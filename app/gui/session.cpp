@@ -48,6 +48,7 @@ json view_of(const AppState& s) {
                 {"show_values", s.ui.show_values},
                 {"row_scale", s.ui.row_scale},
                 {"welcome_dismissed", s.ui.welcome_dismissed},
+                {"decimals", s.ui.decimals},
                 {"ui_scale", s.ui.ui_scale},
                 {"window", {s.ui.window_width, s.ui.window_height}},
                 {"random_tokens", s.ui.random_tokens},
@@ -272,6 +273,8 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       ui.row_scale = u.value("row_scale", false);
       // A session from before the card existed: its learner has used the app.
       ui.welcome_dismissed = u.value("welcome_dismissed", true);
+      ui.decimals = std::clamp(u.value("decimals", figure::kBookDecimals), figure::kMinDecimals,
+                               figure::kMaxDecimals);
       if (scope.preferences) {
         ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
         if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {

@@ -73,6 +73,32 @@ std::string stage_title(const core::Stage& stage) {
   return t;
 }
 
+std::string stage_short_symbol(std::string_view id) {
+  struct Short {
+    std::string_view id, symbol;
+  };
+  static constexpr Short kShort[] = {
+      {"W_query", "W_q"}, {"W_key", "W_k"}, {"W_value", "W_v"}, {"b_query", "b_q"},
+      {"b_key", "b_k"},   {"b_value", "b_v"}, {"W_out", "W_o"},   {"b_out", "b_o"},
+      {"dropout_mask", "keep mask"},
+  };
+  for (const auto& s : kShort)
+    if (s.id == id) return std::string(s.symbol);
+  return stage_symbol(id);
+}
+
+std::vector<std::string> stage_titles(const core::Stage& stage) {
+  const std::string shape = " (" + shape_text(stage.data()) + ")";
+  const std::string head = stage.head >= 0 ? " · head " + std::to_string(stage.head) : "";
+  const std::string h = stage.head >= 0 ? " · h" + std::to_string(stage.head) : "";
+  const std::string symbol = stage_symbol(stage.id), short_symbol = stage_short_symbol(stage.id);
+  std::vector<std::string> out;
+  for (std::string t : {stage_title(stage), symbol + shape + head, symbol + shape + h,
+                        short_symbol + shape + h, short_symbol + h})
+    if (out.empty() || out.back() != t) out.push_back(std::move(t));
+  return out;
+}
+
 namespace {
 
 // "Q (6×2)" for the stage, or "?" when the trace lacks it.

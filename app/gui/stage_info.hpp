@@ -41,6 +41,12 @@ std::string stage_name(std::string_view id);
 std::string stage_symbol(std::string_view id);
 // "weights (6×6)" or "weights (6×6) · head 1".
 std::string stage_title(const core::Stage& stage);
+// The shortest name that still tells stages apart: "W_q", "W_k", "b_v", "Q", "ω".
+std::string stage_short_symbol(std::string_view id);
+// Titles for a heatmap of the stage, widest first, each naming it without
+// ambiguity: "W_query (3×2) · head 0", "W_query (3×2) · h0", "W_q (3×2) · h0",
+// "W_q · h0". A narrow heatmap shows the first that fits.
+std::vector<std::string> stage_titles(const core::Stage& stage);
 
 // Replaces the symbols the built-in ImGui font lacks (−, ∞, √, ᵀ, →, ·, ...)
 // with ASCII spellings; used when DejaVu Sans is not installed.

@@ -233,6 +233,19 @@ def test_svg_row_scale(tmp):
         assert "row max" not in f.read()
 
 
+def test_svg_decimals(tmp):
+    """Cells print the book's 4 decimals by default; --decimals changes it."""
+    args = ["--variant", "causal", "--eval", "--stage", "weights"]
+    four = export(fresh_dir(tmp, "dec-4"), "svg", *args)
+    two = export(fresh_dir(tmp, "dec-2"), "svg", *args, "--decimals", "2")
+    def values(path):
+        root = ET.parse(path).getroot()
+        return [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")
+                if t.get("class") == "value"]
+    assert values(four[0])[0] == "1.0000", values(four[0])[:3]
+    assert values(two[0])[0] == "1.00", values(two[0])[:3]
+
+
 def read_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.reader(f))
@@ -628,6 +641,10 @@ def test_export_usage_errors(tmp):
     assert os.listdir(out) == []
     expect_error(["export", "--format", "csv", "--out", out, "--row-scale"],
                  ["--row-scale", "--format svg"])
+    expect_error(["export", "--format", "csv", "--out", out, "--decimals", "2"],
+                 ["--decimals", "--format svg"])
+    expect_error(["export", "--format", "svg", "--out", out, "--decimals", "7"],
+                 "--decimals (7) must be between 1 and 6")
     assert os.listdir(out) == []
     help_text, _ = run("export", "--help")
     for flag in ("--format", "--out", "--stage", "--head", "--embeddings", "--weights", "--row-scale"):
@@ -637,6 +654,7 @@ def test_export_usage_errors(tmp):
 
 
 TESTS = [test_npy_equals_trace_json, test_svg_has_cells_and_token_labels, test_svg_row_scale,
+         test_svg_decimals,
          test_csv_round_trip,
          test_json_round_trip, test_stage_and_head_selection, test_naming_never_overwrites,
          test_sanitized_names, test_weights_files, test_explicit_weights_match_pytorch,

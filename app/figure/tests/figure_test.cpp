@@ -375,6 +375,35 @@ TEST(RowScope, TheColourBarSaysRowsNotNumbers) {
   EXPECT_EQ(heatmap_svg(h).find("row max"), std::string::npos);
 }
 
+// The book prints 4 decimals (0.1921, 0.9995); a figure does too by
+// default, follows the decimals setting, and widens a small matrix's cells
+// to the text rather than printing fewer places.
+TEST(Layout, NumbersInCellsFollowTheDecimalsSettingAndSmallCellsFitTheText) {
+  Heatmap h = small();
+  h.values = mat(2, 3, {0.19211f, -0.9995f, 0.5f, 2, 3, 0.25f});
+  auto values = [](const Scene& sc) {
+    std::vector<std::string> out;
+    for (const TextItem& t : sc.texts)
+      if (t.role == "value") out.push_back(t.text);
+    return out;
+  };
+  EXPECT_EQ(h.decimals, 4);
+  Scene sc = layout_heatmap(h);
+  EXPECT_EQ(sc.decimals, 4);
+  EXPECT_EQ(values(sc).front(), "0.1921");
+  EXPECT_EQ(values(sc)[1], "-0.9995");
+  h.decimals = 2;
+  sc = layout_heatmap(h);
+  EXPECT_EQ(values(sc).front(), "0.19");
+  EXPECT_EQ(sc.grid.cell, 64.0f);
+  h.decimals = 6;
+  sc = layout_heatmap(h);
+  EXPECT_EQ(sc.decimals, 6);
+  EXPECT_EQ(values(sc).front(), "0.192110");
+  EXPECT_GT(sc.grid.cell, 64.0f) << "widened to the text";
+  EXPECT_GE(sc.grid.cell, estimate_text_width("-0.999500", 12) + 8);
+}
+
 TEST(Layout, LongColumnLabelsAreRotatedAndShortOnesAreNot) {
   Heatmap h = small();
   EXPECT_EQ(layout_heatmap(h).texts[0].role, "title");
@@ -387,6 +416,17 @@ TEST(Layout, LongColumnLabelsAreRotatedAndShortOnesAreNot) {
   for (float a : col_angles(layout_heatmap(h))) EXPECT_EQ(a, 0.0f);
   h.col_labels = {"a very long token", "b", "c"};
   for (float a : col_angles(layout_heatmap(h))) EXPECT_NE(a, 0.0f);
+}
+
+TEST(DecimalsThatFit, TakeTheSettingOrTheMostThatFit) {
+  auto width = [](int d) { return 10.0f * static_cast<float>(d + 2); };  // "0." + d digits
+  EXPECT_EQ(decimals_that_fit(68, 68, 4, width, 17), 4);
+  EXPECT_EQ(decimals_that_fit(60, 60, 4, width, 17), 3);
+  EXPECT_EQ(decimals_that_fit(200, 200, 2, width, 17), 2);
+  EXPECT_EQ(decimals_that_fit(30, 30, 4, width, 17), 0);
+  EXPECT_EQ(decimals_that_fit(200, 12, 4, width, 17), 0);  // shorter than a line
+  EXPECT_EQ(widest_number_text(-12.5f, 3.0f, 4), "-00.0000");
+  EXPECT_EQ(widest_number_text(0.0f, 1.0f, 2), "0.00");
 }
 
 TEST(StageHeatmap, UsesTokensAndTheSequentialScaleForWeights) {

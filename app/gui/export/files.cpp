@@ -55,7 +55,8 @@ void remember_folder(AppState& state, const fs::path& folder) {
 
 figure::FigureStyle figure_style(const AppState& state) {
   return figure::FigureStyle{state.ui.palette, state.ui.show_values, state.ui.unicode,
-                             state.ui.row_scale ? figure::ScaleScope::Row : figure::ScaleScope::Matrix};
+                             state.ui.row_scale ? figure::ScaleScope::Row : figure::ScaleScope::Matrix,
+                             state.ui.decimals};
 }
 
 void notify(AppState& state, std::string message, std::string path, bool error) {

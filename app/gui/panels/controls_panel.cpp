@@ -1,8 +1,11 @@
 // controls_panel.cpp: the model's knobs. Every edit goes to state.config and
 // marks the state dirty; the frame's recompute point does the rest.
+#include <cstdio>
 #include <random>
 #include <string>
+#include <string_view>
 
+#include "imgui_internal.h"  // TempInputIsActive: is a slider's Ctrl+click text field open
 #include "panels/panels.hpp"
 
 namespace attnscope::gui {
@@ -48,6 +51,74 @@ std::string divisors_text(int n) {
   return s;
 }
 
+// How a slider was edited this frame.
+enum class SliderEdit {
+  None,     // not at all, or its Ctrl+click text field is still being typed in
+  Dragged,  // dragged or clicked: applies at once
+  Typed,    // a typed value, confirmed with Enter or by leaving the field
+};
+
+// A slider whose typed value (Ctrl+click) counts only once it is confirmed.
+// ImGui 1.86 writes the text into the value on every keystroke, so typing
+// 5000 would run d_out = 5, 50 and 500 on the way; here `value` is left
+// alone until Enter (or focus loss), while dragging still applies at once.
+// Escape puts the old value back and changes nothing.
+// A click on a widget drawn before the slider in the same frame (the menu
+// bar, the variant list) takes the focus before the field can apply its
+// text: the value it last read is kept in UiState and applied then.
+template <class T, class Draw>
+SliderEdit edit_slider(UiState& ui, const char* label, T& value, Draw draw) {
+  const bool was_typing = ImGui::TempInputIsActive(ImGui::GetID(label));
+  if (!was_typing && ui.typing_slider == label) {  // the focus went elsewhere first
+    ui.typing_slider.clear();
+    const T typed = static_cast<T>(ui.typing_value);
+    draw(label, &value);  // drawn, but the typed value wins
+    if (typed == value) return SliderEdit::None;
+    value = typed;
+    return SliderEdit::Typed;
+  }
+  T shown = value;  // the text field keeps its own text while it is open
+  const bool changed = draw(label, &shown);
+  if (ImGui::TempInputIsActive(ImGui::GetItemID())) {
+    ui.typing_slider = label;
+    ui.typing_value = static_cast<double>(shown);
+    return SliderEdit::None;
+  }
+  if (ui.typing_slider == label) ui.typing_slider.clear();  // applied, or Esc
+  if (!changed || shown == value) return SliderEdit::None;
+  value = shown;
+  return was_typing ? SliderEdit::Typed : SliderEdit::Dragged;
+}
+
+// A typed value is checked before it goes in: one the model cannot run
+// with (d_out 5000) is refused, so the previous value and run stay on
+// screen and the panel says why under the control. Returns true when
+// `trial` may replace the config.
+bool accept_typed(AppState& state, const core::Config& trial, std::string_view field,
+                  const std::string& old_value) {
+  const std::string problem = core::validate(trial, state.inputs);
+  if (problem.starts_with(field)) {
+    state.ui.typed_refusal = problem + ": the typed value was not applied, " + std::string(field) +
+                             " stays " + old_value + ".";
+    return false;
+  }
+  state.ui.typed_refusal.clear();
+  return true;
+}
+
+void refusal_line(const AppState& state, std::string_view field) {
+  if (!state.ui.typed_refusal.starts_with(field)) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.3f, 1.0f));
+  text_wrapped(state, state.ui.typed_refusal);
+  ImGui::PopStyleColor();
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 void draw_controls_panel(AppState& state) {
@@ -81,6 +152,7 @@ void draw_controls_panel(AppState& state) {
         c.num_heads = core::heads_after_switch(c.variant, v, c.num_heads, c.d_out);
         c.variant = v;
         state.ui.heads_refusal.clear();
+        state.ui.typed_refusal.clear();
         state.mark_dirty();
       }
     }
@@ -96,19 +168,39 @@ void draw_controls_panel(AppState& state) {
   const bool split = c.variant == core::Variant::Multihead;
 
   ImGui::BeginDisabled(!weights);
-  if (ImGui::SliderInt("d_out", &c.d_out, 1, 16, "%d", ImGuiSliderFlags_None)) {
-    state.ui.heads_refusal.clear();
-    state.mark_dirty();
+  int d_out = c.d_out;
+  const SliderEdit d_edit = edit_slider(state.ui, "d_out", d_out, [](const char* l, int* v) {
+    return ImGui::SliderInt(l, v, 1, 16, "%d", ImGuiSliderFlags_None);
+  });
+  if (d_edit != SliderEdit::None) {
+    core::Config trial = c;
+    trial.d_out = d_out;
+    if (d_edit == SliderEdit::Dragged ||
+        accept_typed(state, trial, "d_out", std::to_string(c.d_out))) {
+      c.d_out = d_out;
+      state.ui.heads_refusal.clear();
+      state.ui.typed_refusal.clear();
+      state.mark_dirty();
+    }
   }
   if (!weights && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("Simplified self-attention has no weights: its output keeps d_in columns.");
   ImGui::EndDisabled();
+  refusal_line(state, "d_out");
   error_line(state, "d_out");
 
   ImGui::BeginDisabled(!heads);
   int h = c.num_heads;
   const int max_heads = split ? std::clamp(c.d_out, 1, 16) : 8;
-  if (ImGui::SliderInt("heads", &h, 1, std::max(max_heads, 2), "%d") && h != c.num_heads) {
+  const SliderEdit h_edit = edit_slider(state.ui, "heads", h, [&](const char* l, int* v) {
+    return ImGui::SliderInt(l, v, 1, std::max(max_heads, 2), "%d");
+  });
+  core::Config h_trial = c;
+  h_trial.num_heads = h;
+  if (h_edit == SliderEdit::Typed &&
+      !accept_typed(state, h_trial, "num_heads", std::to_string(c.num_heads))) {
+    // refused: out of range; the message is under the slider
+  } else if (h_edit != SliderEdit::None) {
     if (split && h > 0 && c.d_out % h != 0) {
       // Refuse: each head must own d_out / num_heads whole columns.
       state.ui.heads_refusal = std::to_string(h) +
@@ -118,6 +210,7 @@ void draw_controls_panel(AppState& state) {
     } else {
       c.num_heads = h;
       state.ui.heads_refusal.clear();
+      state.ui.typed_refusal.clear();
       state.mark_dirty();
     }
   }
@@ -129,6 +222,7 @@ void draw_controls_panel(AppState& state) {
     text_wrapped(state, state.ui.heads_refusal);
     ImGui::PopStyleColor();
   }
+  refusal_line(state, "num_heads");
   error_line(state, "num_heads");
   if (split && c.num_heads > 0 && c.d_out % c.num_heads == 0)
     ImGui::TextDisabled("head_dim = d_out / heads = %d", c.d_out / c.num_heads);
@@ -136,12 +230,25 @@ void draw_controls_panel(AppState& state) {
     ImGui::TextDisabled("output width = heads x d_out = %d", c.num_heads * c.d_out);
 
   ImGui::BeginDisabled(!causal);
-  const double lo = 0.0, hi = 1.0;
-  if (ImGui::SliderScalar("dropout", ImGuiDataType_Double, &c.dropout, &lo, &hi, "%.2f"))
-    state.mark_dirty();
+  double p = c.dropout;
+  const SliderEdit p_edit = edit_slider(state.ui, "dropout", p, [](const char* l, double* v) {
+    const double lo = 0.0, hi = 1.0;
+    return ImGui::SliderScalar(l, ImGuiDataType_Double, v, &lo, &hi, "%.2f");
+  });
+  if (p_edit != SliderEdit::None) {
+    core::Config trial = c;
+    trial.dropout = p;
+    if (p_edit == SliderEdit::Dragged ||
+        accept_typed(state, trial, "dropout", number_text(c.dropout))) {
+      c.dropout = p;
+      state.ui.typed_refusal.clear();
+      state.mark_dirty();
+    }
+  }
   if (!causal && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("Dropout on the weights arrives with CausalAttention.");
   ImGui::EndDisabled();
+  refusal_line(state, "dropout");
   error_line(state, "dropout");
 
   ImGui::BeginDisabled(!causal);

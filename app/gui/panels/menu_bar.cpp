@@ -24,9 +24,10 @@ constexpr Shortcut kShortcuts[] = {
     {"R", "colour each row on its own scale, or the whole matrix on one"},
     {"N or Enter / P or Backspace", "walkthrough: next / previous step"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
+    {"Shift+wheel", "scroll a heatmap sideways (a wide matrix)"},
     {"Drag", "pan a zoomed heatmap"},
     {"Double-click", "fit the heatmap again"},
-    {"Ctrl+click a slider", "type an exact value"},
+    {"Ctrl+click a slider", "type an exact value; Enter applies it, Esc cancels"},
     {"Right-click a heatmap", "export it (PNG, SVG, CSV, NPY, JSON, torch.tensor)"},
     {"F12", "screenshot of the window into the export folder"},
     {"Ctrl+Q", "quit (the session is saved)"},
@@ -64,6 +65,15 @@ void draw_menu_bar(AppState& state) {
       ImGui::EndMenu();
     }
     ImGui::MenuItem("Numbers in cells", nullptr, &state.ui.show_values);
+    if (ImGui::BeginMenu("Decimals")) {
+      for (int d = figure::kMinDecimals; d <= figure::kMaxDecimals; ++d) {
+        const std::string label =
+            std::to_string(d) + (d == figure::kBookDecimals ? "  (the book's)" : "");
+        if (ImGui::MenuItem(label.c_str(), nullptr, state.ui.decimals == d)) state.ui.decimals = d;
+      }
+      ImGui::TextDisabled("where the cells are too small: fewer");
+      ImGui::EndMenu();
+    }
     ImGui::MenuItem("Colour each row on its own scale", "R", &state.ui.row_scale);
     if (ImGui::BeginMenu("UI scale")) {
       for (float s : {0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f}) {

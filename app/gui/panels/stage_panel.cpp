@@ -145,13 +145,31 @@ void draw_one(AppState& state, const core::Stage& s, const std::string& slot, Im
 }
 
 // How big the cells of the worst-off matrix get when each sits in a box of
-// w × h (the widget's labels, title and colour bar take roughly this much).
+// w × h (the widget's labels, title and colour bar take roughly this much;
+// the bar goes beside the cells or under them, wherever they get bigger).
 float cell_in_box(const core::Stage& s, float w, float h) {
   const float px = ImGui::GetFontSize() / 17.0f;
   const float line = ImGui::GetTextLineHeight();
-  const float cw = (w - 75 * px) / static_cast<float>(s.data().cols());
-  const float ch = (h - 4 * line - 30 * px) / static_cast<float>(s.data().rows());
-  return std::min({cw, ch, 110.0f * px});
+  const auto cols = static_cast<float>(s.data().cols()), rows = static_cast<float>(s.data().rows());
+  const float beside =
+      std::min((w - 75 * px) / cols, (h - 4 * line - 30 * px) / rows);
+  const float below =
+      std::min((w - 70 * px) / cols, (h - 5 * line - 50 * px) / rows);
+  return std::min(std::max(beside, below), 110.0f * px);
+}
+
+// The cell side the numbers of the step's small matrices need at the
+// decimals setting (0 when numbers are off or every matrix is large): the
+// layout gives the outputs that much first, so that they read like the book.
+float text_cell(const AppState& state, const std::vector<const core::Stage*>& ms) {
+  if (!state.ui.show_values) return 0;
+  float need = 0;
+  for (const core::Stage* m : ms) {
+    if (m->data().rows() > 32 || m->data().cols() > 32) continue;
+    const ValueRange range = value_range(m->data(), scale_kind_for(m->id));
+    need = std::max(need, cell_for_text(number_width(state, range)(state.ui.decimals)));
+  }
+  return need;
 }
 
 // A grid of equal boxes for `ms` in w × h: the column count that gives the
@@ -200,13 +218,18 @@ void draw_matrices(AppState& state) {
   // cells stay at least two thirds as big.
   float in_w = 0;
   Grid in_grid, out_grid = best_grid(mats.outputs, avail.x, avail.y, gap);
+  // Small outputs first get cells that hold their numbers at the decimals
+  // setting (View > Decimals), when some split gives them that.
+  const float need = text_cell(state, mats.outputs);
   if (!mats.inputs.empty()) {
     float best = -1e9f;
-    for (float f : {0.25f, 0.3f, 0.35f, 0.4f, 0.45f, 0.5f}) {
+    for (float f : {0.2f, 0.25f, 0.3f, 0.35f, 0.4f, 0.45f, 0.5f}) {
       const float w_in = avail.x * f;
       const Grid gi = best_grid(mats.inputs, w_in, avail.y, gap);
       const Grid go = best_grid(mats.outputs, avail.x - w_in - gap, avail.y, gap);
-      const float score = std::min(go.cell, gi.cell * 1.5f);
+      const float readable = need > 0 && go.cell >= need ? 1e6f : 0.0f;
+      if (f < 0.25f && readable == 0.0f) continue;  // the inputs' fifth only for readable outputs
+      const float score = readable + std::min(go.cell, gi.cell * 1.5f);
       if (score > best + 0.5f) {
         best = score;
         in_w = w_in;

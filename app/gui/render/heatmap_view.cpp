@@ -74,7 +74,7 @@ struct ColourBarPlace {
 // The colormap as a gradient with the range's ends (and 0 for diverging
 // scales), plus a hatched "−∞" swatch when the matrix has masked cells.
 void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, const ValueRange& range,
-                     ScaleKind kind, ScaleScope scope, bool uni, float px) {
+                     ScaleKind kind, ScaleScope scope, int decimals, bool uni, float px) {
   const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
   const float line_h = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
@@ -99,10 +99,11 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
                                   : ImVec2(p.at.x + thick, p.at.y + p.length);
   dl->AddRect(p.at, end, dim_col);
   // Each row on its own scale: the ends are words ("row max"), not numbers.
-  auto [hi, lo] = bar_labels(range, kind, scope, 4, uni);
+  // Numbers with the cells' decimals setting; a row scale's ends are words.
+  auto [hi, lo] = bar_labels(range, kind, scope, scope == ScaleScope::Row ? 4 : decimals, uni);
   if (p.horizontal &&  // a short bar: fewer decimals (or words) rather than overlapping labels
       ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    const BarLabels shorter = bar_labels(range, kind, scope, 2, uni);
+    const BarLabels shorter = bar_labels(range, kind, scope, std::min(2, decimals), uni);
     lo = shorter.lo;
     hi = shorter.hi;
   }
@@ -166,6 +167,40 @@ std::string fit_text(const std::string& text, float max_width, bool unicode) {
   return {};
 }
 
+std::function<float(int)> number_width(const AppState& state, const ValueRange& range) {
+  ImFont* font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
+  return [font, range](int d) {
+    const std::string widest = widest_number_text(range.data_min, range.data_max, d);
+    return font->CalcTextSizeA(font->FontSize, 1e9f, 0, widest.c_str()).x;
+  };
+}
+
+float line_h_mono(const AppState& state) {
+  return state.ui.font_mono ? state.ui.font_mono->FontSize : ImGui::GetFontSize();
+}
+
+std::vector<std::string> heatmap_titles(const HeatmapSpec& spec) {
+  if (spec.title.empty()) return stage_titles(*spec.stage);
+  // A caller's title: then without its parenthesis ("keep mask (1 kept, 0
+  // dropped)" -> "keep mask"), or what comes before a colon.
+  std::vector<std::string> out{spec.title};
+  for (const char* cut : {" (", ": "}) {
+    const auto at = out.back().find(cut);
+    if (at != std::string::npos && at > 0) out.push_back(out.back().substr(0, at));
+  }
+  return out;
+}
+
+std::string pick_title(const std::vector<std::string>& candidates, float max_width, bool unicode) {
+  if (candidates.empty()) return {};
+  for (const std::string& c : candidates) {
+    const std::string t = unicode ? c : ascii_fallback(c);
+    if (ImGui::CalcTextSize(t.c_str()).x <= max_width) return t;
+  }
+  const std::string last = unicode ? candidates.back() : ascii_fallback(candidates.back());
+  return fit_text(last, max_width, unicode);
+}
+
 ImU32 head_color(int head, float alpha) {
   // Distinct hues that read on dark backgrounds and against the colormaps.
   static constexpr ImU32 kColors[] = {
@@ -209,24 +244,35 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // stages take their head's colour, the same everywhere on screen.
   // Full heatmaps have an Export button at the title's right end (tiles: right-click only).
   const char* kExport = "Export";
-  const float export_w =
+  const std::vector<std::string> titles = heatmap_titles(spec);
+  float export_w =
       compact ? 0.0f : ImGui::CalcTextSize(kExport).x + ImGui::GetStyle().FramePadding.x * 2;
-  const float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
-  std::string title = spec.title.empty() ? stage_title(st) : spec.title;
-  if (spec.title.empty() && ImGui::CalcTextSize(title.c_str()).x > title_w) {
-    title = stage_symbol(st.id) + " (" + shape_text(st.data()) + ")";
-    if (st.head >= 0) title += " · head " + std::to_string(st.head);
+  float title_w = size.x - 4 - (compact ? 0.0f : export_w + 6 * px) - spec.title_reserve;
+  const std::string& shortest = uni ? titles.back() : ascii_fallback(titles.back());
+  if (export_w > 0 && ImGui::CalcTextSize(shortest.c_str()).x > title_w) {
+    // Too narrow for even the shortest title beside the button: the title
+    // wins (the right-click menu still exports).
+    title_w += export_w + 6 * px;
+    export_w = 0;
   }
-  if (!uni) title = ascii_fallback(title);
+  // Narrow boxes shorten the title by rule (W_query -> W_q, head 0 -> h0,
+  // then without the shape), never to an ambiguous "W…"; the tooltip on the
+  // title always gives the full name and shape.
+  const std::string shown_title = pick_title(titles, title_w, uni);
   dl->PushClipRect(box_min, box_max, true);
-  const std::string shown_title = fit_text(title, title_w, uni);
   dl->AddText(ImVec2(box_min.x + 2, box_min.y), st.head >= 0 ? head_color(st.head) : text_col,
               shown_title.c_str());
   res.title_end =
       ImVec2(box_min.x + 2 + ImGui::CalcTextSize(shown_title.c_str()).x + 6 * px, box_min.y);
   dl->PopClipRect();
+  if (ImGui::IsWindowHovered() &&
+      ImGui::IsMouseHoveringRect(box_min, ImVec2(box_min.x + std::max(title_w, 8.0f),
+                                                 box_min.y + line_h))) {
+    std::string full = spec.title.empty() ? stage_title(st) : spec.title + "\n" + stage_title(st);
+    ImGui::SetTooltip("%s", (uni ? full : ascii_fallback(full)).c_str());
+  }
   ImGui::PushID(spec.slot.c_str());
-  if (!compact && size.x > export_w + 40) {
+  if (export_w > 0 && size.x > export_w + 40) {
     ImGui::SetCursorScreenPos(ImVec2(box_max.x - export_w, box_min.y));
     if (ImGui::SmallButton(kExport)) ImGui::OpenPopup("##export_menu");
     if (ImGui::IsItemHovered())
@@ -251,6 +297,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   const HeatmapTexture tex =
       state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side, scope);
 
+  constexpr float kMinCell = 8.0f;  // px (at UI scale 1) a wide matrix's cells keep
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
   bool bar_below = false;
@@ -264,20 +311,32 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     col_label_w = std::min(col_label_w, max_label);
     left = row_label_w + 8 * px;
     top = line_h + 2 * px;
-    bar_below = size.x < 330.0f * px;  // narrow boxes keep their width for cells
-    if (bar_below) {
-      right = 4 * px;
-    } else {  // room for "-00.0000", or for the words of a row scale
-      float label_w = ImGui::CalcTextSize("-00.0000").x;
-      if (scope == ScaleScope::Row) {
-        const BarLabels words = bar_labels(tex.range, kind, scope, 4, uni);
-        label_w = std::max({label_w, ImGui::CalcTextSize(words.hi.c_str()).x,
-                            ImGui::CalcTextSize(words.lo.c_str()).x});
-      }
-      right = 14 * px + 8 * px + label_w + 4 * px;
+    // The colour bar beside the cells needs room for "-00.0000" (at 4 decimals; or the
+    // words of a row scale); under them, a few lines. It goes where the
+    // cells get bigger: under them in narrow boxes and in boxes whose
+    // width limits the cells (with room to spare below).
+    float label_w =
+        ImGui::CalcTextSize(widest_number_text(-10.0f, 10.0f, state.ui.decimals).c_str()).x;
+    if (scope == ScaleScope::Row) {
+      const BarLabels words = bar_labels(tex.range, kind, scope, 4, uni);
+      label_w = std::max({label_w, ImGui::CalcTextSize(words.hi.c_str()).x,
+                          ImGui::CalcTextSize(words.lo.c_str()).x});
     }
-    bottom = spec.bands.empty() ? 0 : line_h + 4 * px;
-    if (bar_below) bottom += 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+    const float right_beside = 14 * px + 8 * px + label_w + 4 * px, right_below = 4 * px;
+    const float bands_h = spec.bands.empty() ? 0 : line_h + 4 * px;
+    const float below_h = 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+    const float body_h = box_max.y - body_top - top - bands_h;
+    // The cells each place leaves (a wide matrix keeps kMinCell-high cells
+    // and scrolls, so for it the height counts).
+    auto cells_with = [&](float right_w, float bottom_h) {
+      const float h = (body_h - bottom_h) / static_cast<float>(rows);
+      const float fit_cells = std::min((size.x - left - right_w) / static_cast<float>(cols), h);
+      return std::max(fit_cells, std::min(kMinCell * px, h));
+    };
+    const float below = cells_with(right_below, below_h), beside = cells_with(right_beside, 0.0f);
+    bar_below = size.x < 330.0f * px ? below >= beside : below > 1.05f * beside;
+    right = bar_below ? right_below : right_beside;
+    bottom = bands_h + (bar_below ? below_h : 0.0f);
   }
   const ImVec2 area_min(box_min.x + left, body_top + top);
   const ImVec2 area_max(box_max.x - right, box_max.y - bottom);
@@ -288,8 +347,15 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   ViewState& view = state.ui.views[spec.slot];
   if (compact) view = ViewState{};
   const float max_cell = (compact ? 48.0f : 110.0f) * px;
-  const float fit =
+  // Zoom 1 fits the whole matrix, except that a wide one (T x 1000 at
+  // d_out 1000) would shrink to a line of sub-pixel cells: its cells stay
+  // at least kMinCell high (as far as the box's height allows) and the rest
+  // of it scrolls (drag, Shift+wheel; a scroll bar shows where you are).
+  const float fit_all =
       std::min({area_w / static_cast<float>(cols), area_h / static_cast<float>(rows), max_cell});
+  const float fit =
+      compact ? fit_all
+              : std::max(fit_all, std::min(kMinCell * px, area_h / static_cast<float>(rows)));
   const float max_zoom = std::max(8.0f, 200.0f * px / fit);
   view.zoom = std::clamp(view.zoom, 1.0f, max_zoom);
 
@@ -309,7 +375,11 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   ImGui::PopID();
   res.hovered = hovered;
 
-  if (!compact && hovered && io.MouseWheel != 0.0f) {
+  // Shift+wheel (or a horizontal wheel) scrolls sideways instead of zooming.
+  const float wheel_x = io.MouseWheelH != 0.0f ? io.MouseWheelH : io.KeyShift ? io.MouseWheel : 0.0f;
+  if (!compact && hovered && wheel_x != 0.0f) {
+    view.pan.x -= wheel_x * 5.0f * fit * view.zoom;
+  } else if (!compact && hovered && io.MouseWheel != 0.0f) {
     const float old_cell = fit * view.zoom;
     view.zoom = std::clamp(view.zoom * (io.MouseWheel > 0 ? 1.25f : 0.8f), 1.0f, max_zoom);
     const float new_cell = fit * view.zoom;
@@ -324,9 +394,13 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (!compact && hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view = ViewState{};
 
-  const float cell = fit * view.zoom;
+  const float cell = fit * view.zoom;  // a cell's width (and height, except in tiles)
+  // A tile cannot scroll: a wide matrix's rows are stretched to at least
+  // kMinCell instead (cells taller than wide), so that it never shrinks to a line.
+  const float cell_h =
+      compact ? std::max(cell, std::min(kMinCell * px, area_h / static_cast<float>(rows))) : cell;
   const float img_w = cell * static_cast<float>(cols);
-  const float img_h = cell * static_cast<float>(rows);
+  const float img_h = cell_h * static_cast<float>(rows);
   view.pan.x = std::clamp(view.pan.x, 0.0f, std::max(0.0f, img_w - area_w));
   view.pan.y = std::clamp(view.pan.y, 0.0f, std::max(0.0f, img_h - area_h));
   const ImVec2 origin(area_min.x - view.pan.x, area_min.y - view.pan.y);
@@ -336,7 +410,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   int hover_r = -1, hover_c = -1;
   if (hovered && io.MousePos.x < img_max.x && io.MousePos.y < img_max.y) {
     hover_c = std::clamp(static_cast<int>((io.MousePos.x - origin.x) / cell), 0, cols - 1);
-    hover_r = std::clamp(static_cast<int>((io.MousePos.y - origin.y) / cell), 0, rows - 1);
+    hover_r = std::clamp(static_cast<int>((io.MousePos.y - origin.y) / cell_h), 0, rows - 1);
   }
   const float drag_limit = io.MouseDragThreshold * io.MouseDragThreshold;
   if (released_here && io.MouseDragMaxDistanceSqr[0] < drag_limit && hover_r >= 0) {
@@ -351,7 +425,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // -------------------------------------------------------------------------
   // 4. Drawing
 
-  const CellSpan rs = visible_cells(origin.y, cell, area_min.y, vis_max.y, rows);
+  const CellSpan rs = visible_cells(origin.y, cell_h, area_min.y, vis_max.y, rows);
   const CellSpan cs = visible_cells(origin.x, cell, area_min.x, vis_max.x, cols);
   dl->PushClipRect(area_min, area_max, true);
   if (tex.ready) {
@@ -366,9 +440,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
 
   auto cell_min = [&](int r, int c) {
-    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell);
+    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell_h);
   };
-  if (tex.range.neg_inf > 0 && cell >= 6.0f) {
+  if (tex.range.neg_inf > 0 && cell >= 6.0f && cell_h == cell) {
     const float spacing = std::max(4.0f, std::min(9.0f * px, cell / 2));
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c)
@@ -382,17 +456,19 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
       dl->AddLine(cell_min(rs.first, c), ImVec2(origin.x + static_cast<float>(c) * cell, vis_max.y),
                   grid);
     for (int r = rs.first + 1; r < rs.last; ++r)
-      dl->AddLine(cell_min(r, cs.first), ImVec2(vis_max.x, origin.y + static_cast<float>(r) * cell),
+      dl->AddLine(cell_min(r, cs.first), ImVec2(vis_max.x, origin.y + static_cast<float>(r) * cell_h),
                   grid);
   }
 
+  // Numbers: the decimals setting (View > Decimals) where the widest fits,
+  // else as many as fit.
+  const int decimals = state.ui.show_values && tex.has_range
+                           ? decimals_that_fit(cell, cell_h, state.ui.decimals,
+                                               number_width(state, tex.range), line_h_mono(state))
+                           : 0;
   ImFont* num_font = state.ui.font_mono ? state.ui.font_mono : ImGui::GetFont();
   const float num_size = num_font->FontSize;
-  const bool negatives = tex.range.data_min < 0.0f;  // a "-" needs one more character
-  const float w4 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.0000" : "0.0000").x;
-  const float w2 = num_font->CalcTextSizeA(num_size, 1e9f, 0, negatives ? "-0.00" : "0.00").x;
-  const int decimals =
-      state.ui.show_values && tex.has_range ? decimals_that_fit(cell, cell, w4, w2, num_size) : 0;
+  view.decimals = decimals;
   if (decimals > 0) {
     for (int r = rs.first; r < rs.last; ++r) {
       // The scale this row's cells are coloured on: the text must read on them.
@@ -403,7 +479,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
         const ImVec2 ts = num_font->CalcTextSizeA(num_size, 1e9f, 0, s.c_str());
         const ImVec2 p = cell_min(r, c);
         const Rgba8 bg = std::isinf(v) ? masked_fill(map) : cell_color(v, cells, map);
-        const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell - ts.y) * 0.5f);
+        const ImVec2 at(p.x + (cell - ts.x) * 0.5f, p.y + (cell_h - ts.y) * 0.5f);
         if (std::isinf(v))  // a dark plate keeps "−∞" readable over the hatching
           dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + ts.x + 3, at.y + ts.y),
                             to_u32(masked_fill(map)), 3.0f);
@@ -419,7 +495,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (spec.mark_row >= 0 && spec.mark_row < rows)
     dl->AddRect(cell_min(spec.mark_row, 0),
-                ImVec2(img_max.x, origin.y + static_cast<float>(spec.mark_row + 1) * cell),
+                ImVec2(img_max.x, origin.y + static_cast<float>(spec.mark_row + 1) * cell_h),
                 IM_COL32(255, 225, 90, 230), 0.0f, 0, 2.0f * px);
   if (spec.mark_col >= 0 && spec.mark_col < cols)
     dl->AddRect(cell_min(0, spec.mark_col),
@@ -429,7 +505,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const ImVec2 a = cell_min(spec.pin_row, spec.pin_col);
     const float t = std::max(2.0f, 2.5f * px);
     const float g = std::max(cell, 5.0f);  // tiny cells get a visible ring
-    const ImVec2 c(a.x + cell * 0.5f, a.y + cell * 0.5f);
+    const ImVec2 c(a.x + cell * 0.5f, a.y + cell_h * 0.5f);
     dl->AddRect(ImVec2(c.x - g * 0.5f - t, c.y - g * 0.5f - t),
                 ImVec2(c.x + g * 0.5f + t, c.y + g * 0.5f + t), IM_COL32(0, 0, 0, 255), 0.0f, 0,
                 t + 2);
@@ -439,9 +515,26 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   }
   if (hover_r >= 0 && cell >= 4.0f) {
     const ImVec2 a = cell_min(hover_r, hover_c);
-    dl->AddRect(a, ImVec2(a.x + cell, a.y + cell), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
+    dl->AddRect(a, ImVec2(a.x + cell, a.y + cell_h), IM_COL32(255, 255, 255, 160), 0.0f, 0, 1.5f);
+  }
+  // Scroll bars when the matrix is bigger than its box: where the view is.
+  const float bar = 4.0f * px;
+  const ImU32 track = IM_COL32(0, 0, 0, 110), thumb = IM_COL32(255, 255, 255, 170);
+  if (img_w > area_w + 0.5f) {
+    const float y = vis_max.y - bar;
+    const float x0 = area_min.x + view.pan.x / img_w * area_w;
+    dl->AddRectFilled(ImVec2(area_min.x, y), ImVec2(vis_max.x, vis_max.y), track);
+    dl->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + area_w * area_w / img_w, vis_max.y), thumb, bar);
+  }
+  if (img_h > area_h + 0.5f) {
+    const float x = vis_max.x - bar;
+    const float y0 = area_min.y + view.pan.y / img_h * area_h;
+    dl->AddRectFilled(ImVec2(x, area_min.y), ImVec2(vis_max.x, vis_max.y), track);
+    dl->AddRectFilled(ImVec2(x, y0), ImVec2(vis_max.x, y0 + area_h * area_h / img_h), thumb, bar);
   }
   dl->PopClipRect();
+  res.cells_min = area_min;
+  res.cells_max = vis_max;
   if (spec.focused)
     dl->AddRect(ImVec2(box_min.x, box_min.y), box_max, head_color(st.head), 4.0f, 0, 2.0f * px);
 
@@ -516,7 +609,8 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
             std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
       }
     }
-    if (tex.has_range) draw_colour_bar(dl, place, map, tex.range, kind, scope, uni, px);
+    if (tex.has_range)
+      draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px);
   }
 
   // Tooltip: which query/key, and the engine's value.
@@ -529,9 +623,11 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     if (std::isinf(v) && v < 0)
       ImGui::Text("value: %s  (masked: this key is in the query's future)", uni ? "−∞" : "-inf");
     else
-      ImGui::Text("value: %s", format_value(v, 4, uni).c_str());
+      ImGui::Text("value: %s", format_value(v, std::max(4, state.ui.decimals), uni).c_str());
     ImGui::TextDisabled("click to pin in the inspector%s",
-                        compact ? "" : "; wheel zooms, drag pans");
+                        compact                                         ? ""
+                        : img_w > area_w + 0.5f || img_h > area_h + 0.5f ? "; drag or Shift+wheel scrolls, wheel zooms"
+                                                                        : "; wheel zooms, drag pans");
     ImGui::EndTooltip();
   }
   return finish();

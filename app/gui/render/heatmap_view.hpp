@@ -5,6 +5,7 @@
 // pattern: an InvisibleButton as hit area, a clip rect, culled overlays).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct HeatmapResult {
   bool clicked = false;  // a click (not a drag) on a cell
   int row = -1, col = -1;
   ImVec2 title_end{0, 0};  // screen position just after the title text (for a badge)
+  ImVec2 cells_min{0, 0}, cells_max{0, 0};  // the part of the box the cells are drawn in
 };
 
 // Draws the heatmap in a box of `size` at the cursor and advances the cursor.
@@ -47,6 +49,18 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
 // True when the stage's columns are tokens too (the T×T stages).
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
+
+// The width of the widest number of `range` with d decimals in the cells'
+// font (decimals_that_fit's text_width), and that font's line height.
+std::function<float(int)> number_width(const AppState& state, const ValueRange& range);
+float line_h_mono(const AppState& state);
+
+// The titles a heatmap may show, widest first: stage_titles() of its stage,
+// or the caller's title and its shorter forms.
+std::vector<std::string> heatmap_titles(const HeatmapSpec& spec);
+// The first candidate that fits `max_width` px in the current font (ASCII
+// spellings without unicode), else the last one shortened with an ellipsis.
+std::string pick_title(const std::vector<std::string>& candidates, float max_width, bool unicode);
 
 // The string shortened with an ellipsis to fit `max_width` px in the current font.
 std::string fit_text(const std::string& text, float max_width, bool unicode);

@@ -303,6 +303,12 @@ TEST(LaunchOptions, FlagsSetVariantStageHeadAndCell) {
   EXPECT_EQ(s.pinned, (CellRef{"weights", 1, 2, 1}));  // shiny has 3 tokens: row 2 is the last
 }
 
+TEST(LaunchOptions, DecimalsDefaultToTheBooksFourAndTakeOneToSix) {
+  EXPECT_EQ(launched({}).ui.decimals, 4);
+  EXPECT_EQ(launched({"--decimals", "6"}).ui.decimals, 6);
+  EXPECT_EQ(launch_error({"--decimals", "9"}), "--decimals (9) must be between 1 and 6");
+}
+
 TEST(LaunchOptions, RowScaleIsOffUnlessAskedFor) {
   EXPECT_FALSE(launched({}).ui.row_scale);
   EXPECT_TRUE(launched({"--row-scale"}).ui.row_scale);

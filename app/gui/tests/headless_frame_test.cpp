@@ -12,7 +12,9 @@
 #include "attnscope/rng.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
+#include "imgui_internal.h"  // the open Ctrl+click text field of a slider
 #include "keyboard_queue.hpp"
+#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
 
@@ -413,6 +415,208 @@ TEST_F(Headless, WithTheEngineOnAThreadTheLastTraceStaysUntilTheNewOneIsReady) {
   const long uploads = state.textures.uploads();
   frames(3);
   EXPECT_EQ(state.textures.uploads(), uploads);
+}
+
+
+// A narrow box shortens a title by rule, never to an ambiguous "W…": the
+// three projection matrices (and two heads' context) stay distinguishable
+// at every width down to the shortest form's.
+TEST_F(Headless, NarrowTitlesStillTellTheMatricesApart) {
+  set_variant(core::Variant::MultiheadWrapper, 2, 2);
+  const core::Trace& t = *state.trace;
+  std::vector<const core::Stage*> groups[2];
+  for (const char* id : {"W_query", "W_key", "W_value"}) groups[0].push_back(t.find(id, 0));
+  for (int h : {0, 1}) groups[1].push_back(t.find("context", h));
+  ImGui::NewFrame();
+  for (const auto& group : groups) {
+    float shortest = 0;  // the widest of the group's shortest forms
+    for (const core::Stage* s : group) {
+      ASSERT_NE(s, nullptr);
+      shortest = std::max(shortest, ImGui::CalcTextSize(stage_titles(*s).back().c_str()).x);
+    }
+    EXPECT_LT(shortest, 70.0f);
+    for (float w = std::ceil(shortest); w <= 320; w += 5) {
+      std::vector<std::string> shown;
+      for (const core::Stage* s : group) {
+        ASSERT_NE(s, nullptr);
+        HeatmapSpec spec;
+        spec.stage = s;
+        shown.push_back(pick_title(heatmap_titles(spec), w, state.ui.unicode));
+        EXPECT_EQ(shown.back().find(state.ui.unicode ? "…" : ".."), std::string::npos)
+            << shown.back() << " at " << w << " px";
+        EXPECT_LE(ImGui::CalcTextSize(shown.back().c_str()).x, w);
+      }
+      for (std::size_t a = 0; a < shown.size(); ++a)
+        for (std::size_t b = a + 1; b < shown.size(); ++b)
+          EXPECT_NE(shown[a], shown[b]) << "at " << w << " px";
+    }
+  }
+  HeatmapSpec keep;
+  keep.stage = groups[1][0];
+  keep.title = "keep mask (1 kept, 0 dropped)";
+  EXPECT_EQ(pick_title(heatmap_titles(keep), ImGui::CalcTextSize("keep mask  ").x, true),
+            "keep mask");
+  ImGui::Render();
+}
+
+// The book prints the weights with 4 decimals (0.1921, not 0.19): so does
+// the app by default at its default window size, and View > Decimals
+// changes it.
+TEST_F(Headless, TheWeightsShowTheBooksFourDecimalsAtTheDefaultWindow) {
+  EXPECT_EQ(state.ui.decimals, 4);
+  set_variant(core::Variant::Causal, 2, 1);
+  state.step = Step::Softmax;
+  frames(3);
+  const StepMatrices m = step_matrices(state.step, *state.trace, 0);
+  ASSERT_EQ(m.outputs.front()->id, "weights");
+  EXPECT_EQ(state.ui.views["out/0"].decimals, 4);
+  state.ui.decimals = 2;
+  frames(2);
+  EXPECT_EQ(state.ui.views["out/0"].decimals, 2);
+}
+
+// Typing into a slider after Ctrl+click: the value applies on Enter or when
+// the field loses focus, never digit by digit.
+class TypedSlider : public Headless {
+ protected:
+  void SetUp() override {
+    Headless::SetUp();
+#if IMGUI_VERSION_NUM < 18700
+    ImGui::GetIO().KeyMap[ImGuiKey_Enter] = kKeyEnter;
+#endif
+    set_variant(core::Variant::Causal, 3, 1);
+  }
+  static constexpr int kKeyEnter = 257;
+  // True when a slider's Ctrl+click text field is open and began with `text`.
+  static bool field_open_with(const char* text) {
+    const ImGuiContext& g = *ImGui::GetCurrentContext();
+    return g.TempInputId != 0 && g.ActiveId == g.TempInputId &&
+           g.InputTextState.InitialTextA.Data != nullptr &&
+           std::string(g.InputTextState.InitialTextA.Data) == text;
+  }
+  // Ctrl+click the slider showing `value` (d_out's, on the controls panel).
+  bool ctrl_click_slider_showing(const char* value) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (float y = 40; y < 400; y += 6) {
+      io.KeyCtrl = true;
+      click(ImVec2(150, y));
+      io.KeyCtrl = false;
+      frame();
+      if (field_open_with(value)) {
+        field_y = y;
+        return true;
+      }
+      if (ImGui::GetCurrentContext()->TempInputId != 0) {
+        key_enter();  // another slider's field: close it unchanged
+      }
+    }
+    return false;
+  }
+  void type(const char* text) {
+    for (const char* c = text; *c; ++c) {
+      ImGui::GetIO().AddInputCharacter(static_cast<unsigned>(*c));
+      frames(2);
+      EXPECT_EQ(state.config.d_out, d_out_before) << "typed so far: " << std::string(text, c + 1);
+      EXPECT_EQ(state.trace->config.d_out, d_out_before) << "a run while typing";
+    }
+  }
+  void key_enter() {
+#if IMGUI_VERSION_NUM < 18700
+    key(kKeyEnter);
+#else
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_Enter, true);
+    frame();
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_Enter, false);
+    frame();
+#endif
+  }
+  int d_out_before = 0;
+  float field_y = 0;  // where the slider's field was opened
+};
+
+TEST_F(TypedSlider, DigitsTypedIntoDOutRunNothingUntilEnter) {
+  d_out_before = state.config.d_out;
+  const auto version = state.trace_version;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("12");  // "1" alone would be a valid d_out: it must not run
+  EXPECT_EQ(state.trace_version, version);
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 12);
+  EXPECT_EQ(state.trace->config.d_out, 12);
+  EXPECT_TRUE(state.ui.typed_refusal.empty()) << state.ui.typed_refusal;
+}
+
+TEST_F(TypedSlider, ATypedDOutTooLargeIsRefusedAndThePreviousRunStays) {
+  d_out_before = state.config.d_out;
+  const auto version = state.trace_version;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("5000");  // passes through 5, 50 and 500, all valid
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 3) << "a refused value leaves the previous one";
+  EXPECT_EQ(state.trace_version, version) << "and the previous run";
+  EXPECT_TRUE(state.error.empty()) << state.error;
+  EXPECT_NE(state.ui.typed_refusal.find("5000"), std::string::npos) << state.ui.typed_refusal;
+  EXPECT_NE(state.ui.typed_refusal.find("stays 3"), std::string::npos) << state.ui.typed_refusal;
+}
+
+TEST_F(TypedSlider, ATypedDOutAppliesWhenTheFieldLosesFocus) {
+  d_out_before = state.config.d_out;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("7");
+  click(ImVec2(1400, 700));  // the inspector's empty space
+  frames(3);
+  EXPECT_EQ(state.config.d_out, 7);
+  EXPECT_EQ(state.trace->config.d_out, 7);
+}
+
+// The variant list is drawn before d_out: a click on it takes the focus
+// before the field can apply its text, and the typed value still counts.
+TEST_F(TypedSlider, ATypedDOutAppliesWhenAWidgetAboveTakesTheFocus) {
+  d_out_before = state.config.d_out;
+  ASSERT_TRUE(ctrl_click_slider_showing("3"));
+  type("7");
+  click(ImVec2(100, field_y - 54));  // the variant combo, above
+  frames(2);
+  EXPECT_EQ(state.config.variant, core::Variant::Causal);
+  EXPECT_EQ(state.config.d_out, 7);
+  key(kKeyEscape);  // close the variant list
+  frames(2);
+  EXPECT_EQ(state.trace->config.d_out, 7);
+}
+
+// At d_out 1000 a (6, 1000) Q fitted to its box's width would be a line of
+// sub-pixel cells; it keeps cells at least 8 px high and scrolls instead.
+TEST_F(Headless, AWideMatrixKeepsVisibleCellsInItsBox) {
+  state.inputs.embeddings.resize(6, 8);
+  core::TorchGenerator gen(5);
+  gen.fill_uniform(state.inputs.embeddings, 0.0f, 1.0f);
+  state.inputs.tokens = {"t0", "t1", "t2", "t3", "t4", "t5"};
+  set_variant(core::Variant::Causal, 1000, 1);
+  const core::Stage* q = state.trace->find("queries");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->data().cols(), 1000);
+  HeatmapResult r, tile;
+  for (int k = 0; k < 2; ++k) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(700, 600));
+    ImGui::Begin("wide");
+    HeatmapSpec spec;
+    spec.slot = "test/wide";
+    spec.stage = q;
+    r = draw_heatmap(state, spec, ImVec2(600, 300));
+    spec.slot = "test/tile";  // a head tile: no scrolling, its rows stretch instead
+    spec.compact = true;
+    tile = draw_heatmap(state, spec, ImVec2(150, 100));
+    ImGui::End();
+    ImGui::Render();
+  }
+  const float px = ImGui::GetFontSize() / kBaseFontPx;
+  EXPECT_GE(r.cells_max.y - r.cells_min.y, 6 * 8.0f * px - 0.5f) << "6 rows of at least 8 px";
+  EXPECT_GT(r.cells_max.x - r.cells_min.x, 300.0f) << "and the box's width";
+  EXPECT_GE(tile.cells_max.y - tile.cells_min.y, 6 * 8.0f * px - 0.5f) << "a tile's rows too";
 }
 
 }  // namespace

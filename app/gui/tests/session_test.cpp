@@ -59,6 +59,7 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
   a.ui.palette = Palette::ColorBlindSafe;
   a.ui.show_values = false;
   a.ui.row_scale = true;
+  a.ui.decimals = 6;
   a.ui.ui_scale = 1.25f;
   const fs::path file = dir_ / "session.json";
   ASSERT_EQ(save_session(file, a), "");
@@ -81,6 +82,7 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
   EXPECT_EQ(b.ui.palette, Palette::ColorBlindSafe);
   EXPECT_FALSE(b.ui.show_values);
   EXPECT_TRUE(b.ui.row_scale);
+  EXPECT_EQ(b.ui.decimals, 6);
   EXPECT_FLOAT_EQ(b.ui.ui_scale, 1.25f);
   EXPECT_EQ(b.preset, "shiny");
 }
