@@ -67,7 +67,9 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   const int rows = h.rows(), cols = h.cols();
   const Colormap map = colormap_for(h.palette, h.kind);
   Scene sc;
-  sc.title = h.title;
+  sc.title = h.subtitle.empty()
+                 ? h.title
+                 : h.title + (h.unicode ? " \xE2\x80\x94 " : " - ") + h.subtitle;
   sc.range = value_range(h.values, h.kind);
 
   // Cell size: 64 px when the matrix is small, widened to the widest number
@@ -117,13 +119,16 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
                                  : h.row_title + down + "   " + h.col_title + right);
   const float axes_w = axes.empty() ? 0 : measure(axes, kSmallSize) + 8;
   const float left = kMargin + std::max(axes_w, row_label_w + 10);
-  const float title_h = 34;
+  const float title_h = h.subtitle.empty() ? 34 : 52;
   const float col_h = cols_flat ? label_size * 1.6f + 4 : col_label_w * sin60 + label_size + 8;
   const float top = title_h + std::max(col_h, kSmallSize * 1.8f);
   const float grid_w = cell * static_cast<float>(cols), grid_h = cell * static_cast<float>(rows);
 
   // Title.
   sc.texts.push_back({h.title, kMargin, 20, kTitleSize, kText, Anchor::Start, 0, true, "title"});
+  if (!h.subtitle.empty())
+    sc.texts.push_back({h.subtitle, kMargin, 38, kSmallSize, kDim, Anchor::Start, 0, false,
+                        "subtitle"});
   if (!axes.empty())
     sc.texts.push_back({axes, kMargin, top - kSmallSize * 0.9f, kSmallSize, kDim, Anchor::Start, 0,
                         false, "axes"});
@@ -231,7 +236,8 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   }
 
   const float width =
-      std::max(tx + label_w + kMargin, 2 * kMargin + measure(h.title, kTitleSize) * 1.08f);  // bold
+      std::max({tx + label_w + kMargin, 2 * kMargin + measure(h.title, kTitleSize) * 1.08f,  // bold
+                2 * kMargin + measure(h.subtitle, kSmallSize)});
   sc.width = static_cast<int>(std::ceil(width));
   sc.height = static_cast<int>(std::ceil(bottom + kMargin));
   return sc;

@@ -25,7 +25,8 @@ namespace attnscope::figure {
 
 // What to draw: a (rows, cols) matrix with its labels and how it is shown.
 struct Heatmap {
-  std::string title;                    // e.g. "weights, head 0 — causal (CausalAttention)"
+  std::string title;                    // e.g. "attention weights, head 0"
+  std::string subtitle;                 // the run, e.g. "CausalAttention (causal), seed 123"
   std::string row_title, col_title;     // axis names, e.g. "query", "key"; may be empty
   std::vector<std::string> row_labels;  // rows entries (UTF-8)
   std::vector<std::string> col_labels;  // cols entries (UTF-8)
@@ -103,7 +104,7 @@ struct CellGrid {
 struct Scene {
   int width = 0, height = 0;  // logical px at scale 1 (whole numbers)
   Rgba8 background{255, 255, 255, 255};
-  std::string title;  // the document title (SVG <title>)
+  std::string title;  // the document title (SVG <title>): title — subtitle
   CellGrid grid;
   std::vector<RectItem> rects;
   std::vector<GradientItem> gradients;

@@ -1,25 +1,84 @@
 // stage_figure.cpp: core stages to heatmaps.
 #include "figure/stage_figure.hpp"
 
+#include <cstdio>
+
 #include "attnscope/formats.hpp"
 
 namespace attnscope::figure {
 
-std::string stage_title(const core::Trace& trace, const core::Stage& stage) {
-  std::string title = stage.id;
+std::string stage_name(std::string_view id) {
+  struct Name {
+    std::string_view id, name;
+  };
+  static constexpr Name kNames[] = {
+      {"inputs", "X (inputs)"},
+      {"queries", "Q (queries)"},
+      {"keys", "K (keys)"},
+      {"values", "V (values)"},
+      {"W_query", "W_query"},
+      {"W_key", "W_key"},
+      {"W_value", "W_value"},
+      {"b_query", "b_query"},
+      {"b_key", "b_key"},
+      {"b_value", "b_value"},
+      {"scores", "\xCF\x89 (scores)"},  // ω
+      {"scaled_scores", "scaled scores"},
+      {"mask", "mask (1 = future)"},
+      {"masked_scores", "masked scores"},
+      {"weights", "attention weights"},
+      {"dropout_mask", "dropout mask"},
+      {"dropped_weights", "weights after dropout"},
+      {"context", "Z (context vectors)"},
+      {"concat", "concat (heads side by side)"},
+      {"W_out", "W_out (out_proj)"},
+      {"b_out", "b_out (out_proj bias)"},
+      {"output", "output"},
+  };
+  if (id.starts_with("diff_")) return "difference of " + stage_name(id.substr(5));
+  for (const auto& n : kNames)
+    if (n.id == id) return std::string(n.name);
+  return std::string(id);
+}
+
+std::string stage_title(const core::Trace&, const core::Stage& stage) {
+  std::string title = stage_name(stage.id);
   if (stage.head >= 0) title += ", head " + std::to_string(stage.head);
-  title += " \xE2\x80\x94 " + std::string(core::variant_id(trace.config.variant)) + " (" +
-           std::string(core::variant_book_name(trace.config.variant)) + ")";
   return title;
+}
+
+std::string run_subtitle(const core::Trace& trace) {
+  const core::Config& c = trace.config;
+  std::string s = std::string(core::variant_book_name(c.variant)) + " (" +
+                  std::string(core::variant_id(c.variant)) + ")";
+  if (core::has_weights(c.variant)) s += ", d_out " + std::to_string(c.d_out);
+  if (core::has_heads(c.variant)) s += ", " + std::to_string(c.num_heads) + " heads";
+  if (core::has_weights(c.variant) || core::is_causal(c.variant))
+    s += ", seed " + std::to_string(c.seed);
+  if (trace.explicit_weights) s += ", edited weights";
+  if (c.qkv_bias && core::has_weights(c.variant) && c.variant != core::Variant::SelfAttentionV1)
+    s += ", qkv_bias";  // SelfAttention_v1 has no nn.Linear, so no bias
+  if (core::is_causal(c.variant)) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", c.dropout);
+    s += std::string(", dropout ") + p + (c.training ? "" : " (eval: off)");
+  }
+  return s;
 }
 
 Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
                       const FigureStyle& style) {
-  core::StageAxes axes = core::stage_axes(trace, stage);
+  // A difference ("diff_weights") is labelled as the stage it subtracts.
+  core::StageAxes axes =
+      stage.id.starts_with("diff_")
+          ? core::stage_axes(trace, core::Stage{stage.id.substr(5), stage.head, stage.data()})
+          : core::stage_axes(trace, stage);
   Heatmap h;
   h.title = stage_title(trace, stage);
-  if (!style.unicode)  // the em dash is the only non-ASCII character a title has
-    h.title.replace(h.title.find("\xE2\x80\x94"), 3, "-");
+  if (!style.unicode)  // ω is the only non-ASCII character a title has
+    if (const auto at = h.title.find("\xCF\x89"); at != std::string::npos)
+      h.title.replace(at, 2, "w");
+  h.subtitle = run_subtitle(trace);
   h.row_title = std::move(axes.row_title);
   h.col_title = std::move(axes.col_title);
   h.row_labels = std::move(axes.row_labels);

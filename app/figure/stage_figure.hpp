@@ -1,9 +1,10 @@
-// stage_figure.hpp: a core Stage as a figure::Heatmap (title, labels from
-// core::stage_axes, the scale kind that suits the stage, the palette and
-// cell-number setting it is shown with).
+// stage_figure.hpp: a core Stage as a figure::Heatmap (the stage's name as
+// title and the run as subtitle, labels from core::stage_axes, the scale kind
+// that suits the stage, the palette and cell-number setting it is shown with).
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "attnscope/trace.hpp"
 #include "figure/heatmap_figure.hpp"
@@ -19,8 +20,18 @@ struct FigureStyle {
   int decimals = kBookDecimals;           // View > Decimals: places in cells
 };
 
-// "<stage>, head <h> — <variant id> (<book class>)" (no head part for -1).
+// The stage's name for people, e.g. "scaled scores" or "Q (queries)"; an
+// unknown id as it is. A difference of two runs' stages, "diff_<id>", is
+// "difference of <name>".
+std::string stage_name(std::string_view id);
+
+// "<stage name>, head <h>" (no head part for -1), e.g. "attention weights, head 1".
 std::string stage_title(const core::Trace& trace, const core::Stage& stage);
+
+// The run that made the trace, in one line: "<book class> (<variant id>)",
+// then d_out, heads, seed, dropout where the variant has them, e.g.
+// "CausalAttention (causal), d_out 2, seed 789, dropout 0.5". ASCII only.
+std::string run_subtitle(const core::Trace& trace);
 
 // The heatmap of `stage`: its values, labels and scale.
 Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "attnscope/inspect.hpp"
+#include "figure/stage_figure.hpp"
 
 namespace attnscope::gui {
 
@@ -20,38 +21,7 @@ std::string shape_text(const core::RowMatrix& m) {
   return std::to_string(m.rows()) + "×" + std::to_string(m.cols());
 }
 
-std::string stage_name(std::string_view id) {
-  struct Name {
-    std::string_view id, name;
-  };
-  static constexpr Name kNames[] = {
-      {"inputs", "X (inputs)"},
-      {"queries", "Q (queries)"},
-      {"keys", "K (keys)"},
-      {"values", "V (values)"},
-      {"W_query", "W_query"},
-      {"W_key", "W_key"},
-      {"W_value", "W_value"},
-      {"b_query", "b_query"},
-      {"b_key", "b_key"},
-      {"b_value", "b_value"},
-      {"scores", "ω (scores)"},
-      {"scaled_scores", "scaled scores"},
-      {"mask", "mask (1 = future)"},
-      {"masked_scores", "masked scores"},
-      {"weights", "attention weights"},
-      {"dropout_mask", "dropout mask"},
-      {"dropped_weights", "weights after dropout"},
-      {"context", "Z (context vectors)"},
-      {"concat", "concat (heads side by side)"},
-      {"W_out", "W_out (out_proj)"},
-      {"b_out", "b_out (out_proj bias)"},
-      {"output", "output"},
-  };
-  for (const auto& n : kNames)
-    if (n.id == id) return std::string(n.name);
-  return std::string(id);
-}
+std::string stage_name(std::string_view id) { return figure::stage_name(id); }
 
 std::string stage_symbol(std::string_view id) {
   if (id == "inputs") return "X";

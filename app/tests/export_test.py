@@ -52,6 +52,14 @@ VARIANTS = ["simple", "self_attention_v1", "self_attention_v2", "causal",
             "multihead_wrapper", "multihead"]
 RUN_FLAGS = ["--heads", "2", "--d-out", "4", "--qkv-bias", "--dropout", "0.5", "--seed", "7"]
 BOOK_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+# What figure titles call the stages whose ids are not words.
+STAGE_NAMES = {"inputs": "X (inputs)", "queries": "Q (queries)", "keys": "K (keys)",
+               "values": "V (values)", "scores": "\u03c9 (scores)",
+               "scaled_scores": "scaled scores", "mask": "mask (1 = future)",
+               "masked_scores": "masked scores", "weights": "attention weights",
+               "dropout_mask": "dropout mask", "dropped_weights": "weights after dropout",
+               "context": "Z (context vectors)", "concat": "concat (heads side by side)",
+               "W_out": "W_out (out_proj)", "b_out": "b_out (out_proj bias)"}
 TOKEN_BY_TOKEN = {"scores", "scaled_scores", "mask", "masked_scores", "weights", "dropout_mask",
                   "dropped_weights"}
 SKIPPED = []
@@ -193,10 +201,23 @@ def test_svg_has_cells_and_token_labels(tmp):
             if stage["id"] in TOKEN_BY_TOKEN:
                 assert rows == cols == T
                 assert col_labels == tokens, f"{path}: column labels {col_labels}"
-            title = "".join(root.find("s:title", ns).itertext())
-            assert stage["id"] in title and variant in title, f"{path}: title {title!r}"
-            if stage["head"] >= 0:
-                assert f"head {stage['head']}" in title, title
+            # The stage's name for people as title, the run (RUN_FLAGS) as subtitle;
+            # the document title holds both.
+            title = root.find(".//s:text[@class='title']", ns).text
+            subtitle = root.find(".//s:text[@class='subtitle']", ns).text
+            doc_title = "".join(root.find("s:title", ns).itertext())
+            name = STAGE_NAMES.get(stage["id"], stage["id"])
+            want = name + (f", head {stage['head']}" if stage["head"] >= 0 else "")
+            assert title == want, f"{path}: title {title!r}, expected {want!r}"
+            assert f"({variant})" in subtitle, f"{path}: subtitle {subtitle!r}"
+            parts = [] if variant == "simple" else ["d_out 4", "seed 7"]
+            parts += ["qkv_bias"] if variant not in ("simple", "self_attention_v1") else []
+            parts += ["dropout 0.5"] if variant in ("causal", "multihead_wrapper",
+                                                    "multihead") else []
+            parts += ["2 heads"] if variant.startswith("multihead") else []
+            for part in parts:
+                assert part in subtitle, f"{path}: subtitle {subtitle!r} lacks {part!r}"
+            assert doc_title.startswith(title) and doc_title.endswith(subtitle), doc_title
             if stage["id"] == "masked_scores":
                 masked = [r for r in rects if "masked" in r.get("class", "").split()]
                 assert len(masked) == T * (T - 1) // 2, f"{path}: {len(masked)} masked cells"

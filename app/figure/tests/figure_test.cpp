@@ -439,7 +439,21 @@ TEST(StageHeatmap, UsesTokensAndTheSequentialScaleForWeights) {
   EXPECT_EQ(w.palette, Palette::ColorBlindSafe);
   EXPECT_EQ(w.row_labels, t.tokens);
   EXPECT_EQ(w.col_labels, t.tokens);
-  EXPECT_EQ(w.title, "weights, head 1 \xE2\x80\x94 multihead_wrapper (MultiHeadAttentionWrapper)");
+  // The stage's name for people, and the run under it.
+  EXPECT_EQ(w.title, "attention weights, head 1");
+  EXPECT_EQ(w.subtitle,
+            "MultiHeadAttentionWrapper (multihead_wrapper), d_out 2, 2 heads, seed 123, dropout 0");
+  EXPECT_EQ(stage_heatmap(t, *t.find("masked_scores", 0)).title, "masked scores, head 0");
+  EXPECT_EQ(stage_heatmap(t, *t.find("scores", 0), {Palette::Standard, true, false}).title,
+            "w (scores), head 0");
+  const Scene sc = layout_heatmap(w);
+  EXPECT_EQ(sc.title, w.title + " \xE2\x80\x94 " + w.subtitle);
+  ASSERT_GE(sc.texts.size(), 2u);
+  EXPECT_EQ(sc.texts[1].role, "subtitle");
+  EXPECT_EQ(sc.texts[1].text, w.subtitle);
+  Heatmap bare = w;
+  bare.subtitle.clear();
+  EXPECT_GT(sc.grid.y, layout_heatmap(bare).grid.y);  // room for the subtitle
   const Heatmap q = stage_heatmap(t, *t.find("W_query", 0));
   EXPECT_EQ(q.kind, ScaleKind::Diverging);
   EXPECT_EQ(q.row_labels.front(), "in0");

@@ -368,8 +368,9 @@ void draw_file_windows(AppState& state) {
   }
 
   // -------------------------------------------------------------------------
-  // 4. The notice, bottom right, until dismissed or replaced.
-  if (!f.notice.message.empty()) {
+  // 4. The notice, bottom right, until dismissed or replaced; hidden while a
+  // window screenshot is pending, so that it never shows in one.
+  if (!f.notice.message.empty() && f.screenshot_countdown == 0) {
     ImGui::SetNextWindowPos(
         ImVec2(vp->WorkPos.x + vp->WorkSize.x - 12, vp->WorkPos.y + vp->WorkSize.y - 12),
         ImGuiCond_Always, ImVec2(1.0f, 1.0f));

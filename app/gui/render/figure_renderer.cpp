@@ -109,6 +109,7 @@ std::vector<std::string> strings_of(const figure::Heatmap& h) {
   std::vector<std::string> s = h.row_labels;
   s.insert(s.end(), h.col_labels.begin(), h.col_labels.end());
   s.push_back(h.title);
+  s.push_back(h.subtitle);
   s.push_back(h.row_title + h.col_title + " masked nan inf");
   return s;
 }

@@ -28,9 +28,19 @@ namespace {
 ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
 ImU32 to_u32(Rgba8 c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 
-bool is_parameter(std::string_view id) { return id.starts_with("W_") || id.starts_with("b_"); }
+// A difference of two stages ("diff_weights": B − A, way 1 − way 2) has the
+// rows and columns of the stage it subtracts.
+std::string_view axes_id(std::string_view id) {
+  return id.starts_with("diff_") ? id.substr(5) : id;
+}
+
+bool is_parameter(std::string_view id) {
+  id = axes_id(id);
+  return id.starts_with("W_") || id.starts_with("b_");
+}
 
 bool is_token_by_token(std::string_view id) {
+  id = axes_id(id);
   return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
          id == "weights" || id == "dropout_mask" || id == "dropped_weights";
 }

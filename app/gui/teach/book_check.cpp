@@ -47,15 +47,23 @@ void draw_book_check(AppState& state) {
     const bool standalone = b.source == core::BookSource::DropoutOnes;
     if (standalone || (t && core::book_applies(b, *t))) {
       book_badge(b, core::check_book(b, t));
-      if (standalone) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("(seed 123, dropout 0.5 on ones(6, 6))");
+      if (standalone) {  // on its own line: beside the badge it can pass the window's edge
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        text_wrapped(state, "(seed 123, dropout 0.5 on ones(6, 6))");
+        ImGui::PopStyleColor();
       }
     } else {
-      ImGui::TextDisabled("%s §%s: run %s", std::string(b.name).c_str(),
-                          std::string(b.section).c_str(), run_text(b.run).c_str());
-      ImGui::SameLine();
+      // The button first and the line wrapped after it: a run's description
+      // can be wider than the window, and a button after it would be cut off.
       if (ImGui::SmallButton("Set up")) set_up_run(state, b.run);
+      const float indent = ImGui::GetItemRectSize().x + ImGui::GetStyle().ItemSpacing.x;
+      ImGui::SameLine();
+      ImGui::Indent(indent);  // continuation lines start under the first word
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      text_wrapped(state, std::string(b.name) + " §" + std::string(b.section) + ": run " +
+                              run_text(b.run));
+      ImGui::PopStyleColor();
+      ImGui::Unindent(indent);
     }
     ImGui::PopID();
   }

@@ -13,6 +13,7 @@ namespace attnscope::gui {
 namespace {
 std::string describe(const core::Trace& t) {
   std::string s(core::variant_book_name(t.config.variant));
+  if (core::has_weights(t.config.variant)) s += ", d_out " + std::to_string(t.config.d_out);
   s += ", seed " + std::to_string(t.config.seed);
   if (core::has_heads(t.config.variant)) s += ", " + std::to_string(t.config.num_heads) + " heads";
   if (core::is_causal(t.config.variant)) s += ", dropout " + num(static_cast<float>(t.config.dropout), 2);
@@ -39,8 +40,10 @@ void draw_compare(AppState& state) {
   }
   const core::Trace& a = *ts.compare_a;
   const core::Trace& b = *state.trace;
-  ImGui::SameLine();
-  ImGui::Text("A: %s   B: %s", describe(a).c_str(), describe(b).c_str());
+  // The two runs on lines of their own, wrapped: side by side they run past
+  // the window's edge.
+  text_wrapped(state, "A: " + describe(a));
+  text_wrapped(state, "B: " + describe(b));
   // Stages both runs have.
   std::vector<std::pair<std::string, int>> common;
   for (const core::Stage& s : b.stages)
@@ -79,7 +82,9 @@ void draw_compare(AppState& state) {
   teach_heatmap(state, "teach/cmp/b", cur.first, cur.second, b.find(cur.first, cur.second)->data(),
                 "B: " + label(cur), box);
   ImGui::SameLine();
-  teach_heatmap(state, "teach/cmp/d" + pin, "diff", cur.second, d->shown.shown, "B − A", box);
+  // "diff_<stage>": labelled with the stage's tokens, on a signed scale.
+  teach_heatmap(state, "teach/cmp/d" + pin, "diff_" + cur.first, cur.second, d->shown.shown,
+                "B − A", box);
   ImGui::End();
 }
 

@@ -16,17 +16,18 @@ void draw_dropout_lab(AppState& state) {
     return;
   }
   const core::Trace& t = *state.trace;
-  // The platform caveat first, in one short line: it decides whether the
+  // The platform caveat first, in plain words: it decides whether the
   // masks below are the ones a learner's PyTorch draws.
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.4f, 1.0f));
-  text_wrapped(state, "PyTorch caveat: MKL builds draw other masks; these are non-MKL builds' "
-                      "(Debian, Apple silicon), as in the book.");
+  text_wrapped(state, "Your PyTorch may drop other cells than these: PyTorch installed with "
+                      "pip on an Intel or AMD Linux PC draws its random masks another way. "
+                      "These are the book's, as PyTorch on an Apple-silicon Mac or Debian's "
+                      "python3-torch draws them.");
   ImGui::PopStyleColor();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("PyTorch wheels built with Intel MKL take a different Bernoulli path on "
-                      "x86 Linux, so their dropout masks differ from these and from the book's.\n"
-                      "The masks here are those of PyTorch builds without MKL (Debian's package,\n"
-                      "macOS on Apple silicon), which reproduce the book's printed tensors.");
+    ImGui::SetTooltip("Why: pip's PyTorch for x86 Linux is built with Intel's maths library "
+                      "(MKL),\nwhich draws dropout's random numbers in another order: the same "
+                      "seed\ndrops other cells. Averages over many seeds behave the same.");
   const auto v = core::dropout_view(t, state.head);
   if (!v) {
     text_wrapped(state, "Dropout belongs to the causal variants (CausalAttention and the two "

@@ -3,6 +3,8 @@
 // follows. Only the inputs are drawn here; nothing is computed.
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
@@ -29,7 +31,50 @@ ImVec2 project(const View& v, float x, float y, float z) {
   return ImVec2(v.origin.x + x1 * v.scale, v.origin.y - y1 * v.scale);
 }
 
+bool overlaps(ImVec2 a, ImVec2 as, ImVec2 b, ImVec2 bs) {
+  return a.x < b.x + bs.x && b.x < a.x + as.x && a.y < b.y + bs.y && b.y < a.y + as.y;
+}
+
+ImVec2 clamp_into(ImVec2 p, ImVec2 size, ImVec4 bounds) {
+  return ImVec2(std::clamp(p.x, bounds.x, std::max(bounds.x, bounds.z - size.x)),
+                std::clamp(p.y, bounds.y, std::max(bounds.y, bounds.w - size.y)));
+}
+
 }  // namespace
+
+std::vector<ImVec2> place_point_labels(const std::vector<ImVec2>& points,
+                                       const std::vector<ImVec2>& sizes, ImVec4 bounds) {
+  std::vector<ImVec2> placed;
+  placed.reserve(points.size());
+  for (std::size_t k = 0; k < points.size() && k < sizes.size(); ++k) {
+    const ImVec2 p = points[k], s = sizes[k];
+    constexpr float gap = 7.0f;
+    // Right of the dot, left of it, above, below, then further down the
+    // right side (points closer than a line height, e.g. "journey" and
+    // "starts" in the book's embeddings).
+    std::vector<ImVec2> spots = {{p.x + gap, p.y - s.y * 0.5f},
+                                 {p.x - gap - s.x, p.y - s.y * 0.5f},
+                                 {p.x - s.x * 0.5f, p.y - gap - s.y},
+                                 {p.x - s.x * 0.5f, p.y + gap}};
+    for (int step = 1; step <= static_cast<int>(points.size()); ++step) {
+      spots.emplace_back(p.x + gap, p.y - s.y * 0.5f + static_cast<float>(step) * (s.y + 2.0f));
+      spots.emplace_back(p.x + gap, p.y - s.y * 0.5f - static_cast<float>(step) * (s.y + 2.0f));
+    }
+    ImVec2 best = clamp_into(spots.front(), s, bounds);
+    for (const ImVec2& spot : spots) {
+      const ImVec2 q = clamp_into(spot, s, bounds);
+      bool clear = true;
+      for (std::size_t j = 0; j < placed.size() && clear; ++j)
+        clear = !overlaps(q, s, placed[j], sizes[j]);
+      if (clear) {
+        best = q;
+        break;
+      }
+    }
+    placed.push_back(best);
+  }
+  return placed;
+}
 
 void draw_embedding_space(AppState& state) {
   TeachState& ts = state.teach;
@@ -91,28 +136,48 @@ void draw_embedding_space(AppState& state) {
   dl->AddLine(project(v, -extent, 0, z), project(v, extent, 0, z), axis);
   dl->AddLine(project(v, 0, -extent, z), project(v, 0, extent, z), axis);
   if (ts.space_3d) dl->AddLine(project(v, 0, 0, -extent), project(v, 0, 0, extent), axis);
-  dl->AddText(project(v, extent, 0, z), axis, ("dim " + std::to_string(ts.space_x)).c_str());
-  dl->AddText(project(v, 0, extent, z), axis, ("dim " + std::to_string(ts.space_y)).c_str());
-  if (ts.space_3d)
-    dl->AddText(project(v, 0, 0, extent), axis, ("dim " + std::to_string(ts.space_z)).c_str());
+  // Axis names at the axes' positive ends, moved inside the canvas.
+  const ImVec4 inside(p0.x + 3, p0.y + 3, p0.x + side - 3, p0.y + side - 3);
+  auto axis_name = [&](ImVec2 at, int dim) {
+    const std::string name = "dim " + std::to_string(dim);
+    const ImVec2 size = ImGui::CalcTextSize(name.c_str());
+    dl->AddText(clamp_into(ImVec2(at.x + 2, at.y - size.y - 1), size, inside), axis, name.c_str());
+  };
+  axis_name(project(v, extent, 0, z), ts.space_x);
+  axis_name(project(v, 0, extent, z), ts.space_y);
+  if (ts.space_3d) axis_name(project(v, 0, 0, extent), ts.space_z);
 
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   int nearest = -1;
   float best = 12.0f * 12.0f;
+  std::vector<ImVec2> points, sizes;
+  std::vector<std::string> names;
   for (int r = 0; r < T; ++r) {
     const ImVec2 q = project(v, e(r, ts.space_x), e(r, ts.space_y), ts.space_3d ? e(r, ts.space_z) : 0);
     const ImU32 col = head_color(r % 8);
     dl->AddLine(v.origin, q, (col & 0x00ffffff) | 0x60000000);
     dl->AddCircleFilled(q, r == ts.space_drag ? 7.0f : 5.0f, col);
-    dl->AddText(ImVec2(q.x + 7, q.y - 8), IM_COL32_WHITE,
-                state.inputs.tokens.size() > static_cast<std::size_t>(r)
-                    ? state.inputs.tokens[static_cast<std::size_t>(r)].c_str()
-                    : "?");
+    names.push_back(state.inputs.tokens.size() > static_cast<std::size_t>(r)
+                        ? state.inputs.tokens[static_cast<std::size_t>(r)]
+                        : "?");
+    points.push_back(q);
+    sizes.push_back(ImGui::CalcTextSize(names.back().c_str()));
     const float dx = q.x - mouse.x, dy = q.y - mouse.y;
     if (dx * dx + dy * dy < best) {
       best = dx * dx + dy * dy;
       nearest = r;
     }
+  }
+  // Token names beside their dots, nudged apart where dots nearly coincide;
+  // a name moved off its dot is tied to it by a thin leader line.
+  const std::vector<ImVec2> at = place_point_labels(points, sizes, inside);
+  for (std::size_t r = 0; r < at.size(); ++r) {
+    const ImVec2 q = points[r], a = at[r], s = sizes[r];
+    const ImVec2 near(std::clamp(q.x, a.x, a.x + s.x), std::clamp(q.y, a.y, a.y + s.y));
+    const float dx = near.x - q.x, dy = near.y - q.y;
+    if (dx * dx + dy * dy > 12.0f * 12.0f)
+      dl->AddLine(q, near, (head_color(static_cast<int>(r) % 8) & 0x00ffffff) | 0xA0000000);
+    dl->AddText(a, IM_COL32_WHITE, names[r].c_str());
   }
   dl->PopClipRect();
 

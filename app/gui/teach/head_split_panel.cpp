@@ -27,6 +27,14 @@ void banded(AppState& state, const std::string& slot, const core::RowMatrix& m,
   draw_heatmap(state, spec, size);
 }
 
+// The height of a box that gives a heatmap of `rows` rows cells of at least
+// `cell` px, `overhead` px going to its title, labels and colour bar. With
+// d_head 1 or 2 a per-head matrix is a narrow column: sized by the box
+// alone, its cells (and the band labels under them) shrink to slivers.
+float readable_height(int rows, float cell, float overhead) {
+  return static_cast<float>(std::min(rows, 12)) * cell + overhead;
+}
+
 }  // namespace
 
 void draw_head_split(AppState& state) {
@@ -40,10 +48,11 @@ void draw_head_split(AppState& state) {
   if (!s) {
     text_wrapped(state, "The split happens in MultiHeadAttention. Switch to it to see Q cut "
                         "into heads (the book's example: d_out 2, 2 heads, seed 123).");
-    if (ImGui::Button("Switch to MultiHeadAttention, d_out 4, 2 heads")) {
+    if (ImGui::Button("Switch to the book's example")) {
       state.config.variant = core::Variant::Multihead;
-      state.config.d_out = 4;
+      state.config.d_out = 2;
       state.config.num_heads = 2;
+      state.config.seed = 123;
       state.explicit_parameters.reset();
       state.mark_dirty();
     }
@@ -61,7 +70,9 @@ void draw_head_split(AppState& state) {
                    "head by head, so each head is a " + std::to_string(T) + " × " +
                    std::to_string(s->head_dim) + " matrix of its own.");
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
-  const ImVec2 box(w, w);
+  const float font = ImGui::GetFontSize();
+  const float min_cell = font * 2.2f;  // room for a colour, and for "h1" under a band
+  const ImVec2 box(w, std::max(w, readable_height(T, min_cell, font * 7.0f)));
   banded(state, "teach/heads/q", s->whole, "Q (T × h·d_head)", s->heads, s->head_dim,
          false, box);
   ImGui::SameLine();
@@ -71,9 +82,11 @@ void draw_head_split(AppState& state) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextWrapped("transpose(1, 2): h × T × d_head");  // wraps in a narrow window
   ImGui::PopStyleColor();
-  const float block_h = std::max((box.y - ImGui::GetCursorPosY()) /  // below the heading
-                                         static_cast<float>(s->heads) - 4.0f,
-                                 ImGui::GetFontSize() * 4.0f);
+  const float tile_h = readable_height(T, min_cell, ImGui::GetTextLineHeightWithSpacing() + 8);
+  // The blocks scroll inside the child when they do not all fit.
+  const float block_h = std::max({(box.y - ImGui::GetCursorPosY()) /  // below the heading
+                                          static_cast<float>(s->heads) - 4.0f,
+                                  font * 4.0f, tile_h});
   for (int h = 0; h < s->heads; ++h) {
     const core::Stage block{"queries", h, s->transposed.middleRows(h * T, T)};
     HeatmapSpec spec;
@@ -96,19 +109,21 @@ void draw_head_split(AppState& state) {
       spec.compact = true;
       spec.title = "engine's head " + std::to_string(h) + " Q";
       spec.bands.push_back(ColumnBand{0, s->head_dim, head_color(h), ""});
-      draw_heatmap(state, spec, ImVec2(w, w / static_cast<float>(std::min(s->heads, 4)) - 8));
+      draw_heatmap(state, spec,
+                   ImVec2(w, std::max(w / static_cast<float>(std::min(s->heads, 4)) - 8, tile_h)));
     }
   ImGui::EndGroup();
   text_wrapped(state, "Each head attends on its own columns. Their contexts are transposed "
                       "back and concatenated (left), then out_proj mixes the heads (right).");
+  const float bottom_h = std::max(w * 0.8f, readable_height(T, min_cell, font * 7.0f));
   banded(state, "teach/heads/concat", s->concat, "concat (T × d_out)", s->heads, s->head_dim,
-         false, ImVec2(w, w * 0.8f));
+         false, ImVec2(w, bottom_h));
   ImGui::SameLine();
   if (const core::Stage* wo = t.find("W_out", -1)) {
     HeatmapSpec spec;
     spec.slot = "teach/heads/wout";
     spec.stage = wo;
-    draw_heatmap(state, spec, ImVec2(w, w * 0.8f));
+    draw_heatmap(state, spec, ImVec2(w, bottom_h));
   }
   // The parameter counts under the two matrices, full width: beside them a
   // third column would be clipped in a window that fits the centre area.

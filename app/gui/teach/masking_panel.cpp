@@ -44,7 +44,7 @@ void draw_masking(AppState& state) {
   ImGui::SameLine();
   // Differences within float32 rounding are drawn as 0: on a ±3e-8 scale
   // they would look like real ones.
-  teach_heatmap(state, "teach/mask/diff", "diff", h, m->shown.shown,
+  teach_heatmap(state, "teach/mask/diff", "diff_weights", h, m->shown.shown,
                 "way 1 − way 2", box);
   for (const core::BookMatrix& b : core::book_matrices())
     if (b.source == core::BookSource::TrilRenormalise && core::book_applies(b, t))

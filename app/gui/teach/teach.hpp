@@ -88,6 +88,12 @@ void teach_heatmap(AppState& state, const std::string& slot, std::string id, int
                    const core::RowMatrix& m, const std::string& title, ImVec2 size);
 // "0.2264" in the table font.
 std::string num(float v, int decimals = 4);
+// Top-left corners for the labels (of `sizes`) of dots at `points`, in
+// order: beside each dot, each clear of the labels placed before it where
+// one of a few spots nearby allows, all inside `bounds` (min x, min y,
+// max x, max y). Embedding space names its tokens with it.
+std::vector<ImVec2> place_point_labels(const std::vector<ImVec2>& points,
+                                       const std::vector<ImVec2>& sizes, ImVec4 bounds);
 // Opens a Learn window at a sensible size; false when collapsed.
 bool begin_learn_window(const char* title, bool* open, ImVec2 size);
 

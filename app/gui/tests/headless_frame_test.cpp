@@ -12,7 +12,7 @@
 #include "attnscope/rng.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
-#include "imgui_internal.h"  // the open Ctrl+click text field of a slider
+#include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
 #include "keyboard_queue.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
@@ -243,6 +243,24 @@ TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
     for (float x = 1400; x < 1600 && !state.ui.session_warning.empty(); x += 10) click(ImVec2(x, y));
   EXPECT_TRUE(state.ui.session_warning.empty()) << "Dismiss clears the restore warning";
   EXPECT_FALSE(state.ui.autosave_warning.empty()) << "... and only that one";
+}
+
+TEST_F(Headless, TheSavedNoticeIsHiddenWhileAWindowScreenshotIsPending) {
+  frames(2);
+  state.files.notice.message = "Saved weights.png";
+  state.files.notice.path = "/tmp/weights.png";
+  frame();
+  const ImGuiWindow* notice = ImGui::FindWindowByName("##notice");
+  ASSERT_NE(notice, nullptr);
+  EXPECT_TRUE(notice->Active);
+  // F12 asks for a screenshot: main grabs the frame drawn while the countdown
+  // is still running, which must not show the previous save's notice.
+  state.files.screenshot_countdown = 1;
+  frame();
+  EXPECT_FALSE(notice->Active) << "the notice would be in the screenshot";
+  state.files.screenshot_countdown = 0;
+  frame();
+  EXPECT_TRUE(notice->Active) << "it comes back afterwards";
 }
 
 #if IMGUI_VERSION_NUM < 18700

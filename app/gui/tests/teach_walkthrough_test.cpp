@@ -8,9 +8,11 @@
 
 #include "app_state.hpp"
 #include "attnscope/teach.hpp"
+#include "figure/stage_figure.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"
+#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
 #include "ui.hpp"
@@ -393,6 +395,104 @@ TEST_F(Teach, StageTilesCarryBookBadgesForTheNewTensors) {
   EXPECT_EQ(stage_book_badge_width(state, *scaled), 0.0f);
   state.teach.show_normalisation = true;
   state.teach.show_heads = true;
+  EXPECT_GT(frame(), 1000);
+}
+
+// How far the widest line of Learn window `name` reaches past its content
+// region, in px (0 or less: everything is inside).
+float overflow(const char* name) {
+  const ImGuiWindow* w = ImGui::FindWindowByName(name);
+  if (!w || !w->Active) return 1e9f;
+  return w->ContentSize.x - w->ContentRegionRect.GetWidth();
+}
+
+TEST_F(Teach, BookCheckKeepsItsSetUpButtonsInsideTheWindow) {
+  // A run whose description is long (context_vecs §3.6.1: the wrapper, d_out
+  // 2, seed 123, 2 heads): its "Set up" used to sit past the window's edge.
+  state.teach.show_book = true;
+  frames(3);
+  EXPECT_LE(overflow("Book check"), 1.0f);
+}
+
+TEST_F(Teach, HeadSplitOfTheBooksExampleHasReadableColumns) {
+  state.config.variant = core::Variant::Causal;
+  state.teach.show_heads = true;
+  state.mark_dirty();
+  frames(2);
+  // The switch offers the book's example: d_out 2, 2 heads, seed 123.
+  state.config.seed = 789;
+  ImGuiWindow* w = ImGui::FindWindowByName("Head split");
+  ASSERT_NE(w, nullptr);
+  bool switched = false;
+  for (float y = w->Pos.y + 30; y < w->Pos.y + 300 && !switched; y += 4) {
+    ImGuiIO& io = ImGui::GetIO();
+    for (bool down : {false, true, false}) {
+      io.MousePos = ImVec2(w->Pos.x + 40, y);
+      io.MouseDown[0] = down;
+      frame();
+    }
+    switched = state.config.variant == core::Variant::Multihead;
+  }
+  ASSERT_TRUE(switched);
+  EXPECT_EQ(state.config.d_out, 2);
+  EXPECT_EQ(state.config.num_heads, 2);
+  EXPECT_EQ(state.config.seed, 123u);
+  ImGui::GetIO().MousePos = ImVec2(-1, -1);
+  frames(3);
+  // Each head's 6 × 1 block: cells at least 2 font sizes tall, not 8 px.
+  const ImGuiWindow* block = nullptr;
+  for (const ImGuiWindow* c : GImGui->Windows)
+    if (c->Active && std::string(c->Name).find("##transposed") != std::string::npos) block = c;
+  ASSERT_NE(block, nullptr);
+  const float font = ImGui::GetFontSize();
+  EXPECT_GE(block->ContentSize.y, 2 * 6 * font * 2.0f);  // two heads' blocks, scrolled
+}
+
+TEST_F(Teach, DifferenceHeatmapsAreLabelledLikeTheStageTheySubtract) {
+  state.config.variant = core::Variant::Causal;
+  state.mark_dirty();
+  frames(2);
+  const core::Trace& t = *state.trace;
+  const core::Stage diff{"diff_weights", -1, t.find("weights")->data()};
+  EXPECT_TRUE(rows_are_tokens(diff, t));
+  EXPECT_TRUE(cols_are_tokens(diff, t));  // tokens, not 0..5
+  const core::Stage diff_q{"diff_queries", -1, t.find("queries")->data()};
+  EXPECT_TRUE(rows_are_tokens(diff_q, t));
+  EXPECT_FALSE(cols_are_tokens(diff_q, t));
+  // Its export too: tokens, a signed scale, a title in words.
+  const figure::Heatmap h = figure::stage_heatmap(t, diff);
+  EXPECT_EQ(h.col_labels, t.tokens);
+  EXPECT_EQ(h.kind, figure::ScaleKind::Diverging);
+  EXPECT_EQ(h.title, "difference of attention weights");
+  // Compare's run lines stay inside its window.
+  state.teach.show_compare = true;
+  state.teach.compare_a = state.trace;
+  state.config.seed = 789;
+  state.config.dropout = 0.1;
+  state.mark_dirty();
+  frames(3);
+  EXPECT_LE(overflow("Compare runs"), 1.0f);
+}
+
+TEST_F(Teach, EmbeddingSpaceNamesCloseDotsWithoutOverlap) {
+  // "journey" (0.55, 0.87) and "starts" (0.57, 0.85) in dims 0 and 1.
+  const std::vector<ImVec2> points = {{100, 100}, {103, 102}, {300, 50}};
+  const std::vector<ImVec2> sizes = {{56, 17}, {44, 17}, {80, 17}};
+  const ImVec4 bounds(0, 0, 340, 200);
+  const std::vector<ImVec2> at = place_point_labels(points, sizes, bounds);
+  ASSERT_EQ(at.size(), 3u);
+  auto apart = [&](std::size_t a, std::size_t b) {
+    return at[a].x + sizes[a].x <= at[b].x || at[b].x + sizes[b].x <= at[a].x ||
+           at[a].y + sizes[a].y <= at[b].y || at[b].y + sizes[b].y <= at[a].y;
+  };
+  EXPECT_TRUE(apart(0, 1));
+  EXPECT_TRUE(apart(0, 2));
+  EXPECT_TRUE(apart(1, 2));
+  for (std::size_t k = 0; k < at.size(); ++k) {  // inside, "step"-like labels near the edge too
+    EXPECT_GE(at[k].x, bounds.x);
+    EXPECT_LE(at[k].x + sizes[k].x, bounds.z);
+  }
+  state.teach.show_embedding = true;
   EXPECT_GT(frame(), 1000);
 }
 
