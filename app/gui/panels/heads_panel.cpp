@@ -33,8 +33,12 @@ void draw_heads_panel(AppState& state) {
   ImGui::TextDisabled("%s", display(state, what).c_str());
   if (multihead && state.step == Step::SplitHeads) {
     ImGui::SameLine();
-    ImGui::TextDisabled("(head h owns columns h*%d .. h*%d+%d)", t.config.d_out / heads,
-                        t.config.d_out / heads, t.config.d_out / heads - 1);
+    const int head_dim = t.config.d_out / heads;
+    if (head_dim == 1)
+      ImGui::TextDisabled("(head h owns column h of Q, K and V)");
+    else
+      ImGui::TextDisabled("(head h owns columns %d·h to %d·h + %d)", head_dim, head_dim,
+                          head_dim - 1);
   }
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
