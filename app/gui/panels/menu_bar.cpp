@@ -22,7 +22,7 @@ constexpr Shortcut kShortcuts[] = {
     {"Home / End", "first / last stage"},
     {"Click a cell", "pin it in the inspector"},
     {"Esc", "unpin the cell"},
-    {"R", "colour each row on its own scale, or the whole matrix on one"},
+    {"R", "colour each row on its own scale, or the whole matrix on one (auto: by row at T >= 128)"},
     {"N or Enter / P or Backspace", "walkthrough: next / previous step"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
     {"Shift+wheel", "scroll a heatmap sideways (a wide matrix)"},
