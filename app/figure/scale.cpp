@@ -278,10 +278,53 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
   const bool short_words = decimals < 4;
   if (kind == ScaleKind::Diverging) {
     const std::string minus = unicode ? "\xE2\x88\x92" : "-";
-    return short_words ? BarLabels{"+max", minus + "max"} : BarLabels{"+max|row|", minus + "max|row|"};
+    return short_words ? BarLabels{"max", minus + "max"} : BarLabels{"row max", minus + "row max"};
   }
   const std::string low = range.data_min < 0.0f ? "min" : "0";
   return short_words ? BarLabels{"max", low} : BarLabels{"row max", low == "0" ? low : "row " + low};
+}
+
+ScaleScope scale_scope(RowScale setting, bool token_by_token, long tokens) {
+  switch (setting) {
+    case RowScale::On:
+      return ScaleScope::Row;
+    case RowScale::Off:
+      return ScaleScope::Matrix;
+    case RowScale::Auto:
+      break;
+  }
+  return token_by_token && tokens >= kAutoRowScaleTokens ? ScaleScope::Row : ScaleScope::Matrix;
+}
+
+RowScale toggled(RowScale setting, long tokens) {
+  return scale_scope(setting, true, tokens) == ScaleScope::Row ? RowScale::Off : RowScale::On;
+}
+
+std::string_view row_scale_id(RowScale setting) {
+  switch (setting) {
+    case RowScale::On:
+      return "on";
+    case RowScale::Off:
+      return "off";
+    case RowScale::Auto:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<RowScale> parse_row_scale(std::string_view id) {
+  for (RowScale s : {RowScale::Auto, RowScale::On, RowScale::Off})
+    if (row_scale_id(s) == id) return s;
+  return std::nullopt;
+}
+
+std::vector<std::string> row_scope_notes(RowScale setting, bool unicode) {
+  const std::string base = kRowScopeNote;
+  if (setting != RowScale::Auto) return {base + " (R to change)", base, "row scale"};
+  const std::string at = std::string(unicode ? "T \xE2\x89\xA5 " : "T >= ") +
+                         std::to_string(kAutoRowScaleTokens);
+  return {base + " (auto at " + at + ", R to change)", base + " (auto, R to change)", base,
+          "row scale"};
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,25 @@ ValueRange value_range(const float* v, Eigen::Index n, ScaleKind kind);
 // a matrix-wide scale and every later row, ~1/T a key, is drawn near its
 // bottom; coloured by row, softmax's choice in each row shows.
 enum class ScaleScope { Matrix, Row };
+// The row-scale setting (View > Colour each row on its own scale, the R key,
+// --row-scale / --no-row-scale, the session's "row_scale"). On and Off hold
+// for every heatmap. Auto colours the token-by-token matrices (a row per
+// query, a column per key: scores, weights, masks) row by row once there are
+// kAutoRowScaleTokens tokens, where one shared scale draws almost every
+// weight (~1/T) in one flat colour; below that, and for every other matrix,
+// Auto is one scale per matrix (the book's T = 6 figures).
+enum class RowScale { Auto, On, Off };
+inline constexpr long kAutoRowScaleTokens = 128;
+// The scope a matrix is coloured with: `token_by_token` says whether its
+// rows and columns are the trace's `tokens` tokens.
+ScaleScope scale_scope(RowScale setting, bool token_by_token, long tokens);
+// What R (or the menu's switch) makes of `setting` with `tokens` tokens: the
+// opposite of what the token-by-token matrices show, as an explicit On or Off.
+RowScale toggled(RowScale setting, long tokens);
+// "auto", "on", "off" (the session's spelling) and back; nullopt when unknown.
+std::string_view row_scale_id(RowScale setting);
+std::optional<RowScale> parse_row_scale(std::string_view id);
+
 // The range row r of m is coloured on under ScaleScope::Row.
 ValueRange row_range(const core::RowMatrix& m, Eigen::Index r, ScaleKind kind);
 
@@ -86,9 +106,9 @@ std::string format_value(float v, int decimals, bool unicode = true);
 // The colour bar's end labels (top = hi, bottom = lo). Matrix scope: the
 // range's ends with `decimals` places. Row scope, where the ends differ from
 // row to row: "row max" over "0" (or "row min" when some value is below 0)
-// for sequential scales, "+max|row|" over "−max|row|" for diverging ones;
-// with fewer than 4 decimals (a short bar) "max" over "0" / "min", "+max"
-// over "−max".
+// for sequential scales, "row max" over "−row max" for diverging ones (the
+// row's largest |value| and its negative); with fewer than 4 decimals (a
+// short bar) "max" over "0" / "min", "max" over "−max".
 struct BarLabels {
   std::string hi, lo;
 };
@@ -96,6 +116,11 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
                      bool unicode = true);
 // The note under a colour bar in Row scope, so a figure says how to read it.
 inline constexpr const char* kRowScopeNote = "each row on its own scale";
+// The notes the app shows beside its colour bar in Row scope, widest first:
+// whether the setting is Auto (so the learner knows why the scale changed at
+// T >= kAutoRowScaleTokens) and that R changes it.
+std::vector<std::string> row_scope_notes(RowScale setting, bool unicode = true);
+
 
 // How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
 // or 0 meaning "print nothing".

@@ -21,6 +21,7 @@
 #include "attnscope/trace.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
+#include "figure/scale.hpp"
 #include "imgui.h"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
@@ -81,7 +82,9 @@ struct ViewState {
 struct UiState {
   Palette palette = Palette::Standard;
   bool show_values = true;         // numbers in cells when they fit
-  bool row_scale = false;          // each heatmap row coloured on its own scale (View menu)
+  // Each heatmap row coloured on its own scale (View menu, R): Auto does so
+  // for the token-by-token matrices from figure::kAutoRowScaleTokens tokens.
+  figure::RowScale row_scale = figure::RowScale::Auto;
   int decimals = 4;                // places in cells (View > Decimals, 1..6); the book prints 4
   float ui_scale = 1.0f;           // the user's factor on top of the monitor's
   float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)

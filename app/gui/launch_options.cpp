@@ -138,8 +138,13 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
-  app.add_flag("--row-scale", o.row_scale,
-               "colour each heatmap row on its own scale (View > Colour each row on its own scale)");
+  auto* row_scale = app.add_flag(
+      "--row-scale", o.row_scale,
+      "colour each heatmap row on its own scale (View > Colour each row on its own scale; "
+      "without this flag or --no-row-scale: automatic, on for scores and weights from T = 128)");
+  app.add_flag("--no-row-scale", o.no_row_scale,
+               "one colour scale per heatmap, also at T >= 128")
+      ->excludes(row_scale);
   app.add_option("--decimals", o.decimals,
                  "decimals in heatmap cells, 1 to 6 (default 4, the book's; View > Decimals)");
   app.add_option("--scale", o.scale,
@@ -294,7 +299,8 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
       throw core::ParseError("unknown colours '" + *o.palette +
                              "' (known: standard, colorblind, warm, greys)");
   }
-  if (o.row_scale) state.ui.row_scale = true;
+  if (o.row_scale) state.ui.row_scale = figure::RowScale::On;
+  if (o.no_row_scale) state.ui.row_scale = figure::RowScale::Off;
   if (o.decimals) {
     if (*o.decimals < figure::kMinDecimals || *o.decimals > figure::kMaxDecimals)
       throw core::ParseError("--decimals (" + std::to_string(*o.decimals) + ") must be between " +

@@ -25,6 +25,7 @@ struct LaunchOptions {
   std::optional<std::string> cell;         // --cell I,J (pins a cell of the stage's first matrix)
   std::optional<std::string> palette;      // --colors standard|colorblind|warm|greys
   bool row_scale = false;                  // --row-scale: each heatmap row on its own colour scale
+  bool no_row_scale = false;               // --no-row-scale: one scale per matrix, at any T
   std::optional<int> decimals;             // --decimals N: places in cells (1..6)
   std::optional<float> scale;              // --scale F (UI scale factor)
   int width = 1600, height = 1000;         // --size WxH

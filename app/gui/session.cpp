@@ -46,7 +46,7 @@ json view_of(const AppState& s) {
                       {"col", s.pinned.col}};
   view["ui"] = {{"palette", std::string(palette_id(s.ui.palette))},
                 {"show_values", s.ui.show_values},
-                {"row_scale", s.ui.row_scale},
+                {"row_scale", std::string(figure::row_scale_id(s.ui.row_scale))},
                 {"welcome_dismissed", s.ui.welcome_dismissed},
                 {"decimals", s.ui.decimals},
                 {"ui_scale", s.ui.ui_scale},
@@ -270,7 +270,17 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       const json& u = view.at("ui");
       ui.palette = parse_palette(u.value("palette", std::string("standard")));
       ui.show_values = u.value("show_values", true);
-      ui.row_scale = u.value("row_scale", false);
+      // "auto", "on" or "off"; sessions from before Auto saved true or false
+      // (on or off), and those from before the setting nothing (auto).
+      ui.row_scale = figure::RowScale::Auto;
+      if (u.contains("row_scale")) {
+        const json& rs = u.at("row_scale");
+        if (rs.is_boolean())
+          ui.row_scale = rs.get<bool>() ? figure::RowScale::On : figure::RowScale::Off;
+        else if (rs.is_string())
+          ui.row_scale =
+              figure::parse_row_scale(rs.get<std::string>()).value_or(figure::RowScale::Auto);
+      }
       // A session from before the card existed: its learner has used the app.
       ui.welcome_dismissed = u.value("welcome_dismissed", true);
       ui.decimals = std::clamp(u.value("decimals", figure::kBookDecimals), figure::kMinDecimals,

@@ -9,6 +9,7 @@
 
 #include "imgui_compat.hpp"
 #include "panels/panels.hpp"
+#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
 
@@ -23,7 +24,7 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_Home)) state.step_by(-100);
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
-  if (letter_pressed('R')) state.ui.row_scale = !state.ui.row_scale;
+  if (letter_pressed('R')) toggle_row_scale(state);
   if (TeachState& t = state.teach; t.walk_active && t.walk_apply < 0) {
     const int last = static_cast<int>(walkthrough_steps().size()) - 1;
     if ((letter_pressed('N') || key_pressed(ImGuiKey_Enter)) && t.walk_step < last)

@@ -333,11 +333,13 @@ TEST(RowScope, TheColourBarSaysRowsNotNumbers) {
   r.data_min = -1.5f;
   EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Matrix, 4).hi, "2.0000");
   EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Matrix, 2).lo, "-2.00");
-  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4).hi, "+max|row|");
-  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4, false).lo, "-max|row|");
+  // Words a learner reads: the row's largest |value| and its negative.
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4).hi, "row max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4).lo, "\xE2\x88\x92row max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 4, false).lo, "-row max");
   EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 4).lo, "row min");
   // A short bar (fewer decimals): short words.
-  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 2).hi, "+max");
+  EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 2).hi, "max");
   EXPECT_EQ(bar_labels(r, ScaleKind::Diverging, ScaleScope::Row, 2, false).lo, "-max");
   EXPECT_EQ(bar_labels(r, ScaleKind::Sequential, ScaleScope::Row, 2).lo, "min");
   r.data_min = 0.0f;
@@ -373,6 +375,33 @@ TEST(RowScope, TheColourBarSaysRowsNotNumbers) {
   EXPECT_EQ(checked, 2);
   h.scope = ScaleScope::Matrix;
   EXPECT_EQ(heatmap_svg(h).find("row max"), std::string::npos);
+}
+
+// Auto colours the token-by-token matrices by row from 128 tokens on (one
+// shared scale draws their ~1/T weights in one flat colour) and nothing
+// else; On and Off hold everywhere. R turns what the scores and weights
+// show into the opposite, explicit choice.
+TEST(RowScope, AutoTurnsOnForTokenByTokenMatricesFrom128Tokens) {
+  EXPECT_EQ(scale_scope(RowScale::Auto, true, 6), ScaleScope::Matrix);  // the book's example
+  EXPECT_EQ(scale_scope(RowScale::Auto, true, 127), ScaleScope::Matrix);
+  EXPECT_EQ(scale_scope(RowScale::Auto, true, 128), ScaleScope::Row);
+  EXPECT_EQ(scale_scope(RowScale::Auto, false, 1024), ScaleScope::Matrix);  // Q, context, ...
+  EXPECT_EQ(scale_scope(RowScale::On, false, 6), ScaleScope::Row);
+  EXPECT_EQ(scale_scope(RowScale::Off, true, 1024), ScaleScope::Matrix);
+  EXPECT_EQ(toggled(RowScale::Auto, 512), RowScale::Off);
+  EXPECT_EQ(toggled(RowScale::Auto, 6), RowScale::On);
+  EXPECT_EQ(toggled(RowScale::On, 512), RowScale::Off);
+  EXPECT_EQ(toggled(RowScale::Off, 6), RowScale::On);
+  for (RowScale s : {RowScale::Auto, RowScale::On, RowScale::Off})
+    EXPECT_EQ(parse_row_scale(row_scale_id(s)), s);
+  EXPECT_EQ(row_scale_id(RowScale::Auto), "auto");
+  EXPECT_EQ(parse_row_scale("true"), std::nullopt);
+  // The screen's note says whether it is automatic, and what changes it.
+  EXPECT_EQ(row_scope_notes(RowScale::Auto).front(),
+            "each row on its own scale (auto at T \xE2\x89\xA5 128, R to change)");
+  EXPECT_EQ(row_scope_notes(RowScale::Auto, false).front(),
+            "each row on its own scale (auto at T >= 128, R to change)");
+  EXPECT_EQ(row_scope_notes(RowScale::On).front(), "each row on its own scale (R to change)");
 }
 
 // The book prints 4 decimals (0.1921, 0.9995); a figure does too by

@@ -12,6 +12,7 @@
 #include "attnscope/pytorch_code.hpp"
 #include "attnscope/weights.hpp"
 #include "figure/svg.hpp"
+#include "render/heatmap_view.hpp"
 #include "render/png.hpp"
 #include "session.hpp"
 
@@ -53,10 +54,10 @@ void remember_folder(AppState& state, const fs::path& folder) {
   state.files.last_folder = f;
 }
 
-figure::FigureStyle figure_style(const AppState& state) {
+figure::FigureStyle figure_style(const AppState& state, const core::Trace& trace,
+                                 const core::Stage& stage) {
   return figure::FigureStyle{state.ui.palette, state.ui.show_values, state.ui.unicode,
-                             state.ui.row_scale ? figure::ScaleScope::Row : figure::ScaleScope::Matrix,
-                             state.ui.decimals};
+                             heatmap_scope(state, trace, stage), state.ui.decimals};
 }
 
 void notify(AppState& state, std::string message, std::string path, bool error) {
@@ -100,7 +101,7 @@ std::string png_bytes(const AppState& state, const core::Trace& trace, const cor
   if (!state.files.render_png)
     throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
   const RenderedImage img =
-      state.files.render_png(figure::stage_heatmap(trace, stage, figure_style(state)), scale);
+      state.files.render_png(figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)), scale);
   std::string bytes = encode_png(img.width, img.height, img.rgba);
   if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
   return bytes;
@@ -124,7 +125,7 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
                                  std::to_string(cols) + ", too large for SVG (at most " +
                                  std::to_string(figure::kMaxSvgCells) +
                                  " cells): export it as PNG, NPY or CSV");
-      return figure::heatmap_svg(figure::stage_heatmap(trace, stage, figure_style(state)));
+      return figure::heatmap_svg(figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)));
     }
     default:
       return core::stage_file_bytes(trace, stage, data_format_of(kind));

@@ -31,8 +31,10 @@ std::filesystem::path export_folder(const AppState& state);
 // Remembers `folder` as the most recent folder (front of the list, no duplicates).
 void remember_folder(AppState& state, const std::filesystem::path& folder);
 
-// How figures are drawn now: the palette and "Numbers in cells" of the View menu.
-figure::FigureStyle figure_style(const AppState& state);
+// How `stage` of `trace` is drawn now: the palette, "Numbers in cells",
+// decimals and row scale of the View menu, as on screen.
+figure::FigureStyle figure_style(const AppState& state, const core::Trace& trace,
+                                 const core::Stage& stage);
 
 // Sets the notice (and prints nothing: the UI shows it).
 void notify(AppState& state, std::string message, std::string path, bool error);

@@ -179,8 +179,14 @@ void draw_embedding_panel(AppState& state) {
   // The table: token | d0 .. d(n-1) | remove. Row numbers are in the tooltip.
   const int d = static_cast<int>(emb.cols());
   const int columns = d + 2;
-  if (columns > 64) {  // ImGui tables hold at most 64 columns
-    ImGui::TextDisabled("d_in = %d is too wide for the table; values can be randomized.", d);
+  if (columns > 64) {  // ImGui tables hold at most 64 columns: token, 62 dims, remove
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_wrapped(state, "d_in = " + std::to_string(d) +
+                            " is too wide to edit here: the table holds at most 62 dims. Press "
+                            "\"-\u00A0dim\" down to 62 to edit values, or draw new ones under "
+                            "\"Random\u00A0inputs\" above. The Inputs step shows all " +
+                            std::to_string(d) + " as a heatmap.");
+    ImGui::PopStyleColor();
     return;
   }
   constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY |

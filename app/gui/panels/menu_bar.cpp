@@ -6,6 +6,7 @@
 #include "export/files_ui.hpp"
 #include "fonts.hpp"
 #include "panels/panels.hpp"
+#include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
 
 namespace attnscope::gui {
@@ -21,7 +22,7 @@ constexpr Shortcut kShortcuts[] = {
     {"Home / End", "first / last stage"},
     {"Click a cell", "pin it in the inspector"},
     {"Esc", "unpin the cell"},
-    {"R", "colour each row on its own scale, or the whole matrix on one"},
+    {"R", "colour each row on its own scale, or the whole matrix on one (auto: by row at T >= 128)"},
     {"N or Enter / P or Backspace", "walkthrough: next / previous step"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
     {"Shift+wheel", "scroll a heatmap sideways (a wide matrix)"},
@@ -74,7 +75,24 @@ void draw_menu_bar(AppState& state) {
       ImGui::TextDisabled("where the cells are too small: fewer");
       ImGui::EndMenu();
     }
-    ImGui::MenuItem("Colour each row on its own scale", "R", &state.ui.row_scale);
+    // The check mark shows what the scores and weights show now; "automatic"
+    // is on until the learner picks one (a click on it again keeps the
+    // current look as an explicit choice).
+    if (ImGui::MenuItem("Colour each row on its own scale", "R", rows_on_own_scale(state)))
+      toggle_row_scale(state);
+    const bool automatic = state.ui.row_scale == figure::RowScale::Auto;
+    const std::string auto_label =
+        std::string(state.ui.unicode ? "  automatically at T \xE2\x89\xA5 " : "  automatically at T >= ") +
+        std::to_string(figure::kAutoRowScaleTokens);
+    if (ImGui::MenuItem(auto_label.c_str(), nullptr, automatic))
+      state.ui.row_scale = automatic
+                               ? (rows_on_own_scale(state) ? figure::RowScale::On : figure::RowScale::Off)
+                               : figure::RowScale::Auto;
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "Scores and weights: each row on its own scale from T = %ld tokens, where one shared\n"
+          "scale draws almost every weight (~1/T) in one flat colour; one scale per matrix below.",
+          figure::kAutoRowScaleTokens);
     if (ImGui::BeginMenu("UI scale")) {
       for (float s : {0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f}) {
         const std::string label = std::to_string(static_cast<int>(s * 100)) + "%";

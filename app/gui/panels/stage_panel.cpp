@@ -254,14 +254,17 @@ void draw_matrices(AppState& state) {
 // On steps that show token-by-token matrices (a row per query: its scores or
 // weights), a switch for View > Colour each row on its own scale. In long
 // sequences most weights are ~1/T and all sit near the bottom of one shared
-// scale; each row on its own range shows which keys its query favours.
+// scale; each row on its own range shows which keys its query favours. It
+// shows what the matrices show; while the setting is automatic it says so.
 void draw_row_scale_toggle(AppState& state) {
   const core::Trace& t = *state.trace;
   const StepMatrices mats = step_matrices(state.step, t, state.head);
   bool token_by_token = false;
   for (const core::Stage* m : mats.outputs) token_by_token = token_by_token || cols_are_tokens(*m, t);
   if (!token_by_token) return;
-  const char* label = "Colour each row on its own scale";
+  const bool automatic = state.ui.row_scale == figure::RowScale::Auto;
+  const char* label =
+      automatic ? "Colour each row on its own scale (auto)" : "Colour each row on its own scale";
   const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
                   ImGui::CalcTextSize(label).x;
   // At the right end of the card's last line (inside its padding), or on a line of its own.
@@ -270,14 +273,17 @@ void draw_row_scale_toggle(AppState& state) {
   if (ImGui::GetContentRegionAvail().x - pad < w) ImGui::NewLine();
   const float free = ImGui::GetContentRegionAvail().x - pad - w;
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, free));
-  ImGui::Checkbox(label, &state.ui.row_scale);
+  bool on = rows_on_own_scale(state);
+  if (ImGui::Checkbox(label, &on)) toggle_row_scale(state);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Off: one scale for the whole matrix, so any two cells compare.\n"
         "On: each row on its own range (weights: 0 to the row's largest; scores:\n"
         "-max to +max of the row's |values|), so the keys one query favours\n"
         "stand out even when its weights are all ~1/T.\n"
-        "Also in View and on the R key; exports follow it.");
+        "Auto (until you choose): on from T = %ld tokens, off below.\n"
+        "Also in View and on the R key; exports follow it.",
+        figure::kAutoRowScaleTokens);
 }
 
 }  // namespace

@@ -376,9 +376,9 @@ int export_pngs(AppState& state, const std::string& dir, int scale) {
   try {
     core::require_folder(dir);
     const OffscreenFigureRenderer renderer;
-    const figure::FigureStyle style = figure_style(state);
     auto png = [&](const core::Trace& t, const core::Stage& s) {
-      const RenderedImage img = renderer.render(figure::stage_heatmap(t, s, style), scale);
+      const RenderedImage img =
+          renderer.render(figure::stage_heatmap(t, s, figure_style(state, t, s)), scale);
       std::string bytes = encode_png(img.width, img.height, img.rgba);
       if (bytes.empty()) throw std::runtime_error("the PNG of " + s.id + " could not be encoded");
       return bytes;

@@ -74,21 +74,49 @@ void hatch_cell(ImDrawList* dl, ImVec2 p, float s, ImU32 col, float spacing, flo
   }
 }
 
-// Where the colour bar goes: its top-left corner and its length.
+// Where the colour bar goes: its top-left corner and its length. A
+// horizontal bar may grow to the left, to `max_length`, for its labels.
 struct ColourBarPlace {
   ImVec2 at;
   float length = 0;
   bool horizontal = false;
+  float max_length = 0;
+};
+
+// What the colour bar took: the right end of its labels, and its bottom.
+struct ColourBarExtent {
+  float right = 0, bottom = 0;
 };
 
 // The colormap as a gradient with the range's ends (and 0 for diverging
 // scales), plus a hatched "−∞" swatch when the matrix has masked cells.
-void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, const ValueRange& range,
-                     ScaleKind kind, ScaleScope scope, int decimals, bool uni, float px) {
+ColourBarExtent draw_colour_bar(ImDrawList* dl, ColourBarPlace p, Colormap map,
+                                const ValueRange& range, ScaleKind kind, ScaleScope scope,
+                                int decimals, bool uni, float px) {
   const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
   const float line_h = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
   const ImU32 dim_col = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const bool zero = kind == ScaleKind::Diverging;
+  auto text_w = [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; };
+  // Numbers with the cells' decimals setting; a row scale's ends are words.
+  auto [hi, lo] = bar_labels(range, kind, scope, scope == ScaleScope::Row ? 4 : decimals, uni);
+  BarLabelPlaces places;
+  if (p.horizontal) {
+    // A short bar: fewer decimals (or shorter words), then a longer bar;
+    // the two ends never run together.
+    const float gap = 8 * px, zero_w = text_w("0");
+    places = place_bar_labels(p.length, p.length, text_w(lo), text_w(hi), zero_w, zero, gap);
+    if (!places.lo) {
+      const BarLabels shorter = bar_labels(range, kind, scope, std::min(2, decimals), uni);
+      lo = shorter.lo;
+      hi = shorter.hi;
+      places = place_bar_labels(p.length, std::max(p.length, p.max_length), text_w(lo), text_w(hi),
+                                zero_w, zero, gap);
+    }
+    p.at.x -= places.length - p.length;  // grown to the left
+    p.length = places.length;
+  }
   constexpr int kSegments = 32;
   for (int k = 0; k < kSegments; ++k) {
     const float t0 = static_cast<float>(k) / kSegments;
@@ -108,28 +136,19 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
   const ImVec2 end = p.horizontal ? ImVec2(p.at.x + p.length, p.at.y + thick)
                                   : ImVec2(p.at.x + thick, p.at.y + p.length);
   dl->AddRect(p.at, end, dim_col);
-  // Each row on its own scale: the ends are words ("row max"), not numbers.
-  // Numbers with the cells' decimals setting; a row scale's ends are words.
-  auto [hi, lo] = bar_labels(range, kind, scope, scope == ScaleScope::Row ? 4 : decimals, uni);
-  if (p.horizontal &&  // a short bar: fewer decimals (or words) rather than overlapping labels
-      ImGui::CalcTextSize(lo.c_str()).x + ImGui::CalcTextSize(hi.c_str()).x + 8 * px > p.length) {
-    const BarLabels shorter = bar_labels(range, kind, scope, std::min(2, decimals), uni);
-    lo = shorter.lo;
-    hi = shorter.hi;
-  }
-  const bool zero = kind == ScaleKind::Diverging;
+  ColourBarExtent extent;
   ImVec2 swatch;
   if (p.horizontal) {
     const float y = p.at.y + thick + 2 * px;
-    dl->AddText(ImVec2(p.at.x, y), text_col, lo.c_str());
-    const float hw = ImGui::CalcTextSize(hi.c_str()).x;
-    dl->AddText(ImVec2(end.x - hw, y), text_col, hi.c_str());
-    if (zero && p.length > 4 * hw) {
+    if (places.lo) dl->AddText(ImVec2(p.at.x + places.lo_x, y), text_col, lo.c_str());
+    dl->AddText(ImVec2(p.at.x + places.hi_x, y), text_col, hi.c_str());
+    if (places.zero) {
       const float x0 = p.at.x + p.length * 0.5f;
       dl->AddLine(ImVec2(x0, p.at.y - 2), ImVec2(x0, end.y + 2), text_col);
-      dl->AddText(ImVec2(x0 - ImGui::CalcTextSize("0").x * 0.5f, y), dim_col, "0");
+      dl->AddText(ImVec2(p.at.x + places.zero_x, y), dim_col, "0");
     }
     swatch = ImVec2(p.at.x, y + line_h + 2 * px);
+    extent = {end.x, y + line_h};
   } else {
     const float x = end.x + 4 * px;
     dl->AddText(ImVec2(x, p.at.y), text_col, hi.c_str());
@@ -140,6 +159,7 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
       dl->AddText(ImVec2(x, y0 - line_h * 0.5f), dim_col, "0");
     }
     swatch = ImVec2(p.at.x, end.y + 6 * px);
+    extent = {x + std::max(text_w(hi), text_w(lo)), end.y};
   }
   if (range.neg_inf > 0) {
     const float side = 14.0f * px;
@@ -150,7 +170,9 @@ void draw_colour_bar(ImDrawList* dl, const ColourBarPlace& p, Colormap map, cons
     const char* label = p.horizontal ? (uni ? "−∞ masked" : "-inf masked") : (uni ? "−∞" : "-inf");
     dl->AddText(ImVec2(swatch.x + side + 4 * px, swatch.y + (side - line_h) * 0.5f), text_col,
                 label);
+    extent.bottom = std::max(extent.bottom, swatch.y + std::max(side, line_h));
   }
+  return extent;
 }
 
 }  // namespace
@@ -161,6 +183,25 @@ bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
 
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
   return is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
+}
+
+namespace {
+// The sequence's length: the trace's, or the inputs' while there is none.
+long tokens_now(const AppState& state) {
+  return state.trace ? state.trace->num_tokens() : static_cast<long>(state.inputs.tokens.size());
+}
+}  // namespace
+
+ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace, const core::Stage& stage) {
+  return figure::scale_scope(state.ui.row_scale, cols_are_tokens(stage, trace), trace.num_tokens());
+}
+
+bool rows_on_own_scale(const AppState& state) {
+  return figure::scale_scope(state.ui.row_scale, true, tokens_now(state)) == ScaleScope::Row;
+}
+
+void toggle_row_scale(AppState& state) {
+  state.ui.row_scale = figure::toggled(state.ui.row_scale, tokens_now(state));
 }
 
 std::string fit_text(const std::string& text, float max_width, bool unicode) {
@@ -303,7 +344,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float pixels = std::max(size.x * std::max(fb.x, 1.0f), size.y * std::max(fb.y, 1.0f));
     max_side = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(pixels, 64.0f))));
   }
-  const ScaleScope scope = state.ui.row_scale ? ScaleScope::Row : ScaleScope::Matrix;
+  const ScaleScope scope = heatmap_scope(state, tr, st);
   const HeatmapTexture tex =
       state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side, scope);
 
@@ -311,6 +352,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
   bool bar_below = false;
+  float note_h = 0;  // the line under the cells that says "each row on its own scale"
   const float max_label = 110.0f * px;
   if (!compact) {
     for (int r = 0; r < rows; ++r)
@@ -335,7 +377,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float right_beside = 14 * px + 8 * px + label_w + 4 * px, right_below = 4 * px;
     const float bands_h = spec.bands.empty() ? 0 : line_h + 4 * px;
     const float below_h = 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
-    const float body_h = box_max.y - body_top - top - bands_h;
+    // A row scale says so on a line of its own under everything.
+    note_h = scope == ScaleScope::Row ? line_h + 6 * px : 0.0f;
+    const float body_h = box_max.y - body_top - top - bands_h - note_h;
     // The cells each place leaves (a wide matrix keeps kMinCell-high cells
     // and scrolls, so for it the height counts).
     auto cells_with = [&](float right_w, float bottom_h) {
@@ -346,7 +390,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     const float below = cells_with(right_below, below_h), beside = cells_with(right_beside, 0.0f);
     bar_below = size.x < 330.0f * px ? below >= beside : below > 1.05f * beside;
     right = bar_below ? right_below : right_beside;
-    bottom = bands_h + (bar_below ? below_h : 0.0f);
+    bottom = bands_h + note_h + (bar_below ? below_h : 0.0f);
   }
   const ImVec2 area_min(box_min.x + left, body_top + top);
   const ImVec2 area_max(box_max.x - right, box_max.y - bottom);
@@ -552,34 +596,34 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // 5. Axes and colour bar
 
   if (!compact) {
-    // Row labels, right-aligned against the image; every k-th when dense.
-    const int rstride = label_stride(cell, line_h);
+    // Row labels, right-aligned against the image; every k-th when dense
+    // (place_axis_labels: never two on top of each other).
+    const int rstride = label_stride(cell_h, line_h + 2 * px);
     dl->PushClipRect(ImVec2(box_min.x, area_min.y), ImVec2(area_min.x, area_max.y), true);
-    for (int r = rs.first - rs.first % rstride; r < rs.last; r += rstride) {
-      const std::string l = fit_text(row_label(st, tr, r), row_label_w, uni);
+    for (const AxisLabel& a :
+         place_axis_labels(rs.first, rs.last, rstride, origin.y, cell_h, area_min.y, vis_max.y,
+                           2 * px, [&](int) { return line_h; })) {
+      const std::string l = fit_text(row_label(st, tr, a.index), row_label_w, uni);
       const float w = ImGui::CalcTextSize(l.c_str()).x;
-      // Centred on the row, but never above the image (the first label of dense rows).
-      const float y = std::max(origin.y + (static_cast<float>(r) + 0.5f) * cell - line_h * 0.5f,
-                               std::min(area_min.y, origin.y + static_cast<float>(r) * cell));
-      dl->AddText(ImVec2(area_min.x - 6 * px - w, y), r == spec.pin_row ? text_col : dim_col,
-                  l.c_str());
+      dl->AddText(ImVec2(area_min.x - 6 * px - w, a.start),
+                  a.index == spec.pin_row ? text_col : dim_col, l.c_str());
     }
     dl->PopClipRect();
     // Column labels, centred over their columns.
     // Every column gets a (shortened) label once a few letters fit; denser
-    // columns label every k-th one in full.
+    // columns label every k-th one in full, each starting at its column.
     const float short_w = ImGui::CalcTextSize(uni ? "Abc…" : "Ab..").x + 6 * px;
     const int cstride = cell >= std::min(short_w, col_label_w + 6 * px)
                             ? 1
                             : label_stride(cell, col_label_w + 10 * px);
     const float room = std::max(cell * static_cast<float>(cstride) - 6 * px, 8.0f);
+    auto col_text = [&](int c) { return fit_text(col_label(st, tr, c), room, uni); };
     dl->PushClipRect(ImVec2(box_min.x, body_top), ImVec2(box_max.x, area_min.y), true);
-    for (int c = cs.first - cs.first % cstride; c < cs.last; c += cstride) {
-      const std::string l = fit_text(col_label(st, tr, c), room, uni);
-      const float w = ImGui::CalcTextSize(l.c_str()).x;
-      const float x = origin.x + (static_cast<float>(c) + 0.5f) * cell - w * 0.5f;
-      dl->AddText(ImVec2(x, body_top), c == spec.pin_col ? text_col : dim_col, l.c_str());
-    }
+    for (const AxisLabel& a :
+         place_axis_labels(cs.first, cs.last, cstride, origin.x, cell, area_min.x, box_max.x,
+                           4 * px, [&](int c) { return ImGui::CalcTextSize(col_text(c).c_str()).x; }))
+      dl->AddText(ImVec2(a.start, body_top), a.index == spec.pin_col ? text_col : dim_col,
+                  col_text(a.index).c_str());
     dl->PopClipRect();
     // Band labels under the image.
     for (const ColumnBand& b : spec.bands) {
@@ -611,16 +655,24 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
                                     area_h - (tex.range.neg_inf > 0 ? line_h + 6 * px : 0)),
                            2 * line_h),
                   false};
-    if (place.horizontal) {  // too short for its labels: grow into the row-label margin
-      const float need = 2 * ImGui::CalcTextSize("-0.00").x + 12 * px;
-      if (place.length < need) {
-        place.length = std::min(need, box_max.x - box_min.x - 4 * px);
-        place.at.x =
-            std::max(box_min.x + 2 * px, area_min.x + (vis_max.x - area_min.x) - place.length);
+    // A horizontal bar too short for its labels grows into the row-label margin.
+    if (place.horizontal) place.max_length = place.at.x + place.length - (box_min.x + 2 * px);
+    if (tex.has_range) {
+      const ColourBarExtent took =
+          draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px);
+      // Row scope: a line that says so (and whether it is automatic, and
+      // that R changes it), ending under the bar's labels.
+      if (scope == ScaleScope::Row) {
+        const std::string note = pick_title(figure::row_scope_notes(state.ui.row_scale, uni),
+                                            box_max.x - box_min.x - 4 * px, uni);
+        const float w = ImGui::CalcTextSize(note.c_str()).x;
+        const float y = std::max(took.bottom, std::min(img_max.y, area_max.y) +
+                                                 (spec.bands.empty() ? 0 : line_h + 4 * px)) +
+                        3 * px;
+        const float x = std::max(box_min.x + 2 * px, std::min(took.right, box_max.x - 2 * px) - w);
+        if (y + line_h <= box_max.y + 0.5f) dl->AddText(ImVec2(x, y), dim_col, note.c_str());
       }
     }
-    if (tex.has_range)
-      draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px);
   }
 
   // Tooltip: which query/key, and the engine's value.

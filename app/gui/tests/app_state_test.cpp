@@ -309,9 +309,15 @@ TEST(LaunchOptions, DecimalsDefaultToTheBooksFourAndTakeOneToSix) {
   EXPECT_EQ(launch_error({"--decimals", "9"}), "--decimals (9) must be between 1 and 6");
 }
 
-TEST(LaunchOptions, RowScaleIsOffUnlessAskedFor) {
-  EXPECT_FALSE(launched({}).ui.row_scale);
-  EXPECT_TRUE(launched({"--row-scale"}).ui.row_scale);
+TEST(LaunchOptions, RowScaleIsAutomaticUnlessAskedFor) {
+  EXPECT_EQ(launched({}).ui.row_scale, figure::RowScale::Auto);
+  EXPECT_EQ(launched({"--row-scale"}).ui.row_scale, figure::RowScale::On);
+  EXPECT_EQ(launched({"--no-row-scale"}).ui.row_scale, figure::RowScale::Off);
+  std::vector<std::string> both = {"attnscope", "--row-scale", "--no-row-scale"};
+  std::vector<char*> argv;
+  for (auto& a : both) argv.push_back(a.data());
+  LaunchOptions o;
+  EXPECT_FALSE(parse_launch_options(static_cast<int>(argv.size()), argv.data(), o).run);
 }
 
 // The book runs both multi-head classes with 2 heads; a learner who asks for

@@ -172,7 +172,7 @@ TEST_F(Files, SvgColoursEachRowOnItsOwnScaleWhenTheScreenDoes) {
   ASSERT_NE(rows.at(top, 1), whole.at(top, 1));
   const std::string matrix_svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
   EXPECT_EQ(matrix_svg.find("row max"), std::string::npos);
-  state_.ui.row_scale = true;
+  state_.ui.row_scale = figure::RowScale::On;
   const std::string row_svg = stage_bytes(state_, *state_.trace, s, ExportKind::Svg, 1);
   // Every cell rect's fill, in order: the row-by-row colours (weights hold no -inf).
   std::vector<std::string> fills;

@@ -13,7 +13,9 @@
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
+#include "export/files.hpp"
 #include "keyboard_queue.hpp"
+#include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
@@ -363,6 +365,78 @@ TEST_F(Headless, A512TokenInputDrawsEveryStageOfMultihead) {
     frames(2);
   }
   EXPECT_EQ(state.trace->num_tokens(), 512);
+}
+
+// At T >= 128 one shared scale draws the weights (~1/T each) in one flat
+// colour: the scores and weights are coloured by row until the learner
+// chooses otherwise with R, and exports follow the screen. The book's T = 6
+// keeps one scale per matrix.
+TEST_F(Headless, LongSequencesColourScoresAndWeightsByRowUntilTheLearnerChooses) {
+  auto press_r = [&] {
+#if IMGUI_VERSION_NUM < 18700
+    key('R');
+#else
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_R, true);
+    frame();
+    ImGui::GetIO().AddKeyEvent(ImGuiKey_R, false);
+    frame();
+#endif
+  };
+  set_variant(core::Variant::Causal, 4, 1);
+  state.step = Step::Softmax;
+  frames(2);
+  auto scope_of = [&](const char* id) {
+    const core::Stage* s = state.trace->find(id);
+    EXPECT_NE(s, nullptr) << id;
+    return heatmap_scope(state, *state.trace, *s);
+  };
+  EXPECT_EQ(state.ui.row_scale, figure::RowScale::Auto);
+  EXPECT_EQ(scope_of("weights"), ScaleScope::Matrix) << "the book's example";
+  state.inputs.embeddings.resize(128, 4);
+  core::TorchGenerator gen(1);
+  gen.fill_uniform(state.inputs.embeddings, 0.0f, 1.0f);
+  state.inputs.tokens.clear();
+  for (int t = 0; t < 128; ++t) state.inputs.tokens.push_back("t" + std::to_string(t));
+  state.mark_dirty();
+  frames(3);
+  ASSERT_EQ(state.trace->num_tokens(), 128);
+  EXPECT_EQ(scope_of("weights"), ScaleScope::Row);
+  EXPECT_EQ(scope_of("scores"), ScaleScope::Row);
+  EXPECT_EQ(scope_of("queries"), ScaleScope::Matrix);
+  EXPECT_TRUE(rows_on_own_scale(state));
+  const core::Stage& w = *state.trace->find("weights");
+  EXPECT_EQ(figure_style(state, *state.trace, w).scope, ScaleScope::Row) << "exports follow";
+  press_r();
+  EXPECT_EQ(state.ui.row_scale, figure::RowScale::Off);
+  EXPECT_EQ(scope_of("weights"), ScaleScope::Matrix);
+  EXPECT_EQ(figure_style(state, *state.trace, w).scope, ScaleScope::Matrix);
+  press_r();
+  EXPECT_EQ(state.ui.row_scale, figure::RowScale::On);
+  EXPECT_EQ(scope_of("queries"), ScaleScope::Row) << "on: every heatmap";
+}
+
+// Inputs wider than the table (62 dims) get a note that wraps inside the
+// panel and says what to do, not one line cut off at the panel's edge.
+TEST_F(Headless, TheEmbeddingsNoteForWideInputsWrapsInsideThePanel) {
+  state.inputs.embeddings.resize(6, 64);
+  state.inputs.embeddings.setConstant(0.5f);
+  state.mark_dirty();
+  frames(2);
+  float widest = 0, edge = 0;
+  for (int k = 0; k < 2; ++k) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(360, 600));
+    ImGui::Begin("embeddings");
+    draw_embedding_panel(state);
+    const ImGuiWindow* win = ImGui::GetCurrentWindow();
+    widest = win->DC.CursorMaxPos.x;
+    edge = win->WorkRect.Max.x;
+    ImGui::End();
+    ImGui::Render();
+  }
+  // (The cursor may end a line one space past the edge: the space is not drawn.)
+  EXPECT_LE(widest, edge + ImGui::CalcTextSize(" ").x + 0.5f);
 }
 
 TEST_F(Headless, UiScaleRebuildsFontsAndStillDraws) {

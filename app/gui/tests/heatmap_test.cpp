@@ -151,6 +151,65 @@ TEST(Labels, StrideSkipsLabelsThatWouldOverlap) {
     EXPECT_GE(static_cast<float>(label_stride(cell, 18.0f)) * cell, 18.0f);
 }
 
+// 512 rows in a 150 px box: the first label ("t0") used to be pushed down
+// onto the image and drawn over the next one ("t57"). Placed labels keep
+// their gap, stay inside the span, and start with row 0.
+TEST(Labels, AxisLabelsNeverOverlap) {
+  auto check = [](int count, float cell, float extent, float gap, float lo, float hi) {
+    const int stride = label_stride(cell, extent + gap);
+    const auto placed = place_axis_labels(0, count, stride, lo, cell, lo, hi, gap,
+                                          [&](int) { return extent; });
+    EXPECT_FALSE(placed.empty());
+    for (std::size_t k = 0; k < placed.size(); ++k) {
+      EXPECT_GE(placed[k].start, lo);
+      EXPECT_LE(placed[k].start + extent, hi + 0.01f);
+      if (k > 0) {
+        EXPECT_GE(placed[k].start, placed[k - 1].start + extent + gap - 0.01f) << k;
+      }
+    }
+    return placed;
+  };
+  const auto rows = check(512, 150.0f / 512.0f, 16.0f, 2.0f, 0.0f, 150.0f);
+  EXPECT_EQ(rows.front().index, 0);
+  ASSERT_GE(rows.size(), 2u);
+  // Evenly spaced: every stride-th label, none skipped between.
+  EXPECT_EQ(rows[1].index, label_stride(150.0f / 512.0f, 18.0f));
+  EXPECT_EQ(rows[2].index, 2 * rows[1].index);
+  check(6, 40.0f, 16.0f, 2.0f, 0.0f, 240.0f);     // the book: every row, centred
+  EXPECT_FLOAT_EQ(check(6, 40.0f, 16.0f, 2.0f, 0.0f, 240.0f)[1].start, 40.0f + 12.0f);
+  check(512, 700.0f / 512.0f, 28.0f, 4.0f, 0.0f, 700.0f);  // columns "t100" wide
+  // Labels of different widths (t5, t50, t500): never closer than the gap.
+  const auto cols = place_axis_labels(0, 512, 7, 0.0f, 2.0f, 0.0f, 1024.0f, 4.0f,
+                                      [](int i) { return i < 10 ? 12.0f : i < 100 ? 18.0f : 24.0f; });
+  for (std::size_t k = 1; k < cols.size(); ++k) {
+    const float prev_w = cols[k - 1].index < 10 ? 12.0f : cols[k - 1].index < 100 ? 18.0f : 24.0f;
+    EXPECT_GE(cols[k].start, cols[k - 1].start + prev_w + 4.0f - 0.01f) << cols[k].index;
+  }
+  EXPECT_TRUE(place_axis_labels(0, 4, 1, 0.0f, 10.0f, 0.0f, 8.0f, 2.0f,
+                                [](int) { return 16.0f; }).empty())
+      << "a span shorter than one label";
+}
+
+// Under a narrow heatmap the colour bar's ends ("−max" and "max") used to
+// run together as "−max+max": the bar grows, or shows its top end alone.
+TEST(Labels, ColourBarEndsKeepTheirGap) {
+  const auto fits = place_bar_labels(200.0f, 200.0f, 40.0f, 30.0f, 8.0f, true, 8.0f);
+  EXPECT_FLOAT_EQ(fits.length, 200.0f);
+  EXPECT_TRUE(fits.lo);
+  EXPECT_FLOAT_EQ(fits.hi_x, 170.0f);
+  EXPECT_TRUE(fits.zero);
+  EXPECT_FLOAT_EQ(fits.zero_x, 96.0f);
+  const auto grown = place_bar_labels(50.0f, 300.0f, 40.0f, 30.0f, 8.0f, true, 8.0f);
+  EXPECT_FLOAT_EQ(grown.length, 78.0f);
+  EXPECT_TRUE(grown.lo);
+  EXPECT_GE(grown.hi_x, grown.lo_x + 40.0f + 8.0f);
+  EXPECT_FALSE(grown.zero) << "no room for 0 between them";
+  const auto tight = place_bar_labels(50.0f, 60.0f, 40.0f, 30.0f, 8.0f, true, 8.0f);
+  EXPECT_FALSE(tight.lo);
+  EXPECT_FLOAT_EQ(tight.hi_x, tight.length - 30.0f);
+  EXPECT_FALSE(place_bar_labels(200.0f, 200.0f, 40.0f, 30.0f, 8.0f, false, 8.0f).zero);
+}
+
 TEST(Labels, NumbersAreShownOnlyWhenTheyFitTheCell) {
   EXPECT_EQ(decimals_that_fit(80, 80, 56, 36, 17), 4);
   EXPECT_EQ(decimals_that_fit(50, 50, 56, 36, 17), 2);

@@ -58,7 +58,7 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
   a.pinned = CellRef{"masked_scores", 1, 2, 0};
   a.ui.palette = Palette::ColorBlindSafe;
   a.ui.show_values = false;
-  a.ui.row_scale = true;
+  a.ui.row_scale = figure::RowScale::On;
   a.ui.decimals = 6;
   a.ui.ui_scale = 1.25f;
   const fs::path file = dir_ / "session.json";
@@ -81,10 +81,45 @@ TEST_F(Session, RoundTripRestoresInputsConfigStageCellAndView) {
   EXPECT_EQ(b.pinned, a.pinned);
   EXPECT_EQ(b.ui.palette, Palette::ColorBlindSafe);
   EXPECT_FALSE(b.ui.show_values);
-  EXPECT_TRUE(b.ui.row_scale);
+  EXPECT_EQ(b.ui.row_scale, figure::RowScale::On);
   EXPECT_EQ(b.ui.decimals, 6);
   EXPECT_FLOAT_EQ(b.ui.ui_scale, 1.25f);
   EXPECT_EQ(b.preset, "shiny");
+}
+
+// The row scale is "auto", "on" or "off"; a session saved when it was a
+// yes/no keeps its meaning (true: on, false: off), and one from before the
+// setting existed gets auto.
+TEST_F(Session, TheRowScaleRoundTripsAndOldYesNoValuesKeepTheirMeaning) {
+  AppState a;
+  a.load_preset("book");
+  EXPECT_EQ(a.ui.row_scale, figure::RowScale::Auto);
+  const fs::path file = dir_ / "rows.json";
+  for (figure::RowScale s : {figure::RowScale::Auto, figure::RowScale::On, figure::RowScale::Off}) {
+    a.ui.row_scale = s;
+    ASSERT_EQ(save_session(file, a), "");
+    AppState b;
+    b.ui.row_scale = s == figure::RowScale::On ? figure::RowScale::Off : figure::RowScale::On;
+    ASSERT_EQ(load_session(file, b).warning, "");
+    EXPECT_EQ(b.ui.row_scale, s) << figure::row_scale_id(s);
+  }
+  auto load_with = [&](const nlohmann::json* value) {
+    nlohmann::json older = nlohmann::json::parse(slurp(file));
+    EXPECT_EQ(older["view"]["ui"]["row_scale"], "off");
+    if (value)
+      older["view"]["ui"]["row_scale"] = *value;
+    else
+      older["view"]["ui"].erase("row_scale");
+    std::ofstream(dir_ / "older.json") << older.dump(1);
+    AppState b;
+    EXPECT_EQ(load_session(dir_ / "older.json", b).warning, "");
+    return b.ui.row_scale;
+  };
+  const nlohmann::json yes = true, no = false, odd = "sideways";
+  EXPECT_EQ(load_with(&yes), figure::RowScale::On);
+  EXPECT_EQ(load_with(&no), figure::RowScale::Off);
+  EXPECT_EQ(load_with(&odd), figure::RowScale::Auto);
+  EXPECT_EQ(load_with(nullptr), figure::RowScale::Auto);
 }
 
 // The first-run card stays dismissed across launches; a session saved
