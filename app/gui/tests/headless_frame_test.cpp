@@ -10,10 +10,10 @@
 
 #include "app_state.hpp"
 #include "attnscope/rng.hpp"
+#include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
-#include "export/files.hpp"
 #include "keyboard_queue.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
