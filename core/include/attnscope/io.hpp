@@ -76,4 +76,9 @@ void write_trace_json(const Trace& trace, std::ostream& out);
 // Writes a person-readable listing of every stage, torch-style (4 decimals).
 void write_trace_text(const Trace& trace, std::ostream& out);
 
+// v as printf's "%.*f" with `decimals` places, except that a value that
+// rounds to zero at that precision prints without a minus sign ("0.00" for
+// -0.001 or -0.0, never "-0.00"): text for people, not an exact export.
+std::string fixed_text(double v, int decimals);
+
 }  // namespace attnscope::core
