@@ -442,6 +442,8 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
         const float v = m(r, col);
         if (std::isinf(v))
           std::snprintf(buf, sizeof buf, " %8s", v > 0 ? "inf" : "-inf");
+        else if (std::fabs(v) >= 1e6f)  // torch's scientific form: 1e30 is not 31 digits
+          std::snprintf(buf, sizeof buf, " %8.4e", static_cast<double>(v));
         else
           std::snprintf(buf, sizeof buf, " %8s", fixed_text(v, 4).c_str());
         out << buf;

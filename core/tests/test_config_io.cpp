@@ -202,6 +202,17 @@ TEST(WriteTraceText, PrintsNoNegativeZero) {
   EXPECT_NE(out.str().find("  0.0000"), std::string::npos) << out.str();
 }
 
+TEST(WriteTraceText, PrintsHugeValuesInScientificForm) {
+  Inputs in = book_inputs();
+  in.embeddings(0, 0) = 1e30f;
+  Config c;
+  c.variant = Variant::Simple;
+  std::ostringstream out;
+  write_trace_text(run_attention(c, in), out);
+  EXPECT_NE(out.str().find(" 1.0000e+30 "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("1000000015047466219876688855040"), std::string::npos) << out.str();
+}
+
 TEST(RandomInputs, AreTorchRandAfterManualSeedOfTheInputSeed) {
   // torch.manual_seed(42); torch.rand(2, 3) in PyTorch 1.13 prints these.
   const Inputs in = random_inputs(2, 3, 42);

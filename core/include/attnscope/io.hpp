@@ -73,7 +73,8 @@ std::pair<int, int> parse_random_shape(std::string_view text, std::string_view f
 
 // Writes the trace as JSON (docs/trace-format.md) to `out`.
 void write_trace_json(const Trace& trace, std::ostream& out);
-// Writes a person-readable listing of every stage, torch-style (4 decimals).
+// Writes a person-readable listing of every stage, torch-style (4 decimals;
+// values of 1e6 or more in scientific form, 1.0000e+30).
 void write_trace_text(const Trace& trace, std::ostream& out);
 
 // v as printf's "%.*f" with `decimals` places, except that a value that
