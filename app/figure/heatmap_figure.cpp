@@ -223,10 +223,13 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
     label_w = std::max(label_w, measure(text, kSmallSize));
     bottom = y + 14;
   };
-  if (sc.range.neg_inf + sc.range.pos_inf > 0)
-    swatch(true, masked_fill(map), h.unicode ? "\xE2\x88\x92\xE2\x88\x9E masked" : "-inf masked",
-           "masked-swatch");
-  if (sc.range.nan > 0) swatch(false, kNanFill, "nan", "nan-swatch");
+  for (const LegendEntry& e : off_scale_legend(sc.range, h.masks, h.unicode)) {
+    if (e.kind == LegendEntry::NotANumber)
+      swatch(false, kNanFill, e.text, "nan-swatch");
+    else
+      swatch(true, masked_fill(map), e.text,
+             e.kind == LegendEntry::Masked ? "masked-swatch" : "overflow-swatch");
+  }
   if (h.scope == ScaleScope::Row) {
     const float y = bottom + 8 + kSmallSize * 0.6f;
     sc.texts.push_back({kRowScopeNote, bar_x, y, kSmallSize, kDim, Anchor::Start, 0, false,

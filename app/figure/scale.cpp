@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "attnscope/io.hpp"
+
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -266,9 +268,42 @@ std::string format_value(float v, int decimals, bool unicode) {
     if (v > 0) return unicode ? "∞" : "inf";
     return unicode ? "−∞" : "-inf";
   }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  return buf;
+  if (std::fabs(v) >= kCompactFrom) return compact_value(v);
+  return core::fixed_text(v, decimals);
+}
+
+std::string compact_value(float v) {
+  if (!std::isfinite(v)) return format_value(v, 0);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+  std::string s = buf;  // "1e+30", "1.5e-07"
+  const auto e = s.find('e');
+  if (e == std::string::npos) return s;
+  std::string exp = s.substr(e + 1);
+  const bool minus = exp.starts_with('-');
+  if (!exp.empty() && (exp[0] == '+' || exp[0] == '-')) exp.erase(0, 1);
+  exp.erase(0, std::min(exp.find_first_not_of('0'), exp.size() - 1));
+  return s.substr(0, e + 1) + (minus ? "-" : "") + exp;
+}
+
+bool holds_mask(std::string_view id) {
+  return id == "masked_scores" || id == "scaled_scores" || id == "mask";
+}
+
+std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, bool unicode) {
+  std::vector<LegendEntry> out;
+  const char* minus_inf = unicode ? "\xE2\x88\x92\xE2\x88\x9E" : "-inf";
+  const char* plus_inf = unicode ? "+\xE2\x88\x9E" : "+inf";
+  const char* both_inf = unicode ? "\xC2\xB1\xE2\x88\x9E" : "+-inf";
+  if (masks && range.neg_inf > 0) out.push_back({LegendEntry::Masked, std::string(minus_inf) + " masked"});
+  const long neg = masks ? 0 : range.neg_inf;
+  if (neg > 0 || range.pos_inf > 0)
+    out.push_back({LegendEntry::Overflow, std::string(neg > 0 && range.pos_inf > 0 ? both_inf
+                                                      : neg > 0                     ? minus_inf
+                                                                                    : plus_inf) +
+                                              " overflow"});
+  if (range.nan > 0) out.push_back({LegendEntry::NotANumber, "nan"});
+  return out;
 }
 
 BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, int decimals,
@@ -343,12 +378,13 @@ int decimals_that_fit(float cell_w, float cell_h, int wanted,
 
 std::string widest_number_text(float lo, float hi, int decimals) {
   const double a = std::max(std::fabs(static_cast<double>(lo)), std::fabs(static_cast<double>(hi)));
-  int digits = 1;  // before the point
-  for (double p = 10.0; a >= p && digits < 39; p *= 10.0) ++digits;
+  int digits = 1;  // before the point; numbers from kCompactFrom on are compact
+  for (double p = 10.0; a >= p && p < kCompactFrom; p *= 10.0) ++digits;
   std::string s = lo < 0.0f ? "-" : "";
   s += std::string(static_cast<std::size_t>(digits), '0');
   if (decimals > 0) s += "." + std::string(static_cast<std::size_t>(decimals), '0');
-  return s;
+  const std::string compact = std::string(lo < 0.0f ? "-" : "") + "0.00e00";
+  return a >= kCompactFrom && compact.size() > s.size() ? compact : s;
 }
 
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h) {

@@ -100,8 +100,31 @@ RgbaImage colorize(const core::RowMatrix& m, const ValueRange& range, ScaleKind 
                    ScaleScope scope, Colormap map);
 
 // The number as torch prints it: fixed, `decimals` places ("-0.1234"); -inf
-// as "−∞" (or "-inf" when `unicode` is false), +inf "∞", NaN as "nan".
+// as "−∞" (or "-inf" when `unicode` is false), +inf "∞", NaN as "nan". A
+// value that rounds to zero has no minus sign ("0.00", not "-0.00"), and
+// one of kCompactFrom or more in magnitude is compact_value's short form.
 std::string format_value(float v, int decimals, bool unicode = true);
+// From here on, numbers show in compact form: 31 digits for 1e30 fit no
+// cell and no colour bar.
+inline constexpr float kCompactFrom = 1e6f;
+// v with 3 significant digits in scientific notation, without '+' and
+// leading zeros in the exponent: "1e30", "-3.4e38", "1.23e6".
+std::string compact_value(float v);
+
+// What the legend under a colour bar lists besides the scale: cells whose
+// value is on no scale, each with its swatch. Masked: -inf of the causal
+// mask (hatched); Overflow: infinities where float32 overflowed (hatched,
+// drawn as the mask's cells are); NotANumber: NaN (kNanFill).
+struct LegendEntry {
+  enum Kind { Masked, Overflow, NotANumber } kind;
+  std::string text;  // "−∞ masked", "±∞ overflow", "nan" (as the cells print it)
+};
+// The entries for `range`'s counts. `masks`: the stage holds the causal
+// mask (holds_mask), so its -inf cells are masked, not overflowed.
+std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, bool unicode = true);
+// True for the stages whose -inf cells are the causal mask's by design in
+// a causal variant (core::is_causal).
+bool holds_mask(std::string_view stage_id);
 
 // The colour bar's end labels (top = hi, bottom = lo). Matrix scope: the
 // range's ends with `decimals` places. Row scope, where the ends differ from

@@ -54,6 +54,9 @@ void apply_style(float scale) {
   style.ItemSpacing = ImVec2(8, 6);
   style.WindowPadding = ImVec2(10, 10);
   style.WindowBorderSize = 0.0f;
+  // Controls a variant does not use (training/eval in simplified
+  // self-attention) must not look active: greyer than the default 0.6.
+  style.DisabledAlpha = 0.4f;
   ImVec4* c = style.Colors;
   c[ImGuiCol_WindowBg] = ImVec4(0.11f, 0.12f, 0.14f, 1.0f);
   c[ImGuiCol_ChildBg] = ImVec4(0.14f, 0.15f, 0.17f, 1.0f);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 
+#include "attnscope/io.hpp"
 #include "attnscope/inspect.hpp"
 #include "figure/stage_figure.hpp"
 
@@ -78,11 +79,7 @@ std::string sym(const core::Stage* s, std::string_view symbol = {}) {
          ")";
 }
 
-std::string fmt4(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
-  return buf;
-}
+std::string fmt4(double v) { return core::fixed_text(v, 4); }
 
 std::string fmt_p(double p) {
   char buf[32];

@@ -14,6 +14,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -441,14 +442,24 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
         const float v = m(r, col);
         if (std::isinf(v))
           std::snprintf(buf, sizeof buf, " %8s", v > 0 ? "inf" : "-inf");
+        else if (std::fabs(v) >= 1e6f)  // torch's scientific form: 1e30 is not 31 digits
+          std::snprintf(buf, sizeof buf, " %8.4e", static_cast<double>(v));
         else
-          std::snprintf(buf, sizeof buf, " %8.4f", static_cast<double>(v));
+          std::snprintf(buf, sizeof buf, " %8s", fixed_text(v, 4).c_str());
         out << buf;
       }
       out << (m.cols() > cols ? "  ..." : "") << "\n";
     }
     if (m.rows() > rows) out << "  ... (" << m.rows() - rows << " more rows)\n";
   }
+}
+
+std::string fixed_text(double v, int decimals) {
+  char buf[400];  // the largest double has 309 digits before the point
+  std::snprintf(buf, sizeof buf, "%.*f", std::clamp(decimals, 0, 20), v);
+  // "-0.000": every digit is zero, so the sign says nothing about the value shown.
+  if (buf[0] == '-' && std::strspn(buf + 1, "0.") == std::strlen(buf + 1)) return buf + 1;
+  return buf;
 }
 
 std::uint64_t parse_seed(std::string_view text, std::string_view flag) {

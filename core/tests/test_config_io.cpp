@@ -179,6 +179,40 @@ TEST(WriteTraceText, LabelsRowsAndColumnsWithTokens) {
   EXPECT_NE(s.find("journey     0.9544   1.4950"), std::string::npos) << s;
 }
 
+// A value that rounds to zero at the shown precision has no minus sign.
+TEST(FixedText, NoMinusSignOnAValueThatRoundsToZero) {
+  EXPECT_EQ(fixed_text(-0.00001, 4), "0.0000");
+  EXPECT_EQ(fixed_text(-0.0, 2), "0.00");
+  EXPECT_EQ(fixed_text(-0.004, 2), "0.00");
+  EXPECT_EQ(fixed_text(-0.006, 2), "-0.01");
+  EXPECT_EQ(fixed_text(-1.5, 1), "-1.5");
+  EXPECT_EQ(fixed_text(0.25, 2), "0.25");
+}
+
+TEST(WriteTraceText, PrintsNoNegativeZero) {
+  Inputs in = book_inputs();
+  in.embeddings(0, 0) = -0.00001f;
+  in.embeddings(1, 1) = -0.0f;
+  Config c;
+  c.variant = Variant::Simple;
+  const Trace t = run_attention(c, in);
+  std::ostringstream out;
+  write_trace_text(t, out);
+  EXPECT_EQ(out.str().find("-0.0000"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("  0.0000"), std::string::npos) << out.str();
+}
+
+TEST(WriteTraceText, PrintsHugeValuesInScientificForm) {
+  Inputs in = book_inputs();
+  in.embeddings(0, 0) = 1e30f;
+  Config c;
+  c.variant = Variant::Simple;
+  std::ostringstream out;
+  write_trace_text(run_attention(c, in), out);
+  EXPECT_NE(out.str().find(" 1.0000e+30 "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("1000000015047466219876688855040"), std::string::npos) << out.str();
+}
+
 TEST(RandomInputs, AreTorchRandAfterManualSeedOfTheInputSeed) {
   // torch.manual_seed(42); torch.rand(2, 3) in PyTorch 1.13 prints these.
   const Inputs in = random_inputs(2, 3, 42);

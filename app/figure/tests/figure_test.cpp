@@ -458,6 +458,63 @@ TEST(DecimalsThatFit, TakeTheSettingOrTheMostThatFit) {
   EXPECT_EQ(widest_number_text(0.0f, 1.0f, 2), "0.00");
 }
 
+// On screen and in every figure: a value that rounds to zero has no minus
+// sign, and huge values are short.
+TEST(FormatValue, NoNegativeZeroAndCompactHugeValues) {
+  EXPECT_EQ(format_value(-0.001f, 2), "0.00");
+  EXPECT_EQ(format_value(-0.0f, 4), "0.0000");
+  EXPECT_EQ(format_value(-0.00004f, 4), "0.0000");
+  EXPECT_EQ(format_value(-0.006f, 2), "-0.01");
+  EXPECT_EQ(format_value(999999.0f, 1), "999999.0");
+  EXPECT_EQ(format_value(1e30f, 4), "1e30");
+  EXPECT_EQ(format_value(-3.4e38f, 4), "-3.4e38");
+  EXPECT_EQ(format_value(1234567.0f, 2), "1.23e6");
+  EXPECT_EQ(compact_value(2.5e-7f), "2.5e-7");
+  // The template cells are measured with covers the compact form.
+  EXPECT_EQ(widest_number_text(-1e30f, 1e30f, 2), "-000000.00");
+  EXPECT_EQ(widest_number_text(0.0f, 1e30f, 1), "000000.0");
+}
+
+TEST(Layout, NoNegativeZeroInCellsOrOnTheColourBar) {
+  Heatmap h = small();
+  h.values = mat(2, 3, {-0.00001f, -0.0f, 0.5f, 2, 3, 0.25f});
+  const std::string svg = heatmap_svg(h);
+  EXPECT_EQ(svg.find(">-0.0000<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">0.0000<"), std::string::npos);
+}
+
+// Embeddings of 1e30 overflow: the bar's ends are short, and the +inf and
+// NaN cells that follow each get a legend entry.
+TEST(Layout, HugeValuesOverflowAndNaNGetShortLabelsAndLegendEntries) {
+  Heatmap h = small();
+  h.values = mat(2, 3, {1e30f, -2e30f, kInf, 0.5f, std::nanf(""), 1});
+  h.masks = false;
+  const Scene sc = layout_heatmap(h);
+  std::string hi, lo, overflow, nan, masked;
+  for (const TextItem& t : sc.texts) {
+    if (t.role == "bar-label max") hi = t.text;
+    if (t.role == "bar-label min") lo = t.text;
+    if (t.role == "bar-label overflow-swatch") overflow = t.text;
+    if (t.role == "bar-label nan-swatch") nan = t.text;
+    if (t.role == "bar-label masked-swatch") masked = t.text;
+  }
+  EXPECT_EQ(hi, "2e30");
+  EXPECT_EQ(lo, "-2e30");
+  EXPECT_EQ(overflow, "+\xE2\x88\x9E overflow");
+  EXPECT_EQ(nan, "nan");
+  EXPECT_EQ(masked, "") << "no cell of this stage is masked";
+  Heatmap plain = h;  // the same layout with small numbers and legend entries
+  plain.values = mat(2, 3, {1, -2, kInf, 0.5f, std::nanf(""), 1});
+  EXPECT_EQ(sc.width, layout_heatmap(plain).width) << "the labels do not widen the figure";
+  // A masking stage's -inf cells are masked, its +inf ones overflowed.
+  h.masks = true;
+  h.values = mat(2, 3, {1, -kInf, kInf, 0.5f, 2, 1});
+  const std::vector<LegendEntry> legend = off_scale_legend(value_range(h.values, h.kind), true);
+  ASSERT_EQ(legend.size(), 2u);
+  EXPECT_EQ(legend[0].kind, LegendEntry::Masked);
+  EXPECT_EQ(legend[1].kind, LegendEntry::Overflow);
+}
+
 TEST(StageHeatmap, UsesTokensAndTheSequentialScaleForWeights) {
   core::Config c;
   c.variant = core::Variant::MultiheadWrapper;

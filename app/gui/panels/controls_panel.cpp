@@ -251,18 +251,27 @@ void draw_controls_panel(AppState& state) {
   refusal_line(state, "dropout");
   error_line(state, "dropout");
 
+  // training/eval only switch dropout, which the non-causal variants do not have.
+  const char* no_dropout =
+      "training and eval differ only in dropout, which arrives with CausalAttention: "
+      "this variant has none, so both give the same result.";
   ImGui::BeginDisabled(!causal);
   if (ImGui::RadioButton("training", c.training)) {
     c.training = true;
     state.mark_dirty();
   }
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", causal ? "model.train(): nn.Dropout zeroes weights with probability "
+                                     "dropout and scales the rest by 1 / (1 - dropout)"
+                                   : no_dropout);
   ImGui::SameLine();
   if (ImGui::RadioButton("eval", !c.training)) {
     c.training = false;
     state.mark_dirty();
   }
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("model.eval(): nn.Dropout passes the weights through unchanged");
+    ImGui::SetTooltip("%s", causal ? "model.eval(): nn.Dropout passes the weights through unchanged"
+                                   : no_dropout);
   ImGui::EndDisabled();
 
   const bool bias_matters = weights && c.variant != core::Variant::SelfAttentionV1;
@@ -279,6 +288,10 @@ void draw_controls_panel(AppState& state) {
   ImGui::SetNextItemWidth(ImGui::CalcItemWidth() - roll_w - ImGui::GetStyle().ItemSpacing.x);
   if (ImGui::InputScalar("##seed", ImGuiDataType_U64, &c.seed, &one, &hundred, "%llu"))
     state.mark_dirty();
+  const bool seeded = weights || causal;
+  if (!seeded && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("The seed draws the weights (and the dropout mask): simplified "
+                      "self-attention has neither, so it changes nothing.");
   ImGui::SameLine();
   if (ImGui::Button("Roll")) {
     std::random_device rd;

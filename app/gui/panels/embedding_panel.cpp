@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "attnscope/io.hpp"
+#include "figure/scale.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
@@ -64,15 +65,20 @@ bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float 
   static float start = 0.0f;  // the active cell's value when its edit began (one is active at a time)
   const float before = cell;
   float v = cell;
-  const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, "%.4f");
+  // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
+  // zero (never "-0.0000"), and 1e30 as "1e+30" rather than 31 digits
+  // clipped to the cell's width.
+  const char* format = std::fabs(v) >= figure::kCompactFrom ? "%.3g"
+                       : core::fixed_text(v, 4) == "0.0000" && std::signbit(v) ? "0.0000"
+                                                                            : "%.4f";
+  const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, format);
   if (ImGui::IsItemActivated()) start = before;
   if (!edited) return false;
   if (std::isfinite(v)) {
     cell = v;
     return true;
   }
-  char kept[32];
-  std::snprintf(kept, sizeof kept, "%.4f", static_cast<double>(start));
+  const std::string kept = figure::format_value(start, 4);
   refused = name() + " cannot be " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") + ": " +
             kind + " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
             "become ±inf). It stays " + kept + ".";

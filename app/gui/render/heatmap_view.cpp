@@ -89,10 +89,12 @@ struct ColourBarExtent {
 };
 
 // The colormap as a gradient with the range's ends (and 0 for diverging
-// scales), plus a hatched "−∞" swatch when the matrix has masked cells.
+// scales), plus a swatch for each kind of cell that is on no scale
+// (`legend`: masked, overflowed, NaN), its label clipped at `right_edge`.
 ColourBarExtent draw_colour_bar(ImDrawList* dl, ColourBarPlace p, Colormap map,
                                 const ValueRange& range, ScaleKind kind, ScaleScope scope,
-                                int decimals, bool uni, float px) {
+                                int decimals, bool uni, float px,
+                                const std::vector<LegendEntry>& legend, float right_edge) {
   const float thick = (p.horizontal ? 10.0f : 14.0f) * px;
   const float line_h = ImGui::GetTextLineHeight();
   const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text);
@@ -161,16 +163,31 @@ ColourBarExtent draw_colour_bar(ImDrawList* dl, ColourBarPlace p, Colormap map,
     swatch = ImVec2(p.at.x, end.y + 6 * px);
     extent = {x + std::max(text_w(hi), text_w(lo)), end.y};
   }
-  if (range.neg_inf > 0) {
-    const float side = 14.0f * px;
-    dl->AddRectFilled(swatch, ImVec2(swatch.x + side, swatch.y + side), to_u32(masked_fill(map)));
-    dl->PushClipRect(swatch, ImVec2(swatch.x + side, swatch.y + side), true);
-    hatch_cell(dl, swatch, side, to_u32(masked_hatch(map)), 4.0f, 1.0f);
+  // Side by side under a horizontal bar, one under the other below a vertical one.
+  const float side = 14.0f * px;
+  for (const LegendEntry& e : legend) {
+    const bool nan = e.kind == LegendEntry::NotANumber;
+    const ImVec2 s_max(swatch.x + side, swatch.y + side);
+    dl->AddRectFilled(swatch, s_max, to_u32(nan ? kNanFill : masked_fill(map)));
+    if (!nan) {
+      dl->PushClipRect(swatch, s_max, true);
+      hatch_cell(dl, swatch, side, to_u32(masked_hatch(map)), 4.0f, 1.0f);
+      dl->PopClipRect();
+    }
+    dl->AddRect(swatch, s_max, dim_col);
+    // "−∞ masked", or just "−∞" where the words do not fit.
+    const float x = s_max.x + 4 * px, room = right_edge - x;
+    std::string label = e.text;
+    if (ImGui::CalcTextSize(label.c_str()).x > room) label = label.substr(0, label.find(' '));
+    const ImVec2 at(x, swatch.y + (side - line_h) * 0.5f);
+    dl->PushClipRect(ImVec2(x, at.y), ImVec2(std::max(x, right_edge), at.y + line_h), true);
+    dl->AddText(at, text_col, label.c_str());
     dl->PopClipRect();
-    const char* label = p.horizontal ? (uni ? "−∞ masked" : "-inf masked") : (uni ? "−∞" : "-inf");
-    dl->AddText(ImVec2(swatch.x + side + 4 * px, swatch.y + (side - line_h) * 0.5f), text_col,
-                label);
     extent.bottom = std::max(extent.bottom, swatch.y + std::max(side, line_h));
+    if (p.horizontal)
+      swatch.x = x + ImGui::CalcTextSize(label.c_str()).x + 10 * px;
+    else
+      swatch.y += std::max(side, line_h) + 4 * px;
   }
   return extent;
 }
@@ -353,6 +370,9 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   float row_label_w = 0, col_label_w = 0;
   bool bar_below = false;
   float note_h = 0;  // the line under the cells that says "each row on its own scale"
+  // Cells on no scale, listed under the colour bar: masked, overflowed, NaN.
+  const std::vector<LegendEntry> legend = off_scale_legend(
+      tex.range, holds_mask(st.id) && core::is_causal(tr.config.variant), uni);
   const float max_label = 110.0f * px;
   if (!compact) {
     for (int r = 0; r < rows; ++r)
@@ -376,7 +396,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     }
     const float right_beside = 14 * px + 8 * px + label_w + 4 * px, right_below = 4 * px;
     const float bands_h = spec.bands.empty() ? 0 : line_h + 4 * px;
-    const float below_h = 10 * px + line_h + 8 * px + (tex.range.neg_inf > 0 ? line_h : 0.0f);
+    const float below_h = 10 * px + line_h + 8 * px + (legend.empty() ? 0.0f : line_h);
     // A row scale says so on a line of its own under everything.
     note_h = scope == ScaleScope::Row ? line_h + 6 * px : 0.0f;
     const float body_h = box_max.y - body_top - top - bands_h - note_h;
@@ -496,7 +516,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   auto cell_min = [&](int r, int c) {
     return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell_h);
   };
-  if (tex.range.neg_inf > 0 && cell >= 6.0f && cell_h == cell) {
+  if (tex.range.neg_inf + tex.range.pos_inf > 0 && cell >= 6.0f && cell_h == cell) {
     const float spacing = std::max(4.0f, std::min(9.0f * px, cell / 2));
     for (int r = rs.first; r < rs.last; ++r)
       for (int c = cs.first; c < cs.last; ++c)
@@ -537,7 +557,10 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
         if (std::isinf(v))  // a dark plate keeps "−∞" readable over the hatching
           dl->AddRectFilled(ImVec2(at.x - 3, at.y), ImVec2(at.x + ts.x + 3, at.y + ts.y),
                             to_u32(masked_fill(map)), 3.0f);
-        dl->AddText(num_font, num_size, at, to_u32(text_color_on(bg)), s.c_str());
+        // Clipped to the cell: a number wider than its cell never spills into the next.
+        const ImVec4 clip(p.x + 1, p.y, p.x + cell - 1, p.y + cell_h);
+        dl->AddText(num_font, num_size, at, to_u32(text_color_on(bg)), s.c_str(), nullptr, 0.0f,
+                    &clip);
       }
     }
   }
@@ -652,14 +675,17 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
             : ColourBarPlace{
                   ImVec2(vis_max.x + 10 * px, area_min.y),
                   std::max(std::min(vis_max.y - area_min.y,
-                                    area_h - (tex.range.neg_inf > 0 ? line_h + 6 * px : 0)),
+                                    area_h - static_cast<float>(legend.size()) *
+                                                 (std::max(14.0f * px, line_h) + 4 * px) -
+                                                 (legend.empty() ? 0 : 2 * px)),
                            2 * line_h),
                   false};
     // A horizontal bar too short for its labels grows into the row-label margin.
     if (place.horizontal) place.max_length = place.at.x + place.length - (box_min.x + 2 * px);
     if (tex.has_range) {
       const ColourBarExtent took =
-          draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px);
+          draw_colour_bar(dl, place, map, tex.range, kind, scope, state.ui.decimals, uni, px, legend,
+                          box_max.x);
       // Row scope: a line that says so (and whether it is automatic, and
       // that R changes it), ending under the bar's labels.
       if (scope == ScaleScope::Row) {

@@ -3,17 +3,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attnscope/io.hpp"
 #include "imgui_internal.h"  // RenderCheckMark
 #include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
 
 namespace attnscope::gui {
 
-std::string num(float v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  return buf;
-}
+std::string num(float v, int decimals) { return core::fixed_text(v, decimals); }
 
 void book_badge(const core::BookMatrix& book, const core::BookCheck& check) {
   const std::string name = std::string(book.name) + " §" + std::string(book.section);

@@ -678,6 +678,39 @@ TEST_F(TypedSlider, ATypedDOutAppliesWhenAWidgetAboveTakesTheFocus) {
   EXPECT_EQ(state.trace->config.d_out, 7);
 }
 
+// The controls a variant does not use are greyed out, and hovering any of
+// them says why: in simplified self-attention, also training/eval and the seed.
+TEST_F(Headless, ControlsTheVariantDoesNotUseSayWhyWhenHovered) {
+  state.config.variant = core::Variant::Simple;
+  state.mark_dirty();
+  frames(2);
+  // Everything the panel renders goes to ImGui's log; the log is "copied"
+  // when the first top-level window (the panel's, or a tooltip) ends.
+  static std::string logged;
+  logged.clear();
+  ImGuiIO& io = ImGui::GetIO();
+  io.SetClipboardTextFn = [](void*, const char* text) { logged += text; };
+  for (const float x : {30.0f, 60.0f}) {
+    for (float y = 0; y < 500; y += 4) {
+      io.MousePos = ImVec2(x, y);
+      ImGui::NewFrame();
+      ImGui::SetNextWindowPos(ImVec2(0, 0));
+      ImGui::SetNextWindowSize(ImVec2(360, 500));
+      ImGui::Begin("controls under test");
+      ImGui::LogToClipboard();
+      draw_controls_panel(state);
+      ImGui::End();
+      ImGui::Render();
+    }
+  }
+  io.SetClipboardTextFn = nullptr;
+  EXPECT_NE(logged.find("this variant has none, so both give the same result"), std::string::npos)
+      << "training/eval";
+  EXPECT_NE(logged.find("so it changes nothing"), std::string::npos) << "the seed";
+  EXPECT_NE(logged.find("no weights: its output keeps d_in columns"), std::string::npos) << "d_out";
+  EXPECT_NE(logged.find("Only the nn.Linear variants"), std::string::npos) << "qkv_bias";
+}
+
 // At d_out 1000 a (6, 1000) Q fitted to its box's width would be a line of
 // sub-pixel cells; it keeps cells at least 8 px high and scrolls instead.
 TEST_F(Headless, AWideMatrixKeepsVisibleCellsInItsBox) {

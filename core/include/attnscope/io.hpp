@@ -73,7 +73,13 @@ std::pair<int, int> parse_random_shape(std::string_view text, std::string_view f
 
 // Writes the trace as JSON (docs/trace-format.md) to `out`.
 void write_trace_json(const Trace& trace, std::ostream& out);
-// Writes a person-readable listing of every stage, torch-style (4 decimals).
+// Writes a person-readable listing of every stage, torch-style (4 decimals;
+// values of 1e6 or more in scientific form, 1.0000e+30).
 void write_trace_text(const Trace& trace, std::ostream& out);
+
+// v as printf's "%.*f" with `decimals` places, except that a value that
+// rounds to zero at that precision prints without a minus sign ("0.00" for
+// -0.001 or -0.0, never "-0.00"): text for people, not an exact export.
+std::string fixed_text(double v, int decimals);
 
 }  // namespace attnscope::core
