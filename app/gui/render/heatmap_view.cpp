@@ -366,6 +366,14 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
       state.textures.get(spec.slot, state.trace_version, st, kind, map, max_side, scope);
 
   constexpr float kMinCell = 8.0f;  // px (at UI scale 1) a wide matrix's cells keep
+  // Only a wide matrix (more than twice as many columns as rows: T x 1000 at
+  // d_out 1000) keeps kMinCell-high cells and scrolls; a square T x T one
+  // fits its box, sub-pixel cells and all, so its whole triangle shows.
+  const bool wide = cols > 2 * rows;
+  auto wide_cell = [&](float fit_cells, float height) {
+    return wide ? std::max(fit_cells, std::min(kMinCell * px, height / static_cast<float>(rows)))
+                : fit_cells;
+  };
   float left = 0, top = 0, right = 0, bottom = 0;
   float row_label_w = 0, col_label_w = 0;
   bool bar_below = false;
@@ -405,7 +413,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
     auto cells_with = [&](float right_w, float bottom_h) {
       const float h = (body_h - bottom_h) / static_cast<float>(rows);
       const float fit_cells = std::min((size.x - left - right_w) / static_cast<float>(cols), h);
-      return std::max(fit_cells, std::min(kMinCell * px, h));
+      return wide_cell(fit_cells, body_h - bottom_h);
     };
     const float below = cells_with(right_below, below_h), beside = cells_with(right_beside, 0.0f);
     bar_below = size.x < 330.0f * px ? below >= beside : below > 1.05f * beside;
@@ -427,9 +435,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   // of it scrolls (drag, Shift+wheel; a scroll bar shows where you are).
   const float fit_all =
       std::min({area_w / static_cast<float>(cols), area_h / static_cast<float>(rows), max_cell});
-  const float fit =
-      compact ? fit_all
-              : std::max(fit_all, std::min(kMinCell * px, area_h / static_cast<float>(rows)));
+  const float fit = compact ? fit_all : wide_cell(fit_all, area_h);
   const float max_zoom = std::max(8.0f, 200.0f * px / fit);
   view.zoom = std::clamp(view.zoom, 1.0f, max_zoom);
 

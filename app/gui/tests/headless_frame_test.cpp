@@ -744,5 +744,31 @@ TEST_F(Headless, AWideMatrixKeepsVisibleCellsInItsBox) {
   EXPECT_GE(tile.cells_max.y - tile.cells_min.y, 6 * 8.0f * px - 0.5f) << "a tile's rows too";
 }
 
+// A long sequence's square T x T weights are not "wide": at zoom 1 the whole
+// matrix fits its box (sub-pixel cells and all), so the causal triangle shows
+// whole on first view instead of a scrolled slice of it.
+TEST_F(Headless, ALongSequencesSquareWeightsFitTheirBoxWhole) {
+  state.inputs = core::random_inputs(512, 4, 42);
+  set_variant(core::Variant::Causal, 2, 1);
+  const core::Stage* w = state.trace->find("weights");
+  ASSERT_NE(w, nullptr);
+  HeatmapResult r;
+  for (int k = 0; k < 2; ++k) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(700, 900));
+    ImGui::Begin("square");
+    HeatmapSpec spec;
+    spec.slot = "test/square";
+    spec.stage = w;
+    r = draw_heatmap(state, spec, ImVec2(450, 800));  // taller than wide, as in the app
+    ImGui::End();
+    ImGui::Render();
+  }
+  const float width = r.cells_max.x - r.cells_min.x, height = r.cells_max.y - r.cells_min.y;
+  EXPECT_GT(width, 200.0f);
+  EXPECT_NEAR(height, width, 2.0f) << "all 512 x 512 cells, square, not a slice";
+}
+
 }  // namespace
 }  // namespace attnscope::gui
