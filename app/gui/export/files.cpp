@@ -161,7 +161,17 @@ std::string run_pytorch_script(const AppState& state) {
   if (!run)
     throw std::runtime_error(
         "the weights this run used were replaced; wait for the recompute and try again");
-  return core::pytorch_script(run->config, run->inputs, run->weights ? &*run->weights : nullptr);
+  const core::Parameters* weights = run->weights ? &*run->weights : nullptr;
+  // Inputs that are still the draw of the input seed are written as the two
+  // lines that draw them (checked against the run on screen, which may be
+  // older than an edit).
+  if (state.inputs_random) {
+    const auto T = static_cast<int>(run->inputs.embeddings.rows());
+    const auto D = static_cast<int>(run->inputs.embeddings.cols());
+    if (core::random_inputs(T, D, state.input_seed).embeddings == run->inputs.embeddings)
+      return core::pytorch_script(run->config, core::RandomInputs{T, D, state.input_seed}, weights);
+  }
+  return core::pytorch_script(run->config, run->inputs, weights);
 }
 
 std::optional<fs::path> save_run_as_python(AppState& state) {

@@ -297,6 +297,23 @@ TEST_F(Files, ImportedWeightsRunInsteadOfSeededAndResetGoesBack) {
   expect_same_trace(*state_.trace, seeded);
 }
 
+// Random inputs go into the script as torch.manual_seed + torch.rand while
+// they are the draw; once edited, as the numbers they now hold.
+TEST_F(Files, TheScriptDrawsRandomInputsFromTheirSeed) {
+  state_.input_seed = 9;
+  state_.draw_random_inputs(5, 4);
+  state_.finish_recompute();
+  const std::string drawn = run_pytorch_script(state_);
+  EXPECT_NE(drawn.find("torch.manual_seed(9)"), std::string::npos);
+  EXPECT_NE(drawn.find("torch.rand(5, 4)"), std::string::npos);
+  state_.inputs.embeddings(0, 0) = 0.5f;
+  state_.mark_dirty();
+  state_.finish_recompute();
+  const std::string edited = run_pytorch_script(state_);
+  EXPECT_EQ(edited.find("torch.rand("), std::string::npos);
+  EXPECT_EQ(edited, core::pytorch_script(state_.config, state_.inputs, nullptr));
+}
+
 TEST_F(Files, SaveRunAsPythonWritesCoresScriptOfTheRunOnScreenNeverOverwriting) {
   const auto a = save_run_as_python(state_);
   const auto b = save_run_as_python(state_);
