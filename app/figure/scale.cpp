@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -16,8 +17,17 @@
 namespace attnscope::figure {
 
 ScaleKind scale_kind_for(std::string_view id) {
-  if (id == "weights" || id == "dropped_weights" || id == "mask" || id == "dropout_mask")
-    return ScaleKind::Sequential;
+  const core::StageInfo* info = core::find_stage_info(id);
+  // A difference of two stages ("diff_weights") has either sign.
+  if (!info || core::difference_base(id) != id) return ScaleKind::Diverging;
+  switch (info->scale) {
+    case core::StageScale::Weights:
+    case core::StageScale::Mask:
+      return ScaleKind::Sequential;
+    case core::StageScale::Signed:
+    case core::StageScale::Parameter:
+      return ScaleKind::Diverging;
+  }
   return ScaleKind::Diverging;
 }
 

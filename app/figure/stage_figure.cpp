@@ -8,37 +8,10 @@
 namespace attnscope::figure {
 
 std::string stage_name(std::string_view id) {
-  struct Name {
-    std::string_view id, name;
-  };
-  static constexpr Name kNames[] = {
-      {"inputs", "X (inputs)"},
-      {"queries", "Q (queries)"},
-      {"keys", "K (keys)"},
-      {"values", "V (values)"},
-      {"W_query", "W_query"},
-      {"W_key", "W_key"},
-      {"W_value", "W_value"},
-      {"b_query", "b_query"},
-      {"b_key", "b_key"},
-      {"b_value", "b_value"},
-      {"scores", "\xCF\x89 (scores)"},  // ω
-      {"scaled_scores", "scaled scores"},
-      {"mask", "mask (1 = future)"},
-      {"masked_scores", "masked scores"},
-      {"weights", "attention weights"},
-      {"dropout_mask", "dropout mask"},
-      {"dropped_weights", "weights after dropout"},
-      {"context", "Z (context vectors)"},
-      {"concat", "concat (heads side by side)"},
-      {"W_out", "W_out (out_proj)"},
-      {"b_out", "b_out (out_proj bias)"},
-      {"output", "output"},
-  };
-  if (id.starts_with("diff_")) return "difference of " + stage_name(id.substr(5));
-  for (const auto& n : kNames)
-    if (n.id == id) return std::string(n.name);
-  return std::string(id);
+  const core::StageInfo* info = core::find_stage_info(id);
+  if (!info) return std::string(id);
+  if (core::difference_base(id) != id) return "difference of " + std::string(info->name);
+  return std::string(info->name);
 }
 
 std::string stage_title(const core::Trace&, const core::Stage& stage) {

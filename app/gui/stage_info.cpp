@@ -11,6 +11,7 @@
 
 #include "attnscope/io.hpp"
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "figure/stage_figure.hpp"
 
 namespace attnscope::gui {
@@ -25,17 +26,8 @@ std::string shape_text(const core::RowMatrix& m) {
 std::string stage_name(std::string_view id) { return figure::stage_name(id); }
 
 std::string stage_symbol(std::string_view id) {
-  if (id == "inputs") return "X";
-  if (id == "queries") return "Q";
-  if (id == "keys") return "K";
-  if (id == "values") return "V";
-  if (id == "scores") return "ω";
-  if (id == "scaled_scores") return "scaled";
-  if (id == "masked_scores") return "masked";
-  if (id == "weights") return "weights";
-  if (id == "dropped_weights") return "dropped";
-  if (id == "context") return "Z";
-  return std::string(id);
+  const core::StageInfo* info = core::find_stage_info(id);
+  return std::string(info ? info->symbol : id);
 }
 
 std::string stage_title(const core::Stage& stage) {
@@ -45,17 +37,8 @@ std::string stage_title(const core::Stage& stage) {
 }
 
 std::string stage_short_symbol(std::string_view id) {
-  struct Short {
-    std::string_view id, symbol;
-  };
-  static constexpr Short kShort[] = {
-      {"W_query", "W_q"}, {"W_key", "W_k"}, {"W_value", "W_v"}, {"b_query", "b_q"},
-      {"b_key", "b_k"},   {"b_value", "b_v"}, {"W_out", "W_o"},   {"b_out", "b_o"},
-      {"dropout_mask", "keep mask"},
-  };
-  for (const auto& s : kShort)
-    if (s.id == id) return std::string(s.symbol);
-  return stage_symbol(id);
+  const core::StageInfo* info = core::find_stage_info(id);
+  return std::string(info ? info->short_symbol : id);
 }
 
 std::vector<std::string> stage_titles(const core::Stage& stage) {

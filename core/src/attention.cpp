@@ -852,12 +852,4 @@ Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& 
   return run_forward(config, inputs, params, cache.prepared(), gen, path);
 }
 
-int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }
-
-const Stage* Trace::find(std::string_view id, int head) const {
-  for (const auto& s : stages)
-    if (s.id == id && s.head == head) return &s;
-  return nullptr;
-}
-
 }  // namespace attnscope::core

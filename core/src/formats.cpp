@@ -321,44 +321,33 @@ std::optional<DataFormat> parse_data_format(std::string_view id) {
   return std::nullopt;
 }
 
-bool is_token_by_token(std::string_view id) {
-  return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
-         id == "weights" || id == "dropout_mask" || id == "dropped_weights";
-}
-
-bool is_parameter(std::string_view id) { return id.starts_with("W_") || id.starts_with("b_"); }
-
 StageAxes stage_axes(const Trace& trace, const Stage& stage) {
   StageAxes axes;
   const Eigen::Index rows = stage.data().rows();
   const Eigen::Index cols = stage.data().cols();
-  auto numbered = [](const char* prefix, Eigen::Index n) {
+  auto numbered = [](std::string_view prefix, Eigen::Index n) {
     std::vector<std::string> labels;
     labels.reserve(static_cast<std::size_t>(n));
-    for (Eigen::Index k = 0; k < n; ++k) labels.push_back(prefix + std::to_string(k));
+    for (Eigen::Index k = 0; k < n; ++k) labels.push_back(std::string(prefix) + std::to_string(k));
     return labels;
   };
-  const bool tokens_fit = rows == trace.num_tokens();
-  if (is_parameter(stage.id)) {
-    if (stage.id.starts_with("b_")) {
-      axes.row_title = "";
-      axes.row_labels.assign(static_cast<std::size_t>(rows), "bias");
-    } else {
-      axes.row_title = "in";
-      axes.row_labels = numbered("in", rows);
-    }
-    axes.col_title = "out";
-    axes.col_labels = numbered("out", cols);
-    return axes;
-  }
-  axes.row_title = is_token_by_token(stage.id) ? "query" : "token";
-  axes.row_labels = tokens_fit ? trace.tokens : numbered("r", rows);
-  if (is_token_by_token(stage.id) && cols == trace.num_tokens()) {
-    axes.col_title = "key";
+  const StageInfo* info = find_stage_info(stage.id);
+  const Axis row_axis = info ? info->rows : Axis::Token;
+  const Axis col_axis = info ? info->cols : Axis::Dim;
+  axes.row_title = axis_title(row_axis);
+  if (row_axis == Axis::Bias)
+    axes.row_labels.assign(static_cast<std::size_t>(rows), "bias");
+  else if (row_axis == Axis::InDim)
+    axes.row_labels = numbered(axis_label_prefix(row_axis), rows);
+  else  // token rows; "r0", "r1", ... when they do not match the tokens
+    axes.row_labels = rows == trace.num_tokens() ? trace.tokens : numbered("r", rows);
+  if (col_axis == Axis::Key && cols == trace.num_tokens()) {
+    axes.col_title = axis_title(Axis::Key);
     axes.col_labels = trace.tokens;
   } else {
-    axes.col_title = "dim";
-    axes.col_labels = numbered("d", cols);
+    const Axis a = col_axis == Axis::Key ? Axis::Dim : col_axis;
+    axes.col_title = axis_title(a);
+    axes.col_labels = numbered(axis_label_prefix(a), cols);
   }
   return axes;
 }

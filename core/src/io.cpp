@@ -375,8 +375,8 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
     const Stage& st = trace.stages[k];
     s.clear();
     s += k ? ",\n  " : "\n  ";
-    s += "{\"id\": " + json_quoted(st.id) + ", \"head\": " + std::to_string(st.head) +
-         ", \"shape\": [" + std::to_string(st.data().rows()) + ", " +
+    s += "{\"id\": " + json_quoted(st.id) + ", \"layer\": " + std::to_string(st.layer) +
+         ", \"head\": " + std::to_string(st.head) + ", \"shape\": [" + std::to_string(st.data().rows()) + ", " +
          std::to_string(st.data().cols()) + "], \"data\": [";
     for (Eigen::Index r = 0; r < st.data().rows(); ++r) {
       s += r ? ", [" : "[";

@@ -17,6 +17,7 @@
 #include "fonts.hpp"
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -27,23 +28,6 @@ namespace {
 
 ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
 ImU32 to_u32(Rgba8 c) { return IM_COL32(c.r, c.g, c.b, c.a); }
-
-// A difference of two stages ("diff_weights": B − A, way 1 − way 2) has the
-// rows and columns of the stage it subtracts.
-std::string_view axes_id(std::string_view id) {
-  return id.starts_with("diff_") ? id.substr(5) : id;
-}
-
-bool is_parameter(std::string_view id) {
-  id = axes_id(id);
-  return id.starts_with("W_") || id.starts_with("b_");
-}
-
-bool is_token_by_token(std::string_view id) {
-  id = axes_id(id);
-  return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
-         id == "weights" || id == "dropout_mask" || id == "dropped_weights";
-}
 
 std::string row_label(const core::Stage& s, const core::Trace& t, int r) {
   if (rows_are_tokens(s, t)) return t.tokens[static_cast<std::size_t>(r)];
@@ -56,13 +40,21 @@ std::string col_label(const core::Stage& s, const core::Trace& t, int c) {
 }
 
 // What rows and columns mean, for the tooltip.
+// (A difference heatmap, "diff_weights", has the axes of the stage it subtracts.)
+// The words are the catalogue's (core::axis_noun), so every string is a literal.
 const char* row_noun(const core::Stage& s, const core::Trace& t) {
-  if (!rows_are_tokens(s, t)) return is_parameter(s.id) ? "input dim" : "row";
-  return cols_are_tokens(s, t) ? "query" : "token";
+  const core::StageInfo* info = core::find_stage_info(s.id);
+  const core::Axis a = info ? info->rows : core::Axis::Token;
+  if (!rows_are_tokens(s, t))
+    return a == core::Axis::InDim || a == core::Axis::Bias ? core::axis_noun(a).data() : "row";
+  return core::axis_noun(cols_are_tokens(s, t) ? core::Axis::Query : core::Axis::Token).data();
 }
 const char* col_noun(const core::Stage& s, const core::Trace& t) {
-  if (cols_are_tokens(s, t)) return "key";
-  return is_parameter(s.id) ? "output dim" : "dim";
+  if (cols_are_tokens(s, t)) return core::axis_noun(core::Axis::Key).data();
+  const core::StageInfo* info = core::find_stage_info(s.id);
+  return core::axis_noun(info && info->cols == core::Axis::OutDim ? core::Axis::OutDim
+                                                                  : core::Axis::Dim)
+      .data();
 }
 
 // Diagonal hatching of one square cell, lines clipped to the square.
@@ -195,11 +187,11 @@ ColourBarExtent draw_colour_bar(ImDrawList* dl, ColourBarPlace p, Colormap map,
 }  // namespace
 
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return !is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
+  return !core::is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
 }
 
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
+  return core::is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
 }
 
 namespace {

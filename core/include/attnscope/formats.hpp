@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "attnscope/config.hpp"
+#include "attnscope/stages.hpp"
 #include "attnscope/trace.hpp"
 
 namespace attnscope::core {
@@ -52,10 +53,6 @@ struct StageAxes {
 // names that are never numbers ("d0", "in0", "out0"), so a header row or
 // label column is always recognisable when read back.
 StageAxes stage_axes(const Trace& trace, const Stage& stage);
-// True for the stages whose columns are keys (scores, weights, masks, ...: T x T).
-bool is_token_by_token(std::string_view stage_id);
-// True for parameter stages (W_*, b_*): their rows are not tokens.
-bool is_parameter(std::string_view stage_id);
 
 // CSV: a header row (empty corner cell, then column labels) and one line per
 // row (row label, then values with 9 significant digits; "inf", "-inf",

@@ -1,0 +1,121 @@
+// test_stages.cpp: the stage catalogue describes every stage the engine makes,
+// and a trace answers by (layer, head, stage).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "attnscope/attention.hpp"
+#include "attnscope/formats.hpp"
+#include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
+
+namespace attnscope::core {
+namespace {
+
+// Every variant with every optional stage on: biases, two heads, dropout.
+Trace full_trace(Variant v) {
+  Config c;
+  c.variant = v;
+  c.d_out = 4;
+  c.num_heads = 2;
+  c.dropout = 0.5;
+  c.qkv_bias = true;
+  return run_attention(c, random_inputs(5, 3, 42));
+}
+
+TEST(StageCatalogue, EveryStageTheEngineMakesHasOneRow) {
+  std::set<std::string_view> ids;
+  for (const StageInfo& s : stage_catalogue()) {
+    EXPECT_TRUE(ids.insert(s.id).second) << "twice in the catalogue: " << s.id;
+    EXPECT_FALSE(s.symbol.empty()) << s.id;
+    EXPECT_FALSE(s.name.empty()) << s.id;
+    EXPECT_FALSE(s.formula.empty()) << s.id;
+  }
+  std::set<std::string_view> made;
+  for (Variant v : kAllVariants)
+    for (const Stage& s : full_trace(v).stages) {
+      EXPECT_NE(find_stage_info(s.id), nullptr) << variant_id(v) << " makes " << s.id;
+      made.insert(stage_info(s.id).id);
+    }
+  EXPECT_EQ(made, ids) << "a catalogue row no variant makes";
+}
+
+TEST(StageCatalogue, AxesAndScalesMatchTheMatricesTheEngineMakes) {
+  for (Variant v : kAllVariants) {
+    const Trace t = full_trace(v);
+    for (const Stage& s : t.stages) {
+      const StageInfo& info = stage_info(s.id);
+      const bool square = s.data().rows() == t.num_tokens() && s.data().cols() == t.num_tokens();
+      EXPECT_EQ(info.token_by_token(), square) << variant_id(v) << " " << s.id;
+      if (info.rows == Axis::Bias) {
+        EXPECT_EQ(s.data().rows(), 1) << s.id;
+      }
+      if (info.parameter()) {
+        EXPECT_TRUE(s.id[0] == 'W' || s.id[0] == 'b') << s.id;
+      }
+      if (info.scale == StageScale::Weights) {
+        EXPECT_LE(s.data().maxCoeff(), 2.0f) << s.id;  // dropout scales kept weights by 2
+      }
+    }
+  }
+}
+
+TEST(StageCatalogue, EachStagesSourceIsInTheSameRun) {
+  for (Variant v : kAllVariants) {
+    const Trace t = full_trace(v);
+    for (const Stage& s : t.stages) {
+      const std::string_view src = stage_source(s.id, v);
+      if (src.empty()) continue;
+      bool found = false;
+      for (const Stage& o : t.stages) found = found || o.id == src;
+      EXPECT_TRUE(found) << variant_id(v) << ": " << s.id << " reads " << src;
+    }
+  }
+  EXPECT_EQ(stage_source(stage_id::weights, Variant::Simple), stage_id::scores);
+  EXPECT_EQ(stage_source(stage_id::scaled_scores, Variant::Causal), stage_id::masked_scores);
+  EXPECT_EQ(stage_source(stage_id::scaled_scores, Variant::SelfAttentionV2), stage_id::scores);
+}
+
+TEST(StageCatalogue, UnknownIdsAreNotStagesAndDifferencesReadTheirBase) {
+  EXPECT_EQ(find_stage_info("wieghts"), nullptr);
+  EXPECT_THROW(stage_info("wieghts"), std::invalid_argument);
+  EXPECT_FALSE(is_token_by_token("wieghts"));
+  EXPECT_EQ(difference_base("diff_weights"), stage_id::weights);
+  EXPECT_TRUE(is_token_by_token("diff_weights"));
+  EXPECT_TRUE(is_parameter(stage_id::b_out));
+  EXPECT_FALSE(is_parameter(stage_id::queries));
+  EXPECT_EQ(axis_noun(stage_info(stage_id::W_key).rows), "input dim");
+  EXPECT_EQ(axis_title(stage_info(stage_id::W_key).rows), "in");
+}
+
+TEST(LayeredTrace, StagesAreAddressedByLayerHeadAndId) {
+  const auto t = std::make_shared<const Trace>(full_trace(Variant::Multihead));
+  EXPECT_EQ(t->num_layers(), 1);
+  const Stage* w = t->find(StageKey{0, 1, stage_id::weights});
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->layer, 0);
+  EXPECT_EQ(w->head, 1);
+  EXPECT_EQ(t->find(stage_id::weights, 1), w);
+  EXPECT_EQ(t->find(StageKey{1, 1, stage_id::weights}), nullptr);
+
+  TraceSource source(t);
+  EXPECT_EQ(source.num_layers(), 1);
+  EXPECT_EQ(source.num_heads(), 2);
+  EXPECT_EQ(source.tokens().size(), 5u);
+  const auto m = source.stage({0, 1, stage_id::weights});
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m.get(), &w->data());  // shared, not copied
+  EXPECT_EQ(source.stage({2, 0, stage_id::weights}), nullptr);
+}
+
+TEST(LayeredTrace, TheJsonTraceNamesEachStagesLayer) {
+  std::ostringstream out;
+  write_trace_json(full_trace(Variant::Causal), out);
+  EXPECT_NE(out.str().find("{\"id\": \"inputs\", \"layer\": 0, \"head\": -1,"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnscope::core
