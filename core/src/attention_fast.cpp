@@ -166,48 +166,60 @@ float root_dk(Eigen::Index d_k) {
   return static_cast<float>(std::pow(static_cast<double>(d_k), 0.5));
 }
 
-// The stages one head appends, computed from its queries/keys/values.
-// `keep` holds T*T flags when dropout draws, else nullptr.
-// `mask` is the causal mask every head shares (causal variants only).
-void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& queries,
-                         const RowMatrix& keys, const RowMatrix& values, const HeadOptions& opt,
-                         const std::shared_ptr<RowMatrix>& mask, const std::uint8_t* keep,
-                         float dropout_scale) {
-  const Eigen::Index T = queries.rows();
-  const float sqrt_dk = root_dk(keys.cols());
-  // Dividing by a power of two and multiplying by its inverse both round the
-  // same real number once, so they give the same bits; the multiply is
-  // several times cheaper. That is the case for d_k = 4, 16, 64 (GPT-2's), ...
-  int exponent = 0;
-  const bool scale_by_inverse = std::frexp(sqrt_dk, &exponent) == 0.5f;
-  const float inv_sqrt_dk = 1.0f / sqrt_dk;
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-  RowMatrix scores(T, T), scaled(T, T), weights(T, T);  // (T, T) each
-  RowMatrix masked, dropout_mask, dropped;
-  if (opt.causal) {
-    masked.resize(T, T);
-    dropout_mask.resize(T, T);
-    dropped.resize(T, T);
+// One head's (T, T) stages and its context, filled row by row.
+struct HeadMatrices {
+  RowMatrix scores, scaled, weights;        // (T, T) each
+  RowMatrix masked, dropout_mask, dropped;  // (T, T) each, causal only
+  RowMatrix context;                        // (T, d_v)
+  HeadMatrices(Eigen::Index T, Eigen::Index d_v, bool causal)
+      : scores(T, T), scaled(T, T), weights(T, T), context(T, d_v) {
+    if (causal) {
+      masked.resize(T, T);
+      dropout_mask.resize(T, T);
+      dropped.resize(T, T);
+    }
   }
-  RowMatrix context(T, values.cols());  // (T, d_v)
-  const bool drawing = keep != nullptr;
-  const float inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
+};
 
-  // Everything after the scores for query row i: masked, scaled, softmax,
-  // dropout mask and dropped weights.
-  auto finish_row = [&](Eigen::Index i) {
+// Everything after the scores for one query row: masked, scaled, softmax,
+// dropout mask and dropped weights.
+struct RowFinisher {
+  HeadMatrices& m;
+  const HeadOptions& opt;
+  const std::uint8_t* keep;  // T*T flags when dropout draws, else nullptr
+  float dropout_scale;
+  Eigen::Index T;
+  float sqrt_dk, inv_sqrt_dk;
+  bool scale_by_inverse;
+  float inactive_scale;  // the dropout mask when nothing is drawn
+
+  RowFinisher(HeadMatrices& matrices, const HeadOptions& options, const std::uint8_t* flags,
+              float scale, Eigen::Index d_k)
+      : m(matrices), opt(options), keep(flags), dropout_scale(scale), T(matrices.scores.rows()) {
+    sqrt_dk = root_dk(d_k);
+    // Dividing by a power of two and multiplying by its inverse both round the
+    // same real number once, so they give the same bits; the multiply is
+    // several times cheaper. That is the case for d_k = 4, 16, 64 (GPT-2's), ...
+    int exponent = 0;
+    scale_by_inverse = std::frexp(sqrt_dk, &exponent) == 0.5f;
+    inv_sqrt_dk = 1.0f / sqrt_dk;
+    inactive_scale = opt.dropout_on && opt.dropout >= 1.0 ? 0.0f : 1.0f;
+  }
+
+  void operator()(Eigen::Index i) const {
     const Eigen::Index visible = opt.causal ? i + 1 : T;  // keys query i may see
-    const float* s = &scores(i, 0);
-    float* sc = &scaled(i, 0);
+    const float* s = &m.scores(i, 0);
+    float* sc = &m.scaled(i, 0);
+    // Local copies: the stores through sc cannot alias them, so the loops vectorize.
+    const float root = sqrt_dk, inv_root = inv_sqrt_dk;
     if (scale_by_inverse)
-      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] * inv_sqrt_dk;
+      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] * inv_root;
     else
-      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] / sqrt_dk;
+      for (Eigen::Index j = 0; j < visible; ++j) sc[j] = s[j] / root;
 
     Eigen::Map<const Eigen::ArrayXf> logits(sc, visible);
     const float row_max = logits.maxCoeff();
-    float* w = &weights(i, 0);
+    float* w = &m.weights(i, 0);
     Eigen::Map<Eigen::ArrayXf> e(w, visible);
     e = (logits - row_max).exp();
     const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
@@ -217,15 +229,20 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
     // sum is NaN (inf - inf) and the whole row, masked keys included, is NaN.
     std::fill(w + visible, w + T, 0.0f * inv);
 
-    if (!opt.causal) return;
-    // The book masks the raw scores, then scales: both hold -inf past i.
-    float* ms = &masked(i, 0);
+    if (opt.causal) finish_causal_row(i, visible, s, sc, w);
+  }
+
+  // The book masks the raw scores, then scales: both hold -inf past i.
+  void finish_causal_row(Eigen::Index i, Eigen::Index visible, const float* s, float* sc,
+                         const float* w) const {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    float* ms = &m.masked(i, 0);
     std::copy(s, s + visible, ms);
     std::fill(ms + visible, ms + T, kNegInf);
     std::fill(sc + visible, sc + T, kNegInf);
-    float* dm = &dropout_mask(i, 0);
-    float* d = &dropped(i, 0);
-    if (drawing) {
+    float* dm = &m.dropout_mask(i, 0);
+    float* d = &m.dropped(i, 0);
+    if (keep) {
       // Flags are 0 or 1, so flag * scale is 0 or the scale exactly. A local
       // scale (the stores cannot alias it) lets the loop vectorize.
       const std::uint8_t* k = keep + i * T;
@@ -235,81 +252,103 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
       std::fill(dm, dm + T, inactive_scale);
     }
     for (Eigen::Index j = 0; j < T; ++j) d[j] = w[j] * dm[j];
-  };
-  const double cost_per_row =
-      4.0 * static_cast<double>(T) * static_cast<double>(keys.cols() + values.cols());
+  }
+};
 
-  // On the kernel (gemm.hpp), a tile of 8 query rows at a time: its scores,
-  // its rows' softmax and dropout while they are in cache, then its context
-  // rows. The kernel runs where no sum can overflow (the reason is in
-  // gemm.hpp): |Q| |K| d_k for the scores, and for the context |V| T times the
-  // largest weight, 1 or the dropout scale (softmax of finite scores is at
-  // most 1). V is then finite, so the causal context may stop at the tile's
-  // last visible key: the weights past it are exact zeros.
+// On the kernel (gemm.hpp), a tile of 8 query rows at a time: its scores,
+// its rows' softmax and dropout while they are in cache, then its context
+// rows. The kernel runs where no sum can overflow (the reason is in
+// gemm.hpp): |Q| |K| d_k for the scores, and for the context |V| T times the
+// largest weight, 1 or the dropout scale (softmax of finite scores is at
+// most 1). V is then finite, so the causal context may stop at the tile's
+// last visible key: the weights past it are exact zeros. False, with nothing
+// computed, where the kernel may not run.
+bool head_products_tiled(HeadMatrices& m, const RowFinisher& finish_row, const RowMatrix& queries,
+                         const RowMatrix& keys, const RowMatrix& values, double cost_per_row) {
+  const Eigen::Index T = queries.rows();
+  const bool causal = finish_row.opt.causal;
+  if (!gemm::available() || T == 0) return false;
   gemm::PackedRows q_tiles;
-  gemm::PackedWeights keys_t, value_panels;
-  bool tiled = gemm::available() && T > 0;
-  if (tiled) {
-    gemm::pack_rows(queries, q_tiles);
-    const float largest_weight = opt.causal && drawing ? dropout_scale : 1.0f;  // 1/(1-p) > 1
-    tiled = gemm::sums_stay_finite(q_tiles.max_abs, gemm::max_abs(keys), keys.cols()) &&
-            gemm::sums_stay_finite(largest_weight, gemm::max_abs(values), T);
-  }
-  if (tiled) {
-    keys_t = gemm::pack_transposed(keys);
-    value_panels = gemm::pack_weights(values);
-    const Eigen::Index tiles = q_tiles.tiles();
-    for_row_blocks(tiles, cost_per_row * gemm::kTileRows, [&](Eigen::Index t_begin, Eigen::Index t_end) {
-      std::vector<float> tile(static_cast<std::size_t>(T * gemm::kTileRows));
-      const RowMatrix& mixing = opt.causal ? dropped : weights;  // what multiplies V
-      for (Eigen::Index t = t_begin; t < t_end; ++t) {
-        const Eigen::Index r0 = t * gemm::kTileRows;
-        const Eigen::Index m = std::min(gemm::kTileRows, T - r0);
-        for (Eigen::Index p = 0; p < keys_t.panels(); ++p)
-          gemm::multiply_tile(q_tiles.tile(t), keys_t.panel(p), keys.cols(), m,
-                              std::min(gemm::kPanelCols, T - p * gemm::kPanelCols),
-                              &scores(r0, p * gemm::kPanelCols), T);
-        for (Eigen::Index i = r0; i < r0 + m; ++i) finish_row(i);
-        const Eigen::Index K = opt.causal ? std::min(T, r0 + gemm::kTileRows) : T;
-        gemm::pack_tile(&mixing(r0, 0), T, m, K, tile.data());
-        for (Eigen::Index p = 0; p < value_panels.panels(); ++p)
-          gemm::multiply_tile(tile.data(), value_panels.panel(p), K, m,
-                              std::min(gemm::kPanelCols, values.cols() - p * gemm::kPanelCols),
-                              &context(r0, p * gemm::kPanelCols), values.cols());
-      }
-    });
-  } else {
-    // Rows [begin, end) of every stage with Eigen's products: query rows are
-    // independent. The causal product may skip the zero weights above the
-    // diagonal only when 0 * value is 0 for every value: no value overflowed.
-    const bool future_values_finite = !opt.causal || gemm::all_finite(values);
-    for_row_blocks(T, cost_per_row, [&](Eigen::Index begin, Eigen::Index end) {
-      const Eigen::Index n = end - begin;
-      scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();
-      for (Eigen::Index i = begin; i < end; ++i) finish_row(i);
-      if (opt.causal && future_values_finite)  // rows < end see keys < end: skip the zeros
-        context.middleRows(begin, n).noalias() =
-            dropped.block(begin, 0, n, end) * values.topRows(end);
-      else if (opt.causal)  // 0 * inf = NaN: a future token's infinite value reaches every row
-        context.middleRows(begin, n).noalias() = dropped.middleRows(begin, n) * values;
-      else
-        context.middleRows(begin, n).noalias() = weights.middleRows(begin, n) * values;
-    });
-  }
+  gemm::pack_rows(queries, q_tiles);
+  const float largest_weight =
+      causal && finish_row.keep ? finish_row.dropout_scale : 1.0f;  // 1/(1-p) > 1
+  if (!gemm::sums_stay_finite(q_tiles.max_abs, gemm::max_abs(keys), keys.cols()) ||
+      !gemm::sums_stay_finite(largest_weight, gemm::max_abs(values), T))
+    return false;
+  const gemm::PackedWeights keys_t = gemm::pack_transposed(keys);
+  const gemm::PackedWeights value_panels = gemm::pack_weights(values);
+  const Eigen::Index tiles = q_tiles.tiles();
+  for_row_blocks(
+      tiles, cost_per_row * gemm::kTileRows, [&](Eigen::Index t_begin, Eigen::Index t_end) {
+        std::vector<float> tile(static_cast<std::size_t>(T * gemm::kTileRows));
+        const RowMatrix& mixing = causal ? m.dropped : m.weights;  // what multiplies V
+        for (Eigen::Index t = t_begin; t < t_end; ++t) {
+          const Eigen::Index r0 = t * gemm::kTileRows;
+          const Eigen::Index rows = std::min(gemm::kTileRows, T - r0);
+          for (Eigen::Index p = 0; p < keys_t.panels(); ++p)
+            gemm::multiply_tile(q_tiles.tile(t), keys_t.panel(p), keys.cols(), rows,
+                                std::min(gemm::kPanelCols, T - p * gemm::kPanelCols),
+                                &m.scores(r0, p * gemm::kPanelCols), T);
+          for (Eigen::Index i = r0; i < r0 + rows; ++i) finish_row(i);
+          const Eigen::Index K = causal ? std::min(T, r0 + gemm::kTileRows) : T;
+          gemm::pack_tile(&mixing(r0, 0), T, rows, K, tile.data());
+          for (Eigen::Index p = 0; p < value_panels.panels(); ++p)
+            gemm::multiply_tile(tile.data(), value_panels.panel(p), K, rows,
+                                std::min(gemm::kPanelCols, values.cols() - p * gemm::kPanelCols),
+                                &m.context(r0, p * gemm::kPanelCols), values.cols());
+        }
+      });
+  return true;
+}
 
-  auto push = [&](const char* id, RowMatrix&& m) { out.push_back(Stage{id, head, std::move(m)}); };
-  push("scores", std::move(scores));
+// Rows [begin, end) of every stage with Eigen's products: query rows are
+// independent. The causal product may skip the zero weights above the
+// diagonal only when 0 * value is 0 for every value: no value overflowed.
+void head_products_eigen(HeadMatrices& m, const RowFinisher& finish_row, const RowMatrix& queries,
+                         const RowMatrix& keys, const RowMatrix& values, double cost_per_row) {
+  const bool causal = finish_row.opt.causal;
+  const bool future_values_finite = !causal || gemm::all_finite(values);
+  for_row_blocks(queries.rows(), cost_per_row, [&](Eigen::Index begin, Eigen::Index end) {
+    const Eigen::Index n = end - begin;
+    m.scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();
+    for (Eigen::Index i = begin; i < end; ++i) finish_row(i);
+    if (causal && future_values_finite)  // rows < end see keys < end: skip the zeros
+      m.context.middleRows(begin, n).noalias() =
+          m.dropped.block(begin, 0, n, end) * values.topRows(end);
+    else if (causal)  // 0 * inf = NaN: a future token's infinite value reaches every row
+      m.context.middleRows(begin, n).noalias() = m.dropped.middleRows(begin, n) * values;
+    else
+      m.context.middleRows(begin, n).noalias() = m.weights.middleRows(begin, n) * values;
+  });
+}
+
+// The stages one head appends, computed from its queries/keys/values.
+// `keep` holds T*T flags when dropout draws, else nullptr.
+// `mask` is the causal mask every head shares (causal variants only).
+void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& queries,
+                         const RowMatrix& keys, const RowMatrix& values, const HeadOptions& opt,
+                         const std::shared_ptr<RowMatrix>& mask, const std::uint8_t* keep,
+                         float dropout_scale) {
+  HeadMatrices m(queries.rows(), values.cols(), opt.causal);
+  const RowFinisher finish_row(m, opt, keep, dropout_scale, keys.cols());
+  const double cost_per_row =
+      4.0 * static_cast<double>(queries.rows()) * static_cast<double>(keys.cols() + values.cols());
+  if (!head_products_tiled(m, finish_row, queries, keys, values, cost_per_row))
+    head_products_eigen(m, finish_row, queries, keys, values, cost_per_row);
+
+  auto push = [&](const char* id, RowMatrix&& x) { out.push_back(Stage{id, head, std::move(x)}); };
+  push("scores", std::move(m.scores));
   if (opt.causal) {
     out.push_back(Stage{"mask", head, mask});
-    push("masked_scores", std::move(masked));
+    push("masked_scores", std::move(m.masked));
   }
-  push("scaled_scores", std::move(scaled));
-  push("weights", std::move(weights));
+  push("scaled_scores", std::move(m.scaled));
+  push("weights", std::move(m.weights));
   if (opt.causal) {
-    push("dropout_mask", std::move(dropout_mask));
-    push("dropped_weights", std::move(dropped));
+    push("dropout_mask", std::move(m.dropout_mask));
+    push("dropped_weights", std::move(m.dropped));
   }
-  push("context", std::move(context));  // last: the caller reads it as out.back()
+  push("context", std::move(m.context));  // last: the caller reads it as out.back()
 }
 
 // A parameter's stage: sharing the prepared matrix when there is one.
