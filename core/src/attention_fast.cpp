@@ -392,6 +392,53 @@ gemm::Buffer<std::uint8_t> draw_dropout(const HeadOptions& opt, int heads, Eigen
   return keep;
 }
 
+// What the first phase of forward_fast leaves for the heads.
+struct FirstPhase {
+  gemm::Buffer<std::uint8_t> keep;          // every head's dropout flags, or empty
+  std::shared_ptr<RowMatrix> mask;          // the causal mask (causal variants)
+  std::vector<Stage> parameter_stages;      // W_query ... b_value (not the wrapper's)
+  std::vector<Stage> out_parameter_stages;  // W_out, b_out (multihead)
+  RowMatrix queries, keys, values;          // (T, d_out) whole-layer Q/K/V (not the wrapper)
+};
+
+// The first phase, as one set of jobs for the threads to share: the dropout
+// draws (one serial mt19937 stream), the causal mask, the parameters'
+// stages (copies unless the parameters were prepared), and the whole-layer
+// Q/K/V products in column blocks (all variants but the wrapper, whose
+// heads own their projections).
+void run_first_phase(FirstPhase& first, const Config& config, const ProjectionInput& in,
+                     const Parameters& params, const PreparedParameters* prepared,
+                     const HeadOptions& opt, int heads, TorchGenerator& gen) {
+  const Eigen::Index T = in.x.rows();
+  const bool split = config.variant == Variant::Multihead;
+  const bool wrapper = config.variant == Variant::MultiheadWrapper;
+  std::vector<std::function<void()>> jobs;
+  jobs.emplace_back([&] { first.keep = draw_dropout(opt, heads, T, gen); });
+  if (opt.causal) jobs.emplace_back([&] { first.mask = causal_mask(T); });
+  double flops = 0.0;
+  std::vector<ColumnBlock> blocks;
+  if (!wrapper) {
+    const auto& qkv = params.qkv.front();
+    const PreparedParameters::Qkv* pq = prepared ? &prepared->qkv.front() : nullptr;
+    jobs.emplace_back([&, pq] { push_projection_stages(first.parameter_stages, qkv, -1, pq); });
+    if (split)
+      jobs.emplace_back([&] {
+        const PreparedParameters::Layer* po = prepared ? &prepared->out : nullptr;
+        first.out_parameter_stages.push_back(
+            parameter_stage("W_out", -1, params.out.weight, po ? &po->weight : nullptr));
+        first.out_parameter_stages.push_back(
+            parameter_stage("b_out", -1, params.out.bias, po ? &po->bias : nullptr));
+      });
+    flops = projection_flops(in.x, 3 * qkv.query.weight.cols());
+    const int threads = worth_threads(flops);
+    add_column_blocks(blocks, in, qkv.query, pq ? &pq->query : nullptr, first.queries, threads);
+    add_column_blocks(blocks, in, qkv.key, pq ? &pq->key : nullptr, first.keys, threads);
+    add_column_blocks(blocks, in, qkv.value, pq ? &pq->value : nullptr, first.values, threads);
+  }
+  for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
+  run_jobs(jobs, worth_threads(flops));
+}
+
 }  // namespace
 
 void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
@@ -405,43 +452,12 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   const int heads = split || wrapper ? config.num_heads : 1;
   const int stage_head_base = split || wrapper ? 0 : -1;
 
-  // First phase, as one set of jobs for the threads to share: the dropout
-  // draws (one serial mt19937 stream), the causal mask, the parameters'
-  // stages (copies unless the parameters were prepared), and the whole-layer
-  // Q/K/V products in column blocks (all variants but the wrapper, whose
-  // heads own their projections).
-  gemm::Buffer<std::uint8_t> keep;
-  std::shared_ptr<RowMatrix> mask;
-  std::vector<Stage> parameter_stages, out_parameter_stages;
-  RowMatrix queries, keys, values;
-  {
-    std::vector<std::function<void()>> jobs;
-    jobs.emplace_back([&] { keep = draw_dropout(opt, heads, T, gen); });
-    if (opt.causal) jobs.emplace_back([&] { mask = causal_mask(T); });
-    double flops = 0.0;
-    std::vector<ColumnBlock> blocks;
-    if (!wrapper) {
-      const auto& qkv = params.qkv.front();
-      const PreparedParameters::Qkv* pq = prepared ? &prepared->qkv.front() : nullptr;
-      jobs.emplace_back([&, pq] { push_projection_stages(parameter_stages, qkv, -1, pq); });
-      if (split)
-        jobs.emplace_back([&] {
-          const PreparedParameters::Layer* po = prepared ? &prepared->out : nullptr;
-          out_parameter_stages.push_back(
-              parameter_stage("W_out", -1, params.out.weight, po ? &po->weight : nullptr));
-          out_parameter_stages.push_back(
-              parameter_stage("b_out", -1, params.out.bias, po ? &po->bias : nullptr));
-        });
-      flops = projection_flops(x, 3 * qkv.query.weight.cols());
-      const int threads = worth_threads(flops);
-      add_column_blocks(blocks, in, qkv.query, pq ? &pq->query : nullptr, queries, threads);
-      add_column_blocks(blocks, in, qkv.key, pq ? &pq->key : nullptr, keys, threads);
-      add_column_blocks(blocks, in, qkv.value, pq ? &pq->value : nullptr, values, threads);
-    }
-    for (const ColumnBlock& b : blocks) jobs.emplace_back([&in, b] { run_block(in, b); });
-    run_jobs(jobs, worth_threads(flops));
-    for (Stage& st : parameter_stages) trace.stages.push_back(std::move(st));
-  }
+  FirstPhase first;
+  run_first_phase(first, config, in, params, prepared, opt, heads, gen);
+  for (Stage& st : first.parameter_stages) trace.stages.push_back(std::move(st));
+  const gemm::Buffer<std::uint8_t>& keep = first.keep;
+  const std::shared_ptr<RowMatrix>& mask = first.mask;
+  RowMatrix &queries = first.queries, &keys = first.keys, &values = first.values;
 
   const float dropout_scale = 1.0f / static_cast<float>(1.0 - opt.dropout);
   const Eigen::Index width = split ? config.d_out / heads : config.d_out;  // per-head d_v
@@ -514,7 +530,7 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
       const ProjectionInput concat_in{concat, packing_concat ? &concat_storage : nullptr};
       RowMatrix output = project_fast(concat_in, params.out, prepared ? &prepared->out : nullptr);
       trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
-      for (Stage& st : out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
+      for (Stage& st : first.out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{"output", -1, std::move(output)});
     }
   }
