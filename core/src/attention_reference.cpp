@@ -122,63 +122,6 @@ RowMatrix context_vectors(Trace& trace, int head, const RowMatrix& weights,
   return context;
 }
 
-// ---------------------------------------------------------------------------
-// 3.5 Causal attention
-
-// 3.5.1: masked_fill_ on the raw scores (mask.bool() -> -inf), then the
-// division by sqrt(d_k) inside the softmax (-inf / sqrt(d_k) stays -inf).
-RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scores,
-                                   float sqrt_dk) {
-  const Eigen::Index T = scores.rows();
-  RowMatrix mask(T, T);       // (T, T) 1 where key j is in query i's future (j > i)
-  RowMatrix masked = scores;  // (T, T) scores, -inf where j > i
-  for (Eigen::Index i = 0; i < T; ++i)
-    for (Eigen::Index j = 0; j < T; ++j) {
-      mask(i, j) = j > i ? 1.0f : 0.0f;
-      if (j > i) masked(i, j) = -std::numeric_limits<float>::infinity();
-    }
-  add_stage(trace, "mask", head, std::move(mask));
-  RowMatrix scaled = masked / sqrt_dk;  // (T, T)
-  add_stage(trace, "masked_scores", head, std::move(masked));
-  RowMatrix weights = softmax_rows(scaled);  // (T, T) row softmax; rows sum to 1
-  add_stage(trace, "scaled_scores", head, std::move(scaled));
-  add_stage(trace, "weights", head, weights);
-  return weights;
-}
-
-// 3.5.2: nn.Dropout: noise = bernoulli(1 - p) / (1 - p), in float; out = w * noise.
-// Off (eval mode, or p = 0) the mask is all ones and draws nothing.
-RowMatrix dropout_weights(Trace& trace, int head, const RowMatrix& weights,
-                          const HeadOptions& opt, TorchGenerator& gen) {
-  const Eigen::Index T = weights.rows();
-  RowMatrix dropout_mask = RowMatrix::Ones(T, T);
-  if (opt.dropout_on && opt.dropout > 0.0) {
-    std::vector<std::uint8_t> keep(static_cast<std::size_t>(T * T));
-    gen.dropout_keep(opt.dropout, keep.size(), keep.data());
-    const float scale = opt.dropout >= 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - opt.dropout);
-    for (Eigen::Index k = 0; k < T * T; ++k)
-      dropout_mask.data()[k] = keep[static_cast<std::size_t>(k)] ? scale : 0.0f;
-  }
-  RowMatrix dropped = weights.cwiseProduct(dropout_mask);  // (T, T)
-  add_stage(trace, "dropout_mask", head, std::move(dropout_mask));
-  add_stage(trace, "dropped_weights", head, dropped);
-  return dropped;
-}
-
-// Scaled dot-product attention of one head, from queries/keys/values on:
-// 3.4 (SelfAttention_v1/v2: no mask, no dropout) or 3.5.3 (CausalAttention).
-// Appends scores ... context for `head` and returns the context (T, d_v).
-RowMatrix attention_head_reference(Trace& trace, int head, const RowMatrix& queries,
-                                   const RowMatrix& keys, const RowMatrix& values,
-                                   const HeadOptions& opt, TorchGenerator& gen) {
-  const RowMatrix scores = attention_scores(trace, head, queries, keys);
-  const float sqrt_dk = root_dk(keys);
-  if (!opt.causal)
-    return context_vectors(trace, head, attention_weights(trace, head, scores, sqrt_dk), values);
-  const RowMatrix weights = causal_attention_weights(trace, head, scores, sqrt_dk);
-  return context_vectors(trace, head, dropout_weights(trace, head, weights, opt, gen), values);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -225,6 +168,85 @@ QkvProjections init_qkv_linear(int d_in, int d_out, bool bias, TorchGenerator& g
   qkv.value = init_linear(d_in, d_out, bias, gen);
   return qkv;
 }
+
+namespace {
+
+// SelfAttention_v1/v2's attention once queries, keys and values are there:
+// attn_scores, attn_weights (scaled softmax), context_vec. No mask, no dropout.
+RowMatrix self_attention_head(Trace& trace, int head, const RowMatrix& queries,
+                              const RowMatrix& keys, const RowMatrix& values) {
+  const RowMatrix scores = attention_scores(trace, head, queries, keys);
+  const RowMatrix weights = attention_weights(trace, head, scores, root_dk(keys));
+  return context_vectors(trace, head, weights, values);
+}
+
+// ---------------------------------------------------------------------------
+// 3.5 Causal attention
+
+// 3.5.1: masked_fill_ on the raw scores (mask.bool() -> -inf), then the
+// division by sqrt(d_k) inside the softmax (-inf / sqrt(d_k) stays -inf).
+RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scores,
+                                   float sqrt_dk) {
+  const Eigen::Index T = scores.rows();
+  RowMatrix mask(T, T);       // (T, T) 1 where key j is in query i's future (j > i)
+  RowMatrix masked = scores;  // (T, T) scores, -inf where j > i
+  for (Eigen::Index i = 0; i < T; ++i)
+    for (Eigen::Index j = 0; j < T; ++j) {
+      mask(i, j) = j > i ? 1.0f : 0.0f;
+      if (j > i) masked(i, j) = -std::numeric_limits<float>::infinity();
+    }
+  add_stage(trace, "mask", head, std::move(mask));
+  RowMatrix scaled = masked / sqrt_dk;  // (T, T)
+  add_stage(trace, "masked_scores", head, std::move(masked));
+  RowMatrix weights = softmax_rows(scaled);  // (T, T) row softmax; rows sum to 1
+  add_stage(trace, "scaled_scores", head, std::move(scaled));
+  add_stage(trace, "weights", head, weights);
+  return weights;
+}
+
+// 3.5.2: nn.Dropout: noise = bernoulli(1 - p) / (1 - p), in float; out = w * noise.
+// Off (eval mode, or p = 0) the mask is all ones and draws nothing.
+RowMatrix dropout_weights(Trace& trace, int head, const RowMatrix& weights,
+                          const HeadOptions& opt, TorchGenerator& gen) {
+  const Eigen::Index T = weights.rows();
+  RowMatrix dropout_mask = RowMatrix::Ones(T, T);
+  if (opt.dropout_on && opt.dropout > 0.0) {
+    std::vector<std::uint8_t> keep(static_cast<std::size_t>(T * T));
+    gen.dropout_keep(opt.dropout, keep.size(), keep.data());
+    const float scale = opt.dropout >= 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - opt.dropout);
+    for (Eigen::Index k = 0; k < T * T; ++k)
+      dropout_mask.data()[k] = keep[static_cast<std::size_t>(k)] ? scale : 0.0f;
+  }
+  RowMatrix dropped = weights.cwiseProduct(dropout_mask);  // (T, T)
+  add_stage(trace, "dropout_mask", head, std::move(dropout_mask));
+  add_stage(trace, "dropped_weights", head, dropped);
+  return dropped;
+}
+
+// 3.5.3 CausalAttention's attention once queries, keys and values are there:
+// attn_scores, masked_fill_, softmax, dropout, context_vec.
+RowMatrix causal_attention_head(Trace& trace, int head, const RowMatrix& queries,
+                                const RowMatrix& keys, const RowMatrix& values,
+                                const HeadOptions& opt, TorchGenerator& gen) {
+  const RowMatrix scores = attention_scores(trace, head, queries, keys);
+  const RowMatrix weights = causal_attention_weights(trace, head, scores, root_dk(keys));
+  return context_vectors(trace, head, dropout_weights(trace, head, weights, opt, gen), values);
+}
+
+// One head from queries/keys/values on, as SelfAttention_v1/v2 or as
+// CausalAttention (opt.causal). Appends scores ... context for `head` and
+// returns the context (T, d_v).
+RowMatrix attention_head_reference(Trace& trace, int head, const RowMatrix& queries,
+                                   const RowMatrix& keys, const RowMatrix& values,
+                                   const HeadOptions& opt, TorchGenerator& gen) {
+  return opt.causal ? causal_attention_head(trace, head, queries, keys, values, opt, gen)
+                    : self_attention_head(trace, head, queries, keys, values);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The forward passes of SelfAttention_v1/v2 (3.4.2) and CausalAttention (3.5.3)
 
 // SelfAttention_v1/v2.forward, and CausalAttention.forward (3.5.3) when
 // opt.causal: queries, keys and values, then one attention head.
