@@ -7,8 +7,8 @@
 //   3.6  MultiHeadAttentionWrapper, MultiHeadAttention
 //
 // One stage at a time, each appended to the trace under the id the app and
-// the exports use. attention_fast.cpp computes the same stages faster and is
-// tested against this file.
+// the exports use. attention_fast.cpp computes the same stages faster;
+// core/tests/test_fast_path.cpp holds the two paths equal.
 //
 // Arithmetic is float32, like the book's tensors. Where PyTorch's rounding
 // is observable (scale factor, softmax normalisation, dropout scale) we round
