@@ -30,20 +30,12 @@
 namespace attnscope::core {
 
 using nlohmann::json;
+using detail::json_type_name;
 
 namespace {
 
 // ---------------------------------------------------------------------------
 // 1. Field readers
-
-std::string type_name(const json& v) {
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "true/false";
-  if (v.is_null()) return "null";
-  if (v.is_array()) return "a list";
-  if (v.is_object()) return "an object";
-  return "a number";
-}
 
 [[noreturn]] void fail(std::string_view source, const std::string& what) {
   throw ParseError(std::string(source) + ": " + what);
@@ -66,7 +58,7 @@ long long read_integer(const json& v, std::string_view source, const char* field
     if (d < -9.0e18 || d > 9.0e18) fail(source, std::string(field) + " (" + v.dump() + ") is too large");
     n = static_cast<long long>(d);
   } else {
-    fail(source, std::string(field) + " must be a whole number, got " + type_name(v));
+    fail(source, std::string(field) + " must be a whole number, got " + json_type_name(v));
   }
   if (n < lo || n > hi)
     fail(source, std::string(field) + " (" + std::to_string(n) + ") must be between " +
@@ -84,30 +76,30 @@ std::uint64_t read_seed(const json& v, std::string_view source) {
       return static_cast<std::uint64_t>(d);
   }
   fail(source, "seed must be a whole number from 0 to 18446744073709551615, got " +
-                   (v.is_number() ? v.dump() : type_name(v)));
+                   (v.is_number() ? v.dump() : json_type_name(v)));
 }
 
 double read_number(const json& v, std::string_view source, const std::string& field) {
-  if (!v.is_number()) fail(source, field + " must be a number, got " + type_name(v));
+  if (!v.is_number()) fail(source, field + " must be a number, got " + json_type_name(v));
   const double d = v.get<double>();
   if (!std::isfinite(d)) fail(source, field + " must be a finite number");
   return d;
 }
 
 bool read_bool(const json& v, std::string_view source, const char* field) {
-  if (!v.is_boolean()) fail(source, std::string(field) + " must be true or false, got " + type_name(v));
+  if (!v.is_boolean()) fail(source, std::string(field) + " must be true or false, got " + json_type_name(v));
   return v.get<bool>();
 }
 
 std::vector<std::string> read_tokens(const json& v, std::string_view source) {
-  if (!v.is_array()) fail(source, "tokens must be a list of strings, got " + type_name(v));
+  if (!v.is_array()) fail(source, "tokens must be a list of strings, got " + json_type_name(v));
   if (v.size() > static_cast<std::size_t>(kMaxTokens))
     fail(source, "too many tokens (" + std::to_string(v.size()) + "): at most " +
                      std::to_string(kMaxTokens) + " are supported");
   std::vector<std::string> tokens;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
-      fail(source, "tokens[" + std::to_string(i) + "] must be a string, got " + type_name(v[i]));
+      fail(source, "tokens[" + std::to_string(i) + "] must be a string, got " + json_type_name(v[i]));
     tokens.push_back(v[i].get<std::string>());
   }
   return tokens;
@@ -116,7 +108,7 @@ std::vector<std::string> read_tokens(const json& v, std::string_view source) {
 RowMatrix read_embeddings(const json& v, std::string_view source) {
   if (!v.is_array())
     fail(source, "embeddings must be a list of rows (one list of numbers per token), got " +
-                     type_name(v));
+                     json_type_name(v));
   if (v.empty()) fail(source, "embeddings is empty: give at least one token's row of numbers");
   if (v.size() > static_cast<std::size_t>(kMaxTokens))
     fail(source, "too many tokens (" + std::to_string(v.size()) + " rows of embeddings): at most " +
@@ -127,7 +119,7 @@ RowMatrix read_embeddings(const json& v, std::string_view source) {
     const json& row = v[r];
     if (!row.is_array())
       fail(source, "embeddings[" + std::to_string(r) + "] must be a list of numbers, got " +
-                       type_name(row));
+                       json_type_name(row));
     if (r == 0) {
       cols = row.size();
       if (cols == 0) fail(source, "embeddings[0] is empty: each token needs at least one number");
@@ -180,12 +172,12 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
     fail(source, "is empty: expected a JSON object such as {\"embeddings\": [[0.1, 0.2]]}");
   const json doc = detail::parse_json_document(json_text, source);
   if (!doc.is_object())
-    fail(source, "must be a JSON object ({...}), got " + type_name(doc));
+    fail(source, "must be a JSON object ({...}), got " + json_type_name(doc));
 
   RunSpec spec;
   for (const auto& [key, value] : doc.items()) {
     if (key == "preset") {
-      if (!value.is_string()) fail(source, "preset must be a string, got " + type_name(value));
+      if (!value.is_string()) fail(source, "preset must be a string, got " + json_type_name(value));
       spec.preset = value.get<std::string>();
     } else if (key == "description") {
       if (!value.is_string()) fail(source, "description must be a string");
@@ -194,7 +186,7 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
     } else if (key == "embeddings") {
       spec.embeddings = read_embeddings(value, source);
     } else if (key == "variant") {
-      if (!value.is_string()) fail(source, "variant must be a string, got " + type_name(value));
+      if (!value.is_string()) fail(source, "variant must be a string, got " + json_type_name(value));
       const auto v = parse_variant(value.get<std::string>());
       if (!v) {
         std::string known;

@@ -1,4 +1,5 @@
-// json_matrix.hpp (private to core): JSON helpers shared by formats.cpp,
+// json_matrix.hpp (private to core): JSON helpers, defined in
+// json_formats.cpp and shared by the format readers and writers, io.cpp,
 // weights.cpp and session.cpp. Keeps nlohmann out of the public headers.
 #pragma once
 

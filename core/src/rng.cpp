@@ -1,4 +1,4 @@
-// rng.cpp: PyTorch 1.13's CPU generator (shared/docs/torch-rng.md).
+// rng.cpp: PyTorch 1.13's CPU generator (docs/torch-rng.md).
 //
 // Sections
 //   1. Mt19937: the reference recurrence, written so the compiler vectorizes it

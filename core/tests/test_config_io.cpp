@@ -217,8 +217,8 @@ TEST(RandomInputs, AreTorchRandAfterManualSeedOfTheInputSeed) {
   // torch.manual_seed(42); torch.rand(2, 3) in PyTorch 1.13 prints these.
   const Inputs in = random_inputs(2, 3, 42);
   expect_book_matrix(in.embeddings,
-                     matrix({{0.8823f, 0.9150f, 0.3829f},  //
-                             {0.9593f, 0.3904f, 0.6009f}}),
+                     matrix_from_rows({{0.8823f, 0.9150f, 0.3829f},  //
+                                       {0.9593f, 0.3904f, 0.6009f}}),
                      "torch.rand(2, 3)");
   EXPECT_EQ(in.tokens, (std::vector<std::string>{"t0", "t1"}));
 }

@@ -15,6 +15,16 @@ using testing::same_bits;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+TEST(MatrixFromRows, ReadsRowsInOrderAndRefusesRaggedRows) {
+  const RowMatrix m = matrix_from_rows({{1, 2, 3}, {4, 5, 6}});
+  ASSERT_EQ(m.rows(), 2);
+  ASSERT_EQ(m.cols(), 3);
+  EXPECT_EQ(m(1, 0), 4.0f);
+  EXPECT_EQ(m(0, 2), 3.0f);
+  EXPECT_EQ(matrix_from_rows({}).size(), 0);
+  EXPECT_THROW(matrix_from_rows({{1, 2}, {3}}), std::invalid_argument);
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -73,7 +83,7 @@ TEST(StageCsv, RoundTripsEveryStageOfEveryVariantBitForBit) {
 TEST(StageCsv, QuotesTokensThatNeedItAndReadsThemBack) {
   Inputs in;
   in.tokens = {"a,b", "say \"hi\"", " pad", "12"};
-  in.embeddings = testing::matrix({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
+  in.embeddings = matrix_from_rows({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
   const Trace t = run_attention(Config{}, in);
   const std::string csv = stage_csv(t, *t.find("weights"));
   EXPECT_NE(csv.find("\"a,b\""), std::string::npos);
@@ -84,7 +94,7 @@ TEST(StageCsv, QuotesTokensThatNeedItAndReadsThemBack) {
 }
 
 TEST(MatrixNpy, WritesNumpysVersion1Float32Header) {
-  const RowMatrix m = testing::matrix({{1, 2, 3}, {4, 5, 6}});
+  const RowMatrix m = matrix_from_rows({{1, 2, 3}, {4, 5, 6}});
   const std::string npy = matrix_npy(m);
   ASSERT_TRUE(npy.starts_with(std::string("\x93NUMPY\x01\x00", 8)));
   const std::size_t header_len =
@@ -199,7 +209,7 @@ TEST(StageJson, RoundTripsEveryStageIncludingInfinities) {
 }
 
 TEST(MatrixTorch, WritesPythonThatTorchReadsAtFullPrecision) {
-  const RowMatrix m = testing::matrix({{0.43f, -kInf}, {1e-20f, 3}});
+  const RowMatrix m = matrix_from_rows({{0.43f, -kInf}, {1e-20f, 3}});
   EXPECT_EQ(matrix_torch(m),
             "torch.tensor([[0.430000007, float('-inf')],\n"
             "              [9.99999968e-21, 3]])\n");
@@ -318,7 +328,7 @@ TEST(ParseEmbeddings, ListsJustOverTheLimitGetTheSpecificMessage) {
 
 TEST(ApplyEmbeddings, KeepsCurrentTokensWhenTheCountMatches) {
   ImportedEmbeddings e;
-  e.embeddings = testing::matrix({{1}, {2}});
+  e.embeddings = matrix_from_rows({{1}, {2}});
   EXPECT_EQ(apply_embeddings(e, {"a", "b"}, "e.npy").tokens, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(apply_embeddings(e, {}, "e.npy").tokens, (std::vector<std::string>{"t0", "t1"}));
   const std::string msg = error_of([&] { apply_embeddings(e, {"a", "b", "c"}, "e.npy"); });

@@ -18,18 +18,6 @@ namespace attnscope::core::testing {
 // hair for the float32 -> decimal conversion).
 inline constexpr float kBookTolerance = 0.5e-4f + 1e-6f;
 
-inline RowMatrix matrix(std::initializer_list<std::initializer_list<float>> rows) {
-  RowMatrix m(static_cast<Eigen::Index>(rows.size()),
-              static_cast<Eigen::Index>(rows.begin()->size()));
-  Eigen::Index r = 0;
-  for (const auto& row : rows) {
-    Eigen::Index c = 0;
-    for (float v : row) m(r, c++) = v;
-    ++r;
-  }
-  return m;
-}
-
 // Expects `actual` to print as `printed` at 4 decimals, cell by cell.
 inline void expect_book_matrix(const RowMatrix& actual, const RowMatrix& printed,
                                const std::string& what) {

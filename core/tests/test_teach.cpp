@@ -157,7 +157,8 @@ TEST(TeachSoftmax, ScalingOffMakesWeightsMorePeakedAndEntropyDrops) {
 TEST(TeachNormalise, NaiveDivisionGivesTheBooksTmpWeights) {
   const Trace t = run_attention(config_for(Variant::Simple, 2, 123), book_inputs());
   const RowMatrix n = naive_normalise(stage(t, "scores"));
-  expect_book_matrix(n.row(1), matrix({{0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f}}),
+  expect_book_matrix(n.row(1),
+                     matrix_from_rows({{0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f}}),
                      "attn_weights_2_tmp");
   for (Eigen::Index r = 0; r < 6; ++r) EXPECT_NEAR(n.row(r).sum(), 1.0f, 1e-6f);
 }
@@ -234,8 +235,8 @@ TEST(TeachDropout, AverageOverSeedsConvergesToTheWeights) {
 
 TEST(TeachDropout, ApplyDropoutIsTheBooksExample) {
   const RowMatrix d = apply_dropout(RowMatrix::Ones(6, 6), 0.5, 123);
-  EXPECT_EQ(d.row(0), matrix({{2, 2, 0, 2, 2, 0}}));
-  EXPECT_EQ(d.row(5), matrix({{0, 2, 2, 2, 2, 0}}));
+  EXPECT_EQ(d.row(0), matrix_from_rows({{2, 2, 0, 2, 2, 0}}));
+  EXPECT_EQ(d.row(5), matrix_from_rows({{0, 2, 2, 2, 2, 0}}));
 }
 
 TEST(TeachSizes, Gpt2LayerHas2360064Parameters) {

@@ -52,14 +52,10 @@ TEST(Colormap, TextIsDarkOnLightColoursAndLightOnDarkOnes) {
   EXPECT_EQ(text_color_on(sample(Colormap::RdBu, 0)), (Rgba8{255, 255, 255, 255}));
 }
 
-core::RowMatrix mat(int rows, int cols, std::initializer_list<float> v) {
-  core::RowMatrix m(rows, cols);
-  std::copy(v.begin(), v.end(), m.data());
-  return m;
-}
+using core::matrix_from_rows;
 
 TEST(ValueRange, IsSymmetricForDivergingAndIgnoresInfinities) {
-  const core::RowMatrix m = mat(1, 4, {-0.5f, 2.0f, -kInf, std::nanf("")});
+  const core::RowMatrix m = matrix_from_rows({{-0.5f, 2.0f, -kInf, std::nanf("")}});
   const ValueRange d = value_range(m, ScaleKind::Diverging);
   EXPECT_EQ(d.lo, -2.0f);
   EXPECT_EQ(d.hi, 2.0f);
@@ -76,7 +72,7 @@ TEST(ValueRange, IsSymmetricForDivergingAndIgnoresInfinities) {
 // lround(NaN) (found by the sanitized GUI tests on embeddings of 3e38).
 TEST(ValueRange, ValuesNearTheFloatLimitStillGetColoursAtTheEnds) {
   constexpr float kMax = std::numeric_limits<float>::max();
-  const core::RowMatrix m = mat(1, 5, {-kMax, -3e38f, 0.0f, 3e38f, kMax});
+  const core::RowMatrix m = matrix_from_rows({{-kMax, -3e38f, 0.0f, 3e38f, kMax}});
   for (ScaleKind kind : {ScaleKind::Diverging, ScaleKind::Sequential}) {
     const ValueRange r = value_range(m, kind);
     EXPECT_EQ(scale_position(-kMax, r), 0.0f);
@@ -161,11 +157,16 @@ TEST(ValueRange, TheVectorizedRangeAndColoursEqualThePlainLoopsCellByCell) {
     expect_plain(m, "random, " + std::to_string(n) + " cells");
   }
   // The sign of a zero that is the minimum or the maximum: the first one seen.
-  expect_plain(mat(1, 10, {0.5f, -0.0f, 0.2f, 0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, 0.0f}), "min -0 first");
-  expect_plain(mat(1, 10, {0.5f, 0.0f, 0.2f, -0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, -0.0f}), "min +0 first");
-  expect_plain(mat(1, 9, {-0.5f, -0.2f, -0.0f, -0.3f, 0.0f, -1.0f, -0.1f, -0.4f, -0.9f}), "max -0 first");
-  expect_plain(mat(1, 9, {-0.5f, -0.2f, 0.0f, -0.3f, -0.0f, -1.0f, -0.1f, -0.4f, -0.9f}), "max +0 first");
-  expect_plain(mat(1, 9, {0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f}), "all zeros");
+  expect_plain(matrix_from_rows({{0.5f, -0.0f, 0.2f, 0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, 0.0f}}),
+               "min -0 first");
+  expect_plain(matrix_from_rows({{0.5f, 0.0f, 0.2f, -0.0f, 0.3f, 0.0f, 0.1f, 0.4f, 0.9f, -0.0f}}),
+               "min +0 first");
+  expect_plain(matrix_from_rows({{-0.5f, -0.2f, -0.0f, -0.3f, 0.0f, -1.0f, -0.1f, -0.4f, -0.9f}}),
+               "max -0 first");
+  expect_plain(matrix_from_rows({{-0.5f, -0.2f, 0.0f, -0.3f, -0.0f, -1.0f, -0.1f, -0.4f, -0.9f}}),
+               "max +0 first");
+  expect_plain(matrix_from_rows({{0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f}}),
+               "all zeros");
   // The first zero in a later lane than a zero of the other sign in a later
   // vector: lane order alone would pick the wrong one.
   for (float first : {0.0f, -0.0f}) {
@@ -176,7 +177,8 @@ TEST(ValueRange, TheVectorizedRangeAndColoursEqualThePlainLoopsCellByCell) {
     expect_plain(up, std::string("min zero, first ") + (std::signbit(first) ? "-0" : "+0"));
     expect_plain(down, std::string("max zero, first ") + (std::signbit(first) ? "-0" : "+0"));
   }
-  expect_plain(mat(1, 9, {nan, kInf, -kInf, nan, kInf, -kInf, nan, kInf, -kInf}), "nothing finite");
+  expect_plain(matrix_from_rows({{nan, kInf, -kInf, nan, kInf, -kInf, nan, kInf, -kInf}}),
+               "nothing finite");
   // Positions that land on a half step of the 255-entry scale: k / 510.
   core::RowMatrix halves(1, 511);
   for (int k = 0; k <= 510; ++k) halves(0, k) = static_cast<float>(k) / 510.0f;
@@ -207,7 +209,7 @@ Heatmap small() {
   h.col_title = "key";
   h.row_labels = {"a", "b"};
   h.col_labels = {"a", "b", "c"};
-  h.values = mat(2, 3, {1, -kInf, 0.5f, 2, 3, std::nanf("")});
+  h.values = matrix_from_rows({{1, -kInf, 0.5f}, {2, 3, std::nanf("")}});
   return h;
 }
 
@@ -230,7 +232,7 @@ TEST(HeatmapSvg, HasOneCellRectPerEntryAndEveryLabel) {
 
 TEST(HeatmapSvg, CellsHaveTheColoursTheAppDrawsWithThePalette) {
   Heatmap h = small();
-  h.values = mat(2, 3, {-1, 0, 1, 0.5f, -0.5f, 0.25f});
+  h.values = matrix_from_rows({{-1, 0, 1}, {0.5f, -0.5f, 0.25f}});
   for (Palette p : kAllPalettes) {
     h.palette = p;
     const std::string svg = heatmap_svg(h);
@@ -409,7 +411,7 @@ TEST(RowScope, AutoTurnsOnForTokenByTokenMatricesFrom128Tokens) {
 // to the text rather than printing fewer places.
 TEST(Layout, NumbersInCellsFollowTheDecimalsSettingAndSmallCellsFitTheText) {
   Heatmap h = small();
-  h.values = mat(2, 3, {0.19211f, -0.9995f, 0.5f, 2, 3, 0.25f});
+  h.values = matrix_from_rows({{0.19211f, -0.9995f, 0.5f}, {2, 3, 0.25f}});
   auto values = [](const Scene& sc) {
     std::vector<std::string> out;
     for (const TextItem& t : sc.texts)
@@ -477,7 +479,7 @@ TEST(FormatValue, NoNegativeZeroAndCompactHugeValues) {
 
 TEST(Layout, NoNegativeZeroInCellsOrOnTheColourBar) {
   Heatmap h = small();
-  h.values = mat(2, 3, {-0.00001f, -0.0f, 0.5f, 2, 3, 0.25f});
+  h.values = matrix_from_rows({{-0.00001f, -0.0f, 0.5f}, {2, 3, 0.25f}});
   const std::string svg = heatmap_svg(h);
   EXPECT_EQ(svg.find(">-0.0000<"), std::string::npos) << svg;
   EXPECT_NE(svg.find(">0.0000<"), std::string::npos);
@@ -487,7 +489,7 @@ TEST(Layout, NoNegativeZeroInCellsOrOnTheColourBar) {
 // NaN cells that follow each get a legend entry.
 TEST(Layout, HugeValuesOverflowAndNaNGetShortLabelsAndLegendEntries) {
   Heatmap h = small();
-  h.values = mat(2, 3, {1e30f, -2e30f, kInf, 0.5f, std::nanf(""), 1});
+  h.values = matrix_from_rows({{1e30f, -2e30f, kInf}, {0.5f, std::nanf(""), 1}});
   h.masks = false;
   const Scene sc = layout_heatmap(h);
   std::string hi, lo, overflow, nan, masked;
@@ -504,11 +506,11 @@ TEST(Layout, HugeValuesOverflowAndNaNGetShortLabelsAndLegendEntries) {
   EXPECT_EQ(nan, "nan");
   EXPECT_EQ(masked, "") << "no cell of this stage is masked";
   Heatmap plain = h;  // the same layout with small numbers and legend entries
-  plain.values = mat(2, 3, {1, -2, kInf, 0.5f, std::nanf(""), 1});
+  plain.values = matrix_from_rows({{1, -2, kInf}, {0.5f, std::nanf(""), 1}});
   EXPECT_EQ(sc.width, layout_heatmap(plain).width) << "the labels do not widen the figure";
   // A masking stage's -inf cells are masked, its +inf ones overflowed.
   h.masks = true;
-  h.values = mat(2, 3, {1, -kInf, kInf, 0.5f, 2, 1});
+  h.values = matrix_from_rows({{1, -kInf, kInf}, {0.5f, 2, 1}});
   const std::vector<LegendEntry> legend = off_scale_legend(value_range(h.values, h.kind), true);
   ASSERT_EQ(legend.size(), 2u);
   EXPECT_EQ(legend[0].kind, LegendEntry::Masked);

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "session.hpp"
+#include "temp_dir.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -26,20 +26,10 @@ using Clock = Autosave::Clock;
 class AutosaveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("attnscope-autosave-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     file_ = dir_ / "session.json";
     state_.load_preset("book");
     state_.recompute_if_dirty();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   static Autosave::Options inline_options() {
     Autosave::Options o;
     o.mode = Autosave::Mode::Inline;
@@ -65,7 +55,9 @@ class AutosaveTest : public ::testing::Test {
     return ::stat(file_.c_str(), &st) == 0 ? st.st_ino : 0;
   }
 
-  fs::path dir_, file_;
+  core::testing::TempDir temp_;  // a fresh folder per test, removed afterwards
+  const fs::path dir_ = temp_.path();
+  fs::path file_;
   AppState state_;
   Clock::time_point now_ = Clock::time_point{} + 1000h;
 };

@@ -22,6 +22,7 @@
 #include "export/files.hpp"
 #include "figure/heatmap_figure.hpp"
 #include "session.hpp"
+#include "temp_dir.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -31,10 +32,6 @@ namespace fs = std::filesystem;
 class Files : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("attnscope-files-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "out");
     state_.load_preset("book");
     state_.config.variant = core::Variant::MultiheadWrapper;
@@ -53,10 +50,7 @@ class Files : public ::testing::Test {
     state_.finish_recompute();
     ASSERT_TRUE(state_.trace);
   }
-  void TearDown() override {
-    ::chmod((dir_ / "out").c_str(), 0755);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { ::chmod((dir_ / "out").c_str(), 0755); }  // so temp_ can go
   std::set<std::string> files_in(const fs::path& d) {
     std::set<std::string> names;
     for (const auto& e : fs::directory_iterator(d)) names.insert(e.path().filename().string());
@@ -67,7 +61,8 @@ class Files : public ::testing::Test {
     std::ofstream(p, std::ios::binary) << text;
     return p;
   }
-  fs::path dir_;
+  core::testing::TempDir temp_;  // a fresh folder per test, removed afterwards
+  const fs::path dir_ = temp_.path();
   AppState state_;
 };
 

@@ -3,7 +3,6 @@
 // variant, a right-click on a heatmap opens its Export menu, F12 asks for a
 // screenshot, Enter in the path field runs the dialog's action.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
@@ -12,6 +11,7 @@
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open popup stack
+#include "temp_dir.hpp"
 #include "ui.hpp"
 
 namespace attnscope::gui {
@@ -26,15 +26,9 @@ class FilesHeadless : public ::testing::Test {
 #if IMGUI_VERSION_NUM < 18700
     ImGui::GetIO().KeyMap[ImGuiKey_Enter] = 257;  // GLFW_KEY_ENTER
 #endif
-    dir_ = fs::temp_directory_path() / ("attnscope-files-headless-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     state.files.export_folder = dir_;
   }
-  void TearDown() override {
-    ImGui::DestroyContext();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { ImGui::DestroyContext(); }
   void frames(int n) {
     for (int k = 0; k < n; ++k) {
       ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
@@ -44,7 +38,8 @@ class FilesHeadless : public ::testing::Test {
     }
   }
   AppState state;
-  fs::path dir_;
+  core::testing::TempDir temp_;  // a fresh folder per test, removed afterwards
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(FilesHeadless, EveryDialogAndTheNoticeDrawInEveryVariant) {

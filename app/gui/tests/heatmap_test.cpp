@@ -17,24 +17,14 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-core::RowMatrix mat(std::initializer_list<std::initializer_list<float>> rows) {
-  core::RowMatrix m(static_cast<Eigen::Index>(rows.size()),
-                    static_cast<Eigen::Index>(rows.begin()->size()));
-  Eigen::Index r = 0;
-  for (const auto& row : rows) {
-    Eigen::Index c = 0;
-    for (float v : row) m(r, c++) = v;
-    ++r;
-  }
-  return m;
-}
+using core::matrix_from_rows;
 
 int distance(Rgba8 a, Rgba8 b) {
   return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b);
 }
 
 TEST(ValueRange, DivergingIsSymmetricAroundZero) {
-  const auto r = value_range(mat({{-0.5f, 2.0f}, {1.0f, 0.0f}}), ScaleKind::Diverging);
+  const auto r = value_range(matrix_from_rows({{-0.5f, 2.0f}, {1.0f, 0.0f}}), ScaleKind::Diverging);
   EXPECT_FLOAT_EQ(r.lo, -2.0f);
   EXPECT_FLOAT_EQ(r.hi, 2.0f);
   EXPECT_FLOAT_EQ(r.data_min, -0.5f);
@@ -43,14 +33,15 @@ TEST(ValueRange, DivergingIsSymmetricAroundZero) {
 }
 
 TEST(ValueRange, SequentialStartsAtZeroForNonNegativeData) {
-  const auto r = value_range(mat({{0.2f, 0.7f}}), ScaleKind::Sequential);
+  const auto r = value_range(matrix_from_rows({{0.2f, 0.7f}}), ScaleKind::Sequential);
   EXPECT_FLOAT_EQ(r.lo, 0.0f);
   EXPECT_FLOAT_EQ(r.hi, 0.7f);
 }
 
 TEST(ValueRange, IgnoresInfinitiesAndNanButCountsThem) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const auto r = value_range(mat({{1.0f, -kInf, -kInf}, {-3.0f, nan, kInf}}), ScaleKind::Diverging);
+  const auto r = value_range(matrix_from_rows({{1.0f, -kInf, -kInf}, {-3.0f, nan, kInf}}),
+                             ScaleKind::Diverging);
   EXPECT_FLOAT_EQ(r.lo, -3.0f);
   EXPECT_FLOAT_EQ(r.hi, 3.0f);
   EXPECT_EQ(r.neg_inf, 2);
@@ -60,10 +51,10 @@ TEST(ValueRange, IgnoresInfinitiesAndNanButCountsThem) {
 }
 
 TEST(ValueRange, ConstantOrAllZeroDataStillHasAWidth) {
-  EXPECT_LT(value_range(mat({{0, 0}}), ScaleKind::Diverging).lo, 0.0f);
-  const auto s = value_range(mat({{0.5f, 0.5f}}), ScaleKind::Sequential);
+  EXPECT_LT(value_range(matrix_from_rows({{0, 0}}), ScaleKind::Diverging).lo, 0.0f);
+  const auto s = value_range(matrix_from_rows({{0.5f, 0.5f}}), ScaleKind::Sequential);
   EXPECT_LT(s.lo, s.hi);
-  const auto all_masked = value_range(mat({{-kInf}}), ScaleKind::Diverging);
+  const auto all_masked = value_range(matrix_from_rows({{-kInf}}), ScaleKind::Diverging);
   EXPECT_LT(all_masked.lo, all_masked.hi);
 }
 
@@ -76,7 +67,7 @@ TEST(ScaleKind, WeightsAndMasksAreSequentialEverythingElseDiverging) {
 }
 
 TEST(Colorize, MakesOneRgbaPixelPerCellInRowMajorOrder) {
-  const auto m = mat({{-1.0f, 0.0f, 1.0f}, {0.5f, -0.5f, 0.25f}});
+  const auto m = matrix_from_rows({{-1.0f, 0.0f, 1.0f}, {0.5f, -0.5f, 0.25f}});
   const auto r = value_range(m, ScaleKind::Diverging);
   const RgbaImage img = colorize(m, r, Colormap::RdBu);
   ASSERT_EQ(img.width, 3);
@@ -89,7 +80,7 @@ TEST(Colorize, MakesOneRgbaPixelPerCellInRowMajorOrder) {
 }
 
 TEST(Colorize, MaskedCellsGetAColourThatIsOnNoScale) {
-  const auto m = mat({{0.1f, -kInf}, {0.3f, 0.4f}});
+  const auto m = matrix_from_rows({{0.1f, -kInf}, {0.3f, 0.4f}});
   const auto r = value_range(m, ScaleKind::Diverging);
   for (Colormap map :
        {Colormap::Viridis, Colormap::Cividis, Colormap::Magma, Colormap::RdBu, Colormap::PuOr}) {
@@ -236,7 +227,7 @@ TEST(Format, PrintsFourDecimalsLikeTorchAndMinusInfinityAsASymbol) {
 
 TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   TextureCache cache;  // NullTexture: no GL needed
-  core::Stage s{"scores", -1, mat({{1, 2}, {3, 4}})};
+  core::Stage s{"scores", -1, matrix_from_rows({{1, 2}, {3, 4}})};
   cache.get("a", 1, s, ScaleKind::Diverging, Colormap::RdBu);
   EXPECT_EQ(cache.uploads(), 1);
   for (int k = 0; k < 10; ++k) cache.get("a", 1, s, ScaleKind::Diverging, Colormap::RdBu);
@@ -245,7 +236,7 @@ TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   EXPECT_EQ(cache.uploads(), 2);  // new trace
   cache.get("a", 2, s, ScaleKind::Diverging, Colormap::PuOr);
   EXPECT_EQ(cache.uploads(), 3);  // new colormap
-  core::Stage w{"weights", -1, mat({{1, 0}, {0, 1}})};
+  core::Stage w{"weights", -1, matrix_from_rows({{1, 0}, {0, 1}})};
   const HeatmapTexture t = cache.get("a", 2, w, ScaleKind::Sequential, Colormap::Viridis);
   EXPECT_EQ(cache.uploads(), 4);  // another stage in the same slot
   EXPECT_FLOAT_EQ(t.range.hi, 1.0f);
@@ -271,7 +262,7 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
   std::vector<RgbaImage> uploaded;
   TextureCache cache;
   cache.set_factory([&] { return std::make_unique<RecordingTexture>(&uploaded); });
-  core::Stage w{"weights", -1, mat({{1.0f, 0.0f}, {0.02f, 0.01f}})};
+  core::Stage w{"weights", -1, matrix_from_rows({{1.0f, 0.0f}, {0.02f, 0.01f}})};
   const HeatmapTexture whole = cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis);
   cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Matrix);
   ASSERT_EQ(uploaded.size(), 1u);  // Matrix is the default: nothing changed
@@ -285,7 +276,8 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
 
   // A new trace prepared for a slot shown by row is coloured by row too.
   core::Trace next;
-  next.stages.push_back(core::Stage{"weights", -1, mat({{0.5f, 0.5f}, {0.03f, 0.01f}})});
+  next.stages.push_back(
+      core::Stage{"weights", -1, matrix_from_rows({{0.5f, 0.5f}, {0.03f, 0.01f}})});
   while (!cache.prepare(next, 2, 100.0)) {
   }
   cache.commit_prepared(2);
@@ -335,7 +327,7 @@ TEST(TextureCache, LargeStagesAreColouredOverSeveralFramesWithinTheBudget) {
   cache.set_frame_budget(0.0);  // only the first large stage of a frame moves, one band at a time
   const core::Stage big{"weights", 0, core::RowMatrix::Constant(1024, 1024, 0.25f)};
   const core::Stage other{"weights", 1, core::RowMatrix::Constant(1024, 1024, 0.5f)};
-  const core::Stage small{"scores", -1, mat({{1, 2}, {3, 4}})};
+  const core::Stage small{"scores", -1, matrix_from_rows({{1, 2}, {3, 4}})};
   int frame = 1, frames_to_ready = 0;
   HeatmapTexture a, b;
   for (; frame < 100; ++frame) {

@@ -3,7 +3,6 @@
 #include "session.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "attnscope/io.hpp"
 #include "attnscope/rng.hpp"
 #include "attnscope/session.hpp"
+#include "temp_dir.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -25,15 +25,8 @@ namespace fs = std::filesystem;
 
 class Session : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("attnscope-session-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  core::testing::TempDir temp_;  // a fresh folder per test, removed afterwards
+  const fs::path dir_ = temp_.path();
 };
 
 std::string slurp(const fs::path& p) {

@@ -2,11 +2,33 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
 
 namespace attnscope::core {
 
 // Row-major float32, the dtype and layout of the book's PyTorch tensors.
 // Row-major so that .data() feeds a GL texture, a PNG or a .npy as is.
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// A matrix written out row by row, as the book prints a tensor:
+// matrix_from_rows({{0.43f, 0.15f}, {0.55f, 0.87f}}) is (2, 2). No rows gives
+// a 0 x 0 matrix; rows of different lengths throw std::invalid_argument.
+inline RowMatrix matrix_from_rows(std::initializer_list<std::initializer_list<float>> rows) {
+  const auto cols = rows.size() == 0 ? std::size_t{0} : rows.begin()->size();
+  RowMatrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(cols));
+  Eigen::Index r = 0;
+  for (const auto& row : rows) {
+    if (row.size() != cols)
+      throw std::invalid_argument("matrix_from_rows: row " + std::to_string(r) + " has " +
+                                  std::to_string(row.size()) + " values, row 0 has " +
+                                  std::to_string(cols));
+    Eigen::Index c = 0;
+    for (float v : row) m(r, c++) = v;
+    ++r;
+  }
+  return m;
+}
 
 }  // namespace attnscope::core

@@ -1,5 +1,5 @@
 // rng.hpp: PyTorch's CPU generator, bit for bit (see docs/ARCHITECTURE.md and
-// shared/docs/torch-rng.md): mt19937 seeded like torch.manual_seed, with
+// docs/torch-rng.md): mt19937 seeded like torch.manual_seed, with
 // PyTorch's conversions from 32-bit words to floats and doubles.
 #pragma once
 
