@@ -260,6 +260,13 @@ StageFile parse_stage_json(std::string_view text, std::string_view source) {
   if (!doc["variant"].is_string()) fail(source, "variant must be a string");
   out.stage.id = doc["id"].get<std::string>();
   out.stage.head = doc["head"].get<int>();
+  if (doc.contains("layer")) {  // absent in files written before stages had a layer: 0
+    const json& layer = doc["layer"];
+    if (!layer.is_number_integer() || layer.get<long long>() < 0 ||
+        layer.get<long long>() >= kMaxLayers)
+      fail(source, "layer must be a whole number from 0 to " + std::to_string(kMaxLayers - 1));
+    out.stage.layer = layer.get<int>();
+  }
   out.variant = doc["variant"].get<std::string>();
   if (!doc["tokens"].is_array()) fail(source, "tokens must be a list of strings");
   for (const auto& t : doc["tokens"]) {

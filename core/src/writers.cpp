@@ -106,7 +106,8 @@ std::string matrix_npy(const RowMatrix& m) {
 
 std::string stage_json(const Trace& trace, const Stage& stage) {
   std::string out =
-      "{\"id\": " + json_quoted(stage.id) + ", \"head\": " + std::to_string(stage.head) +
+      "{\"id\": " + json_quoted(stage.id) + ", \"layer\": " + std::to_string(stage.layer) +
+      ", \"head\": " + std::to_string(stage.head) +
       ", \"variant\": " + json_quoted(variant_id(trace.config.variant)) + ",\n \"tokens\": [";
   for (std::size_t i = 0; i < trace.tokens.size(); ++i)
     out += (i ? ", " : "") + json_quoted(trace.tokens[i]);

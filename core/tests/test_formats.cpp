@@ -202,10 +202,32 @@ TEST(StageJson, RoundTripsEveryStageIncludingInfinities) {
       const StageFile f = parse_stage_json(stage_json(t, s), "s.json");
       EXPECT_EQ(f.stage.id, s.id);
       EXPECT_EQ(f.stage.head, s.head);
+      EXPECT_EQ(f.stage.layer, s.layer);
       EXPECT_EQ(f.variant, variant_id(t.config.variant));
       EXPECT_EQ(f.tokens, t.tokens);
       EXPECT_TRUE(same_bits(f.stage.data(), s.data())) << s.id;
     }
+}
+
+TEST(StageJson, ReadsTheLayerAndTakesAMissingOneAsZero) {
+  const std::string rest =
+      "\"head\": 1, \"variant\": \"multihead\", \"tokens\": [\"a\"], \"shape\": [1, 1], "
+      "\"data\": [[0.5]]}";
+  EXPECT_EQ(parse_stage_json("{\"id\": \"weights\", " + rest, "old.json").stage.layer, 0);
+  const StageFile f = parse_stage_json("{\"id\": \"weights\", \"layer\": 11, " + rest, "m.json");
+  EXPECT_EQ(f.stage.layer, 11);
+  EXPECT_EQ(f.stage.head, 1);
+  for (const char* bad : {"-1", "1.5", "\"0\"", "100000"}) {
+    try {
+      parse_stage_json(std::string("{\"id\": \"weights\", \"layer\": ") + bad + ", " + rest,
+                       "b.json");
+      ADD_FAILURE() << "layer " << bad << " was accepted";
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find("layer must be a whole number from 0"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(MatrixTorch, WritesPythonThatTorchReadsAtFullPrecision) {

@@ -1,4 +1,4 @@
-// teach.hpp: the Learn features of the app (issue 5): a guided walkthrough of
+// teach.hpp: the Learn features of the app: a guided walkthrough of
 // chapter 3, book-check badges, and one window per mechanism. Each window is
 // one file with `void draw_<name>(AppState&)`; all numbers come from
 // core/teach.hpp, these files only lay out and colour.

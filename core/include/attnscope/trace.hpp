@@ -13,6 +13,9 @@
 
 namespace attnscope::core {
 
+// The most layers a trace or stage file may name (GPT-2 XL has 48).
+inline constexpr int kMaxLayers = 1024;
+
 // Where a stage sits in a model: layer, head, stage id. The chapter-3
 // classes are one layer (0); a stage of the whole layer has head -1.
 struct StageKey {
