@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <vector>
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -66,7 +67,7 @@ Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& 
   trace.tokens = inputs.tokens;
   trace.d_in = static_cast<int>(inputs.embeddings.cols());
   const RowMatrix& x = inputs.embeddings;  // (T, d_in)
-  add_stage(trace, "inputs", -1, x);
+  add_stage(trace, stage_id::inputs, -1, x);
 
   HeadOptions opt;
   opt.causal = is_causal(config.variant);

@@ -23,6 +23,7 @@
 
 #if defined(ATTNSCOPE_HAVE_OPENMP)
 #include <omp.h>
+#include "attnscope/stages.hpp"
 #endif
 
 namespace attnscope::core::detail {
@@ -337,18 +338,18 @@ void attention_head_fast(std::vector<Stage>& out, int head, const RowMatrix& que
     head_products_eigen(m, finish_row, queries, keys, values, cost_per_row);
 
   auto push = [&](const char* id, RowMatrix&& x) { out.push_back(Stage{id, head, std::move(x)}); };
-  push("scores", std::move(m.scores));
+  push(stage_id::scores, std::move(m.scores));
   if (opt.causal) {
-    out.push_back(Stage{"mask", head, mask});
-    push("masked_scores", std::move(m.masked));
+    out.push_back(Stage{stage_id::mask, head, mask});
+    push(stage_id::masked_scores, std::move(m.masked));
   }
-  push("scaled_scores", std::move(m.scaled));
-  push("weights", std::move(m.weights));
+  push(stage_id::scaled_scores, std::move(m.scaled));
+  push(stage_id::weights, std::move(m.weights));
   if (opt.causal) {
-    push("dropout_mask", std::move(m.dropout_mask));
-    push("dropped_weights", std::move(m.dropped));
+    push(stage_id::dropout_mask, std::move(m.dropout_mask));
+    push(stage_id::dropped_weights, std::move(m.dropped));
   }
-  push("context", std::move(m.context));  // last: the caller reads it as out.back()
+  push(stage_id::context, std::move(m.context));  // last: the caller reads it as out.back()
 }
 
 // A parameter's stage: sharing the prepared matrix when there is one.
@@ -360,13 +361,13 @@ Stage parameter_stage(const char* id, int head, const RowMatrix& value,
 void push_projection_stages(std::vector<Stage>& out, const QkvProjections& qkv, int head,
                             const PreparedParameters::Qkv* prepared) {
   const auto* pq = prepared;
-  out.push_back(parameter_stage("W_query", head, qkv.query.weight, pq ? &pq->query.weight : nullptr));
-  out.push_back(parameter_stage("W_key", head, qkv.key.weight, pq ? &pq->key.weight : nullptr));
-  out.push_back(parameter_stage("W_value", head, qkv.value.weight, pq ? &pq->value.weight : nullptr));
+  out.push_back(parameter_stage(stage_id::W_query, head, qkv.query.weight, pq ? &pq->query.weight : nullptr));
+  out.push_back(parameter_stage(stage_id::W_key, head, qkv.key.weight, pq ? &pq->key.weight : nullptr));
+  out.push_back(parameter_stage(stage_id::W_value, head, qkv.value.weight, pq ? &pq->value.weight : nullptr));
   if (qkv.query.bias.size() > 0) {
-    out.push_back(parameter_stage("b_query", head, qkv.query.bias, pq ? &pq->query.bias : nullptr));
-    out.push_back(parameter_stage("b_key", head, qkv.key.bias, pq ? &pq->key.bias : nullptr));
-    out.push_back(parameter_stage("b_value", head, qkv.value.bias, pq ? &pq->value.bias : nullptr));
+    out.push_back(parameter_stage(stage_id::b_query, head, qkv.query.bias, pq ? &pq->query.bias : nullptr));
+    out.push_back(parameter_stage(stage_id::b_key, head, qkv.key.bias, pq ? &pq->key.bias : nullptr));
+    out.push_back(parameter_stage(stage_id::b_value, head, qkv.value.bias, pq ? &pq->value.bias : nullptr));
   }
 }
 
@@ -425,9 +426,9 @@ void run_first_phase(FirstPhase& first, const Config& config, const ProjectionIn
       jobs.emplace_back([&] {
         const PreparedParameters::Layer* po = prepared ? &prepared->out : nullptr;
         first.out_parameter_stages.push_back(
-            parameter_stage("W_out", -1, params.out.weight, po ? &po->weight : nullptr));
+            parameter_stage(stage_id::W_out, -1, params.out.weight, po ? &po->weight : nullptr));
         first.out_parameter_stages.push_back(
-            parameter_stage("b_out", -1, params.out.bias, po ? &po->bias : nullptr));
+            parameter_stage(stage_id::b_out, -1, params.out.bias, po ? &po->bias : nullptr));
       });
     flops = projection_flops(in.x, 3 * qkv.query.weight.cols());
     const int threads = worth_threads(flops);
@@ -498,9 +499,9 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
     const RowMatrix* vr = &values;
     if (split || wrapper) {  // the head's own Q, K, V: moved into its stages, read from there
       // (a stage's matrix lives behind its shared pointer: growing `out` does not move it)
-      out.push_back(Stage{"queries", head, std::move(q)});
-      out.push_back(Stage{"keys", head, std::move(k)});
-      out.push_back(Stage{"values", head, std::move(v)});
+      out.push_back(Stage{stage_id::queries, head, std::move(q)});
+      out.push_back(Stage{stage_id::keys, head, std::move(k)});
+      out.push_back(Stage{stage_id::values, head, std::move(v)});
       qr = &out[out.size() - 3].data();
       kr = &out[out.size() - 2].data();
       vr = &out[out.size() - 1].data();
@@ -515,23 +516,23 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
   }
 
   if (!wrapper) {
-    trace.stages.push_back(Stage{"queries", -1, std::move(queries)});
-    trace.stages.push_back(Stage{"keys", -1, std::move(keys)});
-    trace.stages.push_back(Stage{"values", -1, std::move(values)});
+    trace.stages.push_back(Stage{stage_id::queries, -1, std::move(queries)});
+    trace.stages.push_back(Stage{stage_id::keys, -1, std::move(keys)});
+    trace.stages.push_back(Stage{stage_id::values, -1, std::move(values)});
   }
   for (auto& stages : per_head)
     for (auto& st : stages) trace.stages.push_back(std::move(st));
 
   if (wrapper || split) {
     if (wrapper) {
-      trace.stages.push_back(Stage{"output", -1, std::move(concat)});
+      trace.stages.push_back(Stage{stage_id::output, -1, std::move(concat)});
     } else {
       for (float m : concat_max_abs) concat_storage.max_abs = std::max(concat_storage.max_abs, m);
       const ProjectionInput concat_in{concat, packing_concat ? &concat_storage : nullptr};
       RowMatrix output = project_fast(concat_in, params.out, prepared ? &prepared->out : nullptr);
-      trace.stages.push_back(Stage{"concat", -1, std::move(concat)});
+      trace.stages.push_back(Stage{stage_id::concat, -1, std::move(concat)});
       for (Stage& st : first.out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
-      trace.stages.push_back(Stage{"output", -1, std::move(output)});
+      trace.stages.push_back(Stage{stage_id::output, -1, std::move(output)});
     }
   }
 }

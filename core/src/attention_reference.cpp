@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -60,9 +61,9 @@ void forward_simple_reference(Trace& trace, const RowMatrix& x) {
   RowMatrix weights = softmax_rows(scores);  // (T, T) rows sum to 1
   RowMatrix context(x.rows(), x.cols());     // (T, d_in)
   context.noalias() = weights * x;
-  add_stage(trace, "scores", -1, std::move(scores));
-  add_stage(trace, "weights", -1, std::move(weights));
-  add_stage(trace, "context", -1, std::move(context));
+  add_stage(trace, stage_id::scores, -1, std::move(scores));
+  add_stage(trace, stage_id::weights, -1, std::move(weights));
+  add_stage(trace, stage_id::context, -1, std::move(context));
 }
 
 namespace {
@@ -79,13 +80,13 @@ RowMatrix project(const RowMatrix& x, const Projection& p) {
 }
 
 void add_projection_stages(Trace& trace, const QkvProjections& qkv, int head) {
-  add_stage(trace, "W_query", head, qkv.query.weight);
-  add_stage(trace, "W_key", head, qkv.key.weight);
-  add_stage(trace, "W_value", head, qkv.value.weight);
+  add_stage(trace, stage_id::W_query, head, qkv.query.weight);
+  add_stage(trace, stage_id::W_key, head, qkv.key.weight);
+  add_stage(trace, stage_id::W_value, head, qkv.value.weight);
   if (qkv.query.bias.size() > 0) {
-    add_stage(trace, "b_query", head, qkv.query.bias);
-    add_stage(trace, "b_key", head, qkv.key.bias);
-    add_stage(trace, "b_value", head, qkv.value.bias);
+    add_stage(trace, stage_id::b_query, head, qkv.query.bias);
+    add_stage(trace, stage_id::b_key, head, qkv.key.bias);
+    add_stage(trace, stage_id::b_value, head, qkv.value.bias);
   }
 }
 
@@ -94,7 +95,7 @@ RowMatrix attention_scores(Trace& trace, int head, const RowMatrix& queries,
                            const RowMatrix& keys) {
   RowMatrix scores(queries.rows(), keys.rows());
   scores.noalias() = queries * keys.transpose();
-  add_stage(trace, "scores", head, scores);
+  add_stage(trace, stage_id::scores, head, scores);
   return scores;
 }
 
@@ -108,8 +109,8 @@ float root_dk(const RowMatrix& keys) {
 RowMatrix attention_weights(Trace& trace, int head, const RowMatrix& scores, float sqrt_dk) {
   RowMatrix scaled = scores / sqrt_dk;  // (T, T)
   RowMatrix weights = softmax_rows(scaled);
-  add_stage(trace, "scaled_scores", head, std::move(scaled));
-  add_stage(trace, "weights", head, weights);
+  add_stage(trace, stage_id::scaled_scores, head, std::move(scaled));
+  add_stage(trace, stage_id::weights, head, weights);
   return weights;
 }
 
@@ -118,7 +119,7 @@ RowMatrix context_vectors(Trace& trace, int head, const RowMatrix& weights,
                           const RowMatrix& values) {
   RowMatrix context(weights.rows(), values.cols());
   context.noalias() = weights * values;
-  add_stage(trace, "context", head, context);
+  add_stage(trace, stage_id::context, head, context);
   return context;
 }
 
@@ -195,12 +196,12 @@ RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scor
       mask(i, j) = j > i ? 1.0f : 0.0f;
       if (j > i) masked(i, j) = -std::numeric_limits<float>::infinity();
     }
-  add_stage(trace, "mask", head, std::move(mask));
+  add_stage(trace, stage_id::mask, head, std::move(mask));
   RowMatrix scaled = masked / sqrt_dk;  // (T, T)
-  add_stage(trace, "masked_scores", head, std::move(masked));
+  add_stage(trace, stage_id::masked_scores, head, std::move(masked));
   RowMatrix weights = softmax_rows(scaled);  // (T, T) row softmax; rows sum to 1
-  add_stage(trace, "scaled_scores", head, std::move(scaled));
-  add_stage(trace, "weights", head, weights);
+  add_stage(trace, stage_id::scaled_scores, head, std::move(scaled));
+  add_stage(trace, stage_id::weights, head, weights);
   return weights;
 }
 
@@ -218,8 +219,8 @@ RowMatrix dropout_weights(Trace& trace, int head, const RowMatrix& weights,
       dropout_mask.data()[k] = keep[static_cast<std::size_t>(k)] ? scale : 0.0f;
   }
   RowMatrix dropped = weights.cwiseProduct(dropout_mask);  // (T, T)
-  add_stage(trace, "dropout_mask", head, std::move(dropout_mask));
-  add_stage(trace, "dropped_weights", head, dropped);
+  add_stage(trace, stage_id::dropout_mask, head, std::move(dropout_mask));
+  add_stage(trace, stage_id::dropped_weights, head, dropped);
   return dropped;
 }
 
@@ -257,9 +258,9 @@ RowMatrix forward_single_head_reference(Trace& trace, int head, const RowMatrix&
   RowMatrix queries = project(x, qkv.query);  // (T, d_out)
   RowMatrix keys = project(x, qkv.key);       // (T, d_out)
   RowMatrix values = project(x, qkv.value);   // (T, d_out)
-  add_stage(trace, "queries", head, queries);
-  add_stage(trace, "keys", head, keys);
-  add_stage(trace, "values", head, values);
+  add_stage(trace, stage_id::queries, head, queries);
+  add_stage(trace, stage_id::keys, head, keys);
+  add_stage(trace, stage_id::values, head, values);
   return attention_head_reference(trace, head, queries, keys, values, opt, gen);
 }
 
@@ -274,7 +275,7 @@ void forward_wrapper_reference(Trace& trace, const Config& config, const RowMatr
   for (int h = 0; h < config.num_heads; ++h)
     output.middleCols(h * d_out, d_out) =
         forward_single_head_reference(trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
-  add_stage(trace, "output", -1, std::move(output));
+  add_stage(trace, stage_id::output, -1, std::move(output));
 }
 
 // ---------------------------------------------------------------------------
@@ -288,9 +289,9 @@ void forward_multihead_reference(Trace& trace, const Config& config, const RowMa
   const RowMatrix queries = project(x, qkv.query);  // (T, d_out), heads side by side
   const RowMatrix keys = project(x, qkv.key);
   const RowMatrix values = project(x, qkv.value);
-  add_stage(trace, "queries", -1, queries);
-  add_stage(trace, "keys", -1, keys);
-  add_stage(trace, "values", -1, values);
+  add_stage(trace, stage_id::queries, -1, queries);
+  add_stage(trace, stage_id::keys, -1, keys);
+  add_stage(trace, stage_id::values, -1, values);
 
   // view(T, h, head_dim).transpose: head h owns columns [h*hd, (h+1)*hd).
   // Dropout over the (h, T, T) tensor draws head by head, so running the
@@ -301,15 +302,15 @@ void forward_multihead_reference(Trace& trace, const Config& config, const RowMa
     RowMatrix q = queries.middleCols(h * hd, hd);  // (T, hd)
     RowMatrix k = keys.middleCols(h * hd, hd);
     RowMatrix v = values.middleCols(h * hd, hd);
-    add_stage(trace, "queries", h, q);
-    add_stage(trace, "keys", h, k);
-    add_stage(trace, "values", h, v);
+    add_stage(trace, stage_id::queries, h, q);
+    add_stage(trace, stage_id::keys, h, k);
+    add_stage(trace, stage_id::values, h, v);
     concat.middleCols(h * hd, hd) = attention_head_reference(trace, h, q, k, v, opt, gen);
   }
-  add_stage(trace, "concat", -1, concat);
-  add_stage(trace, "W_out", -1, params.out.weight);
-  add_stage(trace, "b_out", -1, params.out.bias);
-  add_stage(trace, "output", -1, project(concat, params.out));  // out_proj
+  add_stage(trace, stage_id::concat, -1, concat);
+  add_stage(trace, stage_id::W_out, -1, params.out.weight);
+  add_stage(trace, stage_id::b_out, -1, params.out.bias);
+  add_stage(trace, stage_id::output, -1, project(concat, params.out));  // out_proj
 }
 
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "attnscope/formats.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -145,9 +146,9 @@ struct PipelineBounds {
     d_in = t.d_in;
     d_k = multihead ? c.d_out / std::max(c.num_heads, 1) : simple ? t.d_in : c.d_out;
     d_out = c.d_out;
-    wq = max_abs_all(t, "W_query"), wk = max_abs_all(t, "W_key"), wv = max_abs_all(t, "W_value");
-    bq = max_abs_all(t, "b_query"), bk = max_abs_all(t, "b_key"), bv = max_abs_all(t, "b_value");
-    wout = max_abs_all(t, "W_out"), bout = max_abs_all(t, "b_out");
+    wq = max_abs_all(t, stage_id::W_query), wk = max_abs_all(t, stage_id::W_key), wv = max_abs_all(t, stage_id::W_value);
+    bq = max_abs_all(t, stage_id::b_query), bk = max_abs_all(t, stage_id::b_key), bv = max_abs_all(t, stage_id::b_value);
+    wout = max_abs_all(t, stage_id::W_out), bout = max_abs_all(t, stage_id::b_out);
     if (is_causal(c.variant) && c.training && c.dropout > 0 && c.dropout < 1)
       dropout_scale = 1.0 / (1.0 - c.dropout);
   }
@@ -168,7 +169,7 @@ struct PipelineBounds {
 // or smaller weights when even zero embeddings would not fit.
 std::string embeddings_advice(const Trace& trace) {
   const PipelineBounds bounds(trace);
-  const double x = max_abs(trace.find("inputs"));
+  const double x = max_abs(trace.find(stage_id::inputs));
   const double fits = 0.99 * kFloatMax;
   if (!(bounds.largest(0.0) <= fits))
     return "Use smaller weights: with these, even embeddings of zero overflow";
@@ -185,11 +186,11 @@ std::string embeddings_advice(const Trace& trace) {
 }
 
 Explanation explain_projection(const Trace& trace, const Stage& s) {
-  const std::string which = s.id == "queries" ? "query" : s.id == "keys" ? "key" : "value";
+  const std::string which = s.id == stage_id::queries ? "query" : s.id == stage_id::keys ? "key" : "value";
   const int h = weights_head(trace, s);
   const Stage* w = trace.find("W_" + which, h);
   const Stage* b = trace.find("b_" + which, h);
-  const double x = max_abs(trace.find("inputs"));
+  const double x = max_abs(trace.find(stage_id::inputs));
   const double wmax = max_abs(w), bmax = max_abs(b);
   const double bound = static_cast<double>(trace.d_in) * x * wmax + bmax;
   return {"X·W_" + which + " " + kRange + ": the embeddings reach |x| = " + number(x) + " and W_" +
@@ -199,7 +200,7 @@ Explanation explain_projection(const Trace& trace, const Stage& s) {
 }
 
 Explanation explain_scores(const Trace& trace, const Stage& s) {
-  const double x = max_abs(trace.find("inputs"));
+  const double x = max_abs(trace.find(stage_id::inputs));
   if (trace.config.variant == Variant::Simple) {
     const double bound = static_cast<double>(trace.d_in) * x * x;
     return {std::string("the scores X·Xᵀ ") + kRange + ": the embeddings reach |x| = " + number(x) +
@@ -207,8 +208,8 @@ Explanation explain_scores(const Trace& trace, const Stage& s) {
                 " dimensions can reach " + number(bound),
             embeddings_advice(trace)};
   }
-  const Stage* q = trace.find("queries", s.head);
-  const Stage* k = trace.find("keys", s.head);
+  const Stage* q = trace.find(stage_id::queries, s.head);
+  const Stage* k = trace.find(stage_id::keys, s.head);
   const double qmax = max_abs(q), kmax = max_abs(k);
   const auto d_k = k ? static_cast<double>(k->data().cols()) : 1.0;
   const double bound = d_k * qmax * kmax;
@@ -221,21 +222,21 @@ Explanation explain_scores(const Trace& trace, const Stage& s) {
 
 Explanation explain_context(const Trace& trace, const Stage& s) {
   const bool simple = trace.config.variant == Variant::Simple;
-  const Stage* w = trace.find("dropped_weights", s.head);
-  if (!w) w = trace.find("weights", s.head);
-  const Stage* v = simple ? trace.find("inputs") : trace.find("values", s.head);
+  const Stage* w = trace.find(stage_id::dropped_weights, s.head);
+  if (!w) w = trace.find(stage_id::weights, s.head);
+  const Stage* v = simple ? trace.find(stage_id::inputs) : trace.find(stage_id::values, s.head);
   const double vmax = max_abs(v);
   const double wsum = w ? max_row_abs_sum(w->data()) : 1.0;
   std::string cause = std::string("weights·V ") + kRange + ": the " +
-                      (simple ? "embeddings" : "values") + " reach |v| = " + number(vmax);
-  if (w && w->id == "dropped_weights" && wsum > 1.0 + 1e-6)
+                      (simple ? "embeddings" : stage_id::values) + " reach |v| = " + number(vmax);
+  if (w && w->id == stage_id::dropped_weights && wsum > 1.0 + 1e-6)
     cause += ", and dropout scaled the kept weights up to a row sum of " + number(wsum);
   return {cause, embeddings_advice(trace)};
 }
 
 Explanation explain_output(const Trace& trace) {
-  const double c = max_abs(trace.find("concat"));
-  const double w = max_abs(trace.find("W_out")), b = max_abs(trace.find("b_out"));
+  const double c = max_abs(trace.find(stage_id::concat));
+  const double w = max_abs(trace.find(stage_id::W_out)), b = max_abs(trace.find(stage_id::b_out));
   const double bound = static_cast<double>(trace.config.d_out) * c * w + b;
   return {std::string("concat·W_out + b_out ") + kRange + ": the heads' contexts reach |c| = " +
               number(c) + " and W_out's entries |w| = " + number(w) + ", so a sum of d_out = " +
@@ -244,16 +245,16 @@ Explanation explain_output(const Trace& trace) {
 }
 
 Explanation explain(const Trace& trace, const Stage& s) {
-  if (s.id == "inputs")
+  if (s.id == stage_id::inputs)
     return {
         "the embeddings themselves are not finite numbers",
         "Give every embedding a finite value (the editor and the importers refuse NaN and inf)"};
   if (is_parameter(s.id))
     return {"the weights " + s.id + " hold it", "Use weights whose values are all finite numbers"};
-  if (s.id == "queries" || s.id == "keys" || s.id == "values") return explain_projection(trace, s);
-  if (s.id == "scores") return explain_scores(trace, s);
-  if (s.id == "context") return explain_context(trace, s);
-  if (s.id == "output" && trace.config.variant == Variant::Multihead) return explain_output(trace);
+  if (s.id == stage_id::queries || s.id == stage_id::keys || s.id == stage_id::values) return explain_projection(trace, s);
+  if (s.id == stage_id::scores) return explain_scores(trace, s);
+  if (s.id == stage_id::context) return explain_context(trace, s);
+  if (s.id == stage_id::output && trace.config.variant == Variant::Multihead) return explain_output(trace);
   // The other stages only rescale, mask, normalise or copy finite inputs.
   return {s.id + " produced it from finite inputs, which its arithmetic should never do",
           "This is a bug: please report it with the session file (File > Save session)"};
@@ -265,7 +266,7 @@ bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, E
   // The book masks the raw scores, then scales them: in a causal run both
   // stages hold the mask's -inf in the future.
   const bool masked_stage =
-      stage.id == "masked_scores" || (stage.id == "scaled_scores" && is_causal(variant));
+      stage.id == stage_id::masked_scores || (stage.id == stage_id::scaled_scores && is_causal(variant));
   if (!masked_stage || col <= row) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;

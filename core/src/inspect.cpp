@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -17,7 +18,7 @@ bool in_range(const Trace& t, int i) { return i >= 0 && i < t.num_tokens(); }
 
 // queries/keys for a head; simple uses the inputs for both.
 const Stage* stage_or_inputs(const Trace& t, const char* id, int head) {
-  if (t.config.variant == Variant::Simple) return t.find("inputs");
+  if (t.config.variant == Variant::Simple) return t.find(stage_id::inputs);
   return t.find(id, head);
 }
 
@@ -31,9 +32,9 @@ int stage_head(const Trace& trace, int head) {
 std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i, int j) {
   head = stage_head(trace, head);
   if (!in_range(trace, i) || !in_range(trace, j)) return std::nullopt;
-  const Stage* q = stage_or_inputs(trace, "queries", head);
-  const Stage* k = stage_or_inputs(trace, "keys", head);
-  const Stage* scores = trace.find("scores", head);
+  const Stage* q = stage_or_inputs(trace, stage_id::queries, head);
+  const Stage* k = stage_or_inputs(trace, stage_id::keys, head);
+  const Stage* scores = trace.find(stage_id::scores, head);
   if (!q || !k || !scores) return std::nullopt;
 
   ScoreBreakdown b;
@@ -41,7 +42,7 @@ std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i,
   b.key = row_of(k->data(), j);
   for (std::size_t d = 0; d < b.query.size(); ++d) b.products.push_back(b.query[d] * b.key[d]);
   b.sum = scores->data()(i, j);
-  if (const Stage* scaled = trace.find("scaled_scores", head)) {
+  if (const Stage* scaled = trace.find(stage_id::scaled_scores, head)) {
     b.scaled = true;
     b.sqrt_dk = static_cast<float>(std::pow(static_cast<double>(k->data().cols()), 0.5));
     b.scaled_value = scaled->data()(i, j);
@@ -56,9 +57,9 @@ std::optional<SoftmaxBreakdown> explain_softmax(const Trace& trace, int head, in
   head = stage_head(trace, head);
   if (!in_range(trace, i)) return std::nullopt;
   // The softmax reads the scaled scores (causal: masked, then scaled).
-  const Stage* logits = trace.find("scaled_scores", head);
-  if (!logits) logits = trace.find("scores", head);
-  const Stage* weights = trace.find("weights", head);
+  const Stage* logits = trace.find(stage_id::scaled_scores, head);
+  if (!logits) logits = trace.find(stage_id::scores, head);
+  const Stage* weights = trace.find(stage_id::weights, head);
   if (!logits || !weights) return std::nullopt;
 
   SoftmaxBreakdown b;
@@ -77,10 +78,10 @@ std::optional<SoftmaxBreakdown> explain_softmax(const Trace& trace, int head, in
 std::optional<ContextBreakdown> explain_context(const Trace& trace, int head, int i) {
   head = stage_head(trace, head);
   if (!in_range(trace, i)) return std::nullopt;
-  const Stage* weights = trace.find("dropped_weights", head);
-  if (!weights) weights = trace.find("weights", head);
-  const Stage* values = stage_or_inputs(trace, "values", head);
-  const Stage* context = trace.find("context", head);
+  const Stage* weights = trace.find(stage_id::dropped_weights, head);
+  if (!weights) weights = trace.find(stage_id::weights, head);
+  const Stage* values = stage_or_inputs(trace, stage_id::values, head);
+  const Stage* context = trace.find(stage_id::context, head);
   if (!weights || !values || !context) return std::nullopt;
 
   ContextBreakdown b;

@@ -15,6 +15,7 @@
 
 #include "attnscope/inspect.hpp"
 #include "attnscope/rng.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -29,10 +30,10 @@ constexpr float kBookTolerance = 0.5e-4f + 1e-6f;
 // already hold -inf in the future (the book masks before it scales), so
 // there the division is redone from the raw scores, as the engine does it.
 std::optional<RowMatrix> unmasked_logits(const Trace& t, int head) {
-  const Stage* scores = t.find("scores", head);
+  const Stage* scores = t.find(stage_id::scores, head);
   if (!scores) return std::nullopt;
   if (!is_causal(t.config.variant)) {
-    if (const Stage* scaled = t.find("scaled_scores", head)) return scaled->data();
+    if (const Stage* scaled = t.find(stage_id::scaled_scores, head)) return scaled->data();
     return scores->data();
   }
   return RowMatrix(scores->data() / trace_divisor(t));
@@ -63,77 +64,77 @@ const std::vector<BookMatrix>& book_matrices() {
                         {0.2183f, 0.0874f, 0.0882f, 0.0177f, 0.0786f, kInf},
                         {0.3408f, 0.1270f, 0.1290f, 0.0198f, 0.1290f, 0.0078f}});
   static const std::vector<BookMatrix> kAll = {
-      {"attn_scores_2", "3.3.1", simple, Stage, "scores", 1, false,
+      {"attn_scores_2", "3.3.1", simple, Stage, stage_id::scores, 1, false,
        matrix_from_rows({{0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f}})},
-      {"attn_weights_2_tmp", "3.3.1", simple, NaiveNormalise, "scores", 1, false,
+      {"attn_weights_2_tmp", "3.3.1", simple, NaiveNormalise, stage_id::scores, 1, false,
        matrix_from_rows({{0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f}})},
-      {"attn_weights_2", "3.3.1", simple, Stage, "weights", 1, false,
+      {"attn_weights_2", "3.3.1", simple, Stage, stage_id::weights, 1, false,
        matrix_from_rows({{0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f}})},
-      {"context_vec_2", "3.3.1", simple, Stage, "context", 1, false,
+      {"context_vec_2", "3.3.1", simple, Stage, stage_id::context, 1, false,
        matrix_from_rows({{0.4419f, 0.6515f, 0.5683f}})},
-      {"attn_scores", "3.3.2", simple, Stage, "scores", -1, false,
+      {"attn_scores", "3.3.2", simple, Stage, stage_id::scores, -1, false,
        matrix_from_rows({{0.9995f, 0.9544f, 0.9422f, 0.4753f, 0.4576f, 0.6310f},
                          {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f},
                          {0.9422f, 1.4754f, 1.4570f, 0.8296f, 0.7154f, 1.0605f},
                          {0.4753f, 0.8434f, 0.8296f, 0.4937f, 0.3474f, 0.6565f},
                          {0.4576f, 0.7070f, 0.7154f, 0.3474f, 0.6654f, 0.2935f},
                          {0.6310f, 1.0865f, 1.0605f, 0.6565f, 0.2935f, 0.9450f}})},
-      {"attn_weights", "3.3.2", simple, Stage, "weights", -1, false,
+      {"attn_weights", "3.3.2", simple, Stage, stage_id::weights, -1, false,
        matrix_from_rows({{0.2098f, 0.2006f, 0.1981f, 0.1242f, 0.1220f, 0.1452f},
                          {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f},
                          {0.1390f, 0.2369f, 0.2326f, 0.1242f, 0.1108f, 0.1565f},
                          {0.1435f, 0.2074f, 0.2046f, 0.1462f, 0.1263f, 0.1720f},
                          {0.1526f, 0.1958f, 0.1975f, 0.1367f, 0.1879f, 0.1295f},
                          {0.1385f, 0.2184f, 0.2128f, 0.1420f, 0.0988f, 0.1896f}})},
-      {"all_context_vecs", "3.3.2", simple, Stage, "context", -1, false,
+      {"all_context_vecs", "3.3.2", simple, Stage, stage_id::context, -1, false,
        matrix_from_rows({{0.4421f, 0.5931f, 0.5790f},
                          {0.4419f, 0.6515f, 0.5683f},
                          {0.4431f, 0.6496f, 0.5671f},
                          {0.4304f, 0.6298f, 0.5510f},
                          {0.4671f, 0.5910f, 0.5266f},
                          {0.4177f, 0.6503f, 0.5645f}})},
-      {"W_query", "3.4.1", v1, Stage, "W_query", -1, false,
+      {"W_query", "3.4.1", v1, Stage, stage_id::W_query, -1, false,
        matrix_from_rows({{0.2961f, 0.5166f}, {0.2517f, 0.6886f}, {0.0740f, 0.8665f}})},
-      {"W_key", "3.4.1", v1, Stage, "W_key", -1, false,
+      {"W_key", "3.4.1", v1, Stage, stage_id::W_key, -1, false,
        matrix_from_rows({{0.1366f, 0.1025f}, {0.1841f, 0.7264f}, {0.3153f, 0.6871f}})},
-      {"W_value", "3.4.1", v1, Stage, "W_value", -1, false,
+      {"W_value", "3.4.1", v1, Stage, stage_id::W_value, -1, false,
        matrix_from_rows({{0.0756f, 0.1966f}, {0.3164f, 0.4017f}, {0.1186f, 0.8274f}})},
-      {"query_2", "3.4.1", v1, Stage, "queries", 1, false, matrix_from_rows({{0.4306f, 1.4551f}})},
-      {"keys", "3.4.1", v1, Stage, "keys", -1, false,
+      {"query_2", "3.4.1", v1, Stage, stage_id::queries, 1, false, matrix_from_rows({{0.4306f, 1.4551f}})},
+      {"keys", "3.4.1", v1, Stage, stage_id::keys, -1, false,
        matrix_from_rows({{0.3669f, 0.7646f},
                          {0.4433f, 1.1419f},
                          {0.4361f, 1.1156f},
                          {0.2408f, 0.6706f},
                          {0.1827f, 0.3292f},
                          {0.3275f, 0.9642f}})},
-      {"attn_score_22", "3.4.1", v1, Stage, "scores", 1, false, matrix_from_rows({{1.8524f}}), 1},
-      {"attn_scores_2", "3.4.1", v1, Stage, "scores", 1, false,
+      {"attn_score_22", "3.4.1", v1, Stage, stage_id::scores, 1, false, matrix_from_rows({{1.8524f}}), 1},
+      {"attn_scores_2", "3.4.1", v1, Stage, stage_id::scores, 1, false,
        matrix_from_rows({{1.2705f, 1.8524f, 1.8111f, 1.0795f, 0.5577f, 1.5440f}})},
-      {"attn_weights_2", "3.4.1", v1, Stage, "weights", 1, false,
+      {"attn_weights_2", "3.4.1", v1, Stage, stage_id::weights, 1, false,
        matrix_from_rows({{0.1500f, 0.2264f, 0.2199f, 0.1311f, 0.0906f, 0.1820f}})},
-      {"context_vec_2", "3.4.1", v1, Stage, "context", 1, false,
+      {"context_vec_2", "3.4.1", v1, Stage, stage_id::context, 1, false,
        matrix_from_rows({{0.3061f, 0.8210f}})},
-      {"sa_v1(inputs)", "3.4.2", v1, Stage, "context", -1, false,
+      {"sa_v1(inputs)", "3.4.2", v1, Stage, stage_id::context, -1, false,
        matrix_from_rows({{0.2996f, 0.8053f},
                          {0.3061f, 0.8210f},
                          {0.3058f, 0.8203f},
                          {0.2948f, 0.7939f},
                          {0.2927f, 0.7891f},
                          {0.2990f, 0.8040f}})},
-      {"W_query.weight", "3.4.2", v2, Stage, "W_query", -1, true,
+      {"W_query.weight", "3.4.2", v2, Stage, stage_id::W_query, -1, true,
        matrix_from_rows({{0.3161f, 0.4568f, 0.5118f}, {-0.1683f, -0.3379f, -0.0918f}})},
-      {"W_key.weight", "3.4.2", v2, Stage, "W_key", -1, true,
+      {"W_key.weight", "3.4.2", v2, Stage, stage_id::W_key, -1, true,
        matrix_from_rows({{0.4058f, -0.4704f, 0.2368f}, {0.2134f, -0.2601f, -0.5105f}})},
-      {"W_value.weight", "3.4.2", v2, Stage, "W_value", -1, true,
+      {"W_value.weight", "3.4.2", v2, Stage, stage_id::W_value, -1, true,
        matrix_from_rows({{0.2526f, -0.1415f, -0.1962f}, {0.5191f, -0.0852f, -0.2043f}})},
-      {"sa_v2(inputs)", "3.4.2", v2, Stage, "context", -1, false,
+      {"sa_v2(inputs)", "3.4.2", v2, Stage, stage_id::context, -1, false,
        matrix_from_rows({{-0.0739f, 0.0713f},
                          {-0.0748f, 0.0703f},
                          {-0.0749f, 0.0702f},
                          {-0.0760f, 0.0685f},
                          {-0.0763f, 0.0679f},
                          {-0.0754f, 0.0693f}})},
-      {"attn_weights", "3.5.1", v2, Stage, "weights", -1, false,
+      {"attn_weights", "3.5.1", v2, Stage, stage_id::weights, -1, false,
        matrix_from_rows({{0.1921f, 0.1646f, 0.1652f, 0.1550f, 0.1721f, 0.1510f},
                          {0.2041f, 0.1659f, 0.1662f, 0.1496f, 0.1665f, 0.1477f},
                          {0.2036f, 0.1659f, 0.1662f, 0.1498f, 0.1664f, 0.1480f},
@@ -142,16 +143,16 @@ const std::vector<BookMatrix>& book_matrices() {
                          {0.1935f, 0.1663f, 0.1666f, 0.1542f, 0.1666f, 0.1529f}})},
       // The book masks SelfAttention_v2's raw scores by hand, then the same
       // masked_fill_ runs inside CausalAttention: one print, two places.
-      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, "scores", -1, false, masked_printed},
-      {"masked", "3.5.1", causal789, Stage, "masked_scores", -1, false, masked_printed},
-      {"masked_simple_norm", "3.5.1", v2, TrilRenormalise, "weights", -1, false,
+      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, stage_id::scores, -1, false, masked_printed},
+      {"masked", "3.5.1", causal789, Stage, stage_id::masked_scores, -1, false, masked_printed},
+      {"masked_simple_norm", "3.5.1", v2, TrilRenormalise, stage_id::weights, -1, false,
        matrix_from_rows({{1.0000f, 0, 0, 0, 0, 0},
                          {0.5517f, 0.4483f, 0, 0, 0, 0},
                          {0.3800f, 0.3097f, 0.3103f, 0, 0, 0},
                          {0.2758f, 0.2460f, 0.2462f, 0.2319f, 0, 0},
                          {0.2175f, 0.1983f, 0.1984f, 0.1888f, 0.1971f, 0},
                          {0.1935f, 0.1663f, 0.1666f, 0.1542f, 0.1666f, 0.1529f}})},
-      {"attn_weights (masked)", "3.5.1", causal789, Stage, "weights", -1, false,
+      {"attn_weights (masked)", "3.5.1", causal789, Stage, stage_id::weights, -1, false,
        matrix_from_rows({{1.0000f, 0, 0, 0, 0, 0},
                          {0.5517f, 0.4483f, 0, 0, 0, 0},
                          {0.3800f, 0.3097f, 0.3103f, 0, 0, 0},
@@ -165,28 +166,28 @@ const std::vector<BookMatrix>& book_matrices() {
                          {0, 2, 2, 0, 0, 2},
                          {0, 2, 0, 2, 0, 2},
                          {0, 2, 2, 2, 2, 0}})},
-      {"dropout(attn_weights)", "3.5.2", causal789, DropoutWeights, "weights", -1, false,
+      {"dropout(attn_weights)", "3.5.2", causal789, DropoutWeights, stage_id::weights, -1, false,
        matrix_from_rows({{2.0000f, 0, 0, 0, 0, 0},
                          {0, 0, 0, 0, 0, 0},
                          {0.7599f, 0.6194f, 0.6206f, 0, 0, 0},
                          {0, 0.4921f, 0.4925f, 0, 0, 0},
                          {0, 0.3966f, 0, 0.3775f, 0, 0},
                          {0, 0.3327f, 0.3331f, 0.3084f, 0.3331f, 0}})},
-      {"context_vecs", "3.5.3", causal123, Stage, "context", -1, false,
+      {"context_vecs", "3.5.3", causal123, Stage, stage_id::context, -1, false,
        matrix_from_rows({{-0.4519f, 0.2216f},
                          {-0.5874f, 0.0058f},
                          {-0.6300f, -0.0632f},
                          {-0.5675f, -0.0843f},
                          {-0.5526f, -0.0981f},
                          {-0.5299f, -0.1081f}})},
-      {"context_vecs", "3.6.1", wrapper, Stage, "output", -1, false,
+      {"context_vecs", "3.6.1", wrapper, Stage, stage_id::output, -1, false,
        matrix_from_rows({{-0.4519f, 0.2216f, 0.4772f, 0.1063f},
                          {-0.5874f, 0.0058f, 0.5891f, 0.3257f},
                          {-0.6300f, -0.0632f, 0.6202f, 0.3860f},
                          {-0.5675f, -0.0843f, 0.5478f, 0.3589f},
                          {-0.5526f, -0.0981f, 0.5321f, 0.3428f},
                          {-0.5299f, -0.1081f, 0.5077f, 0.3493f}})},
-      {"context_vecs", "3.6.2", mha, Stage, "output", -1, false,
+      {"context_vecs", "3.6.2", mha, Stage, stage_id::output, -1, false,
        matrix_from_rows({{0.3190f, 0.4858f},
                          {0.2943f, 0.3897f},
                          {0.2856f, 0.3593f},
@@ -301,7 +302,7 @@ std::vector<const BookMatrix*> book_matrices_for_stage(const Trace& trace,
 
 float trace_divisor(const Trace& trace) {
   if (trace.config.variant == Variant::Simple) return 1.0f;
-  const Stage* k = trace.find("keys", stage_head(trace, 0));
+  const Stage* k = trace.find(stage_id::keys, stage_head(trace, 0));
   if (!k) return 1.0f;
   // As the engine: float(d_k ** 0.5).
   return static_cast<float>(std::pow(static_cast<double>(k->data().cols()), 0.5));
@@ -310,9 +311,9 @@ float trace_divisor(const Trace& trace) {
 std::optional<SoftmaxUnfolded> unfold_softmax(const Trace& trace, int head, int row,
                                               std::optional<float> divisor) {
   const int h = stage_head(trace, head);
-  const Stage* scores = trace.find("scores", h);
+  const Stage* scores = trace.find(stage_id::scores, h);
   if (!scores || row < 0 || row >= scores->data().rows()) return std::nullopt;
-  const Stage* scaled_stage = trace.find("scaled_scores", h);
+  const Stage* scaled_stage = trace.find(stage_id::scaled_scores, h);
   const bool causal = is_causal(trace.config.variant);
   const auto T = static_cast<std::size_t>(scores->data().cols());
 
@@ -365,7 +366,7 @@ RowMatrix naive_normalise(const RowMatrix& scores) {
 }
 
 std::optional<NormalisationCompared> compare_normalisation(const Trace& trace, int head) {
-  const Stage* scores = trace.find("scores", stage_head(trace, head));
+  const Stage* scores = trace.find(stage_id::scores, stage_head(trace, head));
   if (!scores || scores->data().rows() != scores->data().cols()) return std::nullopt;
   const bool causal = is_causal(trace.config.variant);
   const Eigen::Index T = scores->data().rows();
@@ -459,9 +460,9 @@ std::optional<MaskingWays> compare_masking(const Trace& trace, int head) {
 
 std::optional<DropoutView> dropout_view(const Trace& trace, int head) {
   const int h = stage_head(trace, head);
-  const Stage* w = trace.find("weights", h);
-  const Stage* mask = trace.find("dropout_mask", h);
-  const Stage* dropped = trace.find("dropped_weights", h);
+  const Stage* w = trace.find(stage_id::weights, h);
+  const Stage* mask = trace.find(stage_id::dropout_mask, h);
+  const Stage* dropped = trace.find(stage_id::dropped_weights, h);
   if (!w || !mask || !dropped) return std::nullopt;
   DropoutView v;
   v.p = trace.config.dropout;
@@ -552,14 +553,14 @@ std::vector<TensorShape> tensor_shapes(const Config& c, int d_in, int T) {
   s.push_back({"inputs X", T, d_in, 1, false});
   if (c.variant == Variant::Simple) {
     s.push_back({"scores X·Xᵀ", T, T, 1, false});
-    s.push_back({"weights", T, T, 1, false});
-    s.push_back({"context", T, d_in, 1, false});
+    s.push_back({stage_id::weights, T, T, 1, false});
+    s.push_back({stage_id::context, T, d_in, 1, false});
     return s;
   }
-  for (const char* w : {"W_query", "W_key", "W_value"})
+  for (const char* w : {stage_id::W_query, stage_id::W_key, stage_id::W_value})
     s.push_back({w, d_in, c.d_out, wrapper ? heads : 1, true});
   if (bias)
-    for (const char* b : {"b_query", "b_key", "b_value"})
+    for (const char* b : {stage_id::b_query, stage_id::b_key, stage_id::b_value})
       s.push_back({b, 1, c.d_out, wrapper ? heads : 1, true});
   s.push_back({"queries, keys, values (each)", T, c.d_out, wrapper ? heads : 1, false});
   if (split) s.push_back({"per-head Q, K, V (each)", T, d_k, heads, false});
@@ -568,15 +569,15 @@ std::vector<TensorShape> tensor_shapes(const Config& c, int d_in, int T) {
     s.push_back({"mask buffer", T, T, wrapper ? heads : 1, false});
     s.push_back({"weights, dropped weights", T, T, copies, false});
   } else {
-    s.push_back({"weights", T, T, copies, false});
+    s.push_back({stage_id::weights, T, T, copies, false});
   }
-  s.push_back({"context", T, d_k, copies, false});
+  s.push_back({stage_id::context, T, d_k, copies, false});
   if (wrapper) s.push_back({"output (heads side by side)", T, c.d_out * heads, 1, false});
   if (split) {
-    s.push_back({"concat", T, c.d_out, 1, false});
+    s.push_back({stage_id::concat, T, c.d_out, 1, false});
     s.push_back({"W_out (out_proj)", c.d_out, c.d_out, 1, true});
-    s.push_back({"b_out", 1, c.d_out, 1, true});
-    s.push_back({"output", T, c.d_out, 1, false});
+    s.push_back({stage_id::b_out, 1, c.d_out, 1, true});
+    s.push_back({stage_id::output, T, c.d_out, 1, false});
   }
   return s;
 }
@@ -587,7 +588,7 @@ std::vector<TensorShape> tensor_shapes(const Config& c, int d_in, int T) {
 std::optional<HeadSplit> split_heads(const Trace& trace, std::string_view id) {
   if (trace.config.variant != Variant::Multihead) return std::nullopt;
   const Stage* whole = trace.find(id, -1);
-  const Stage* concat = trace.find("concat", -1);
+  const Stage* concat = trace.find(stage_id::concat, -1);
   if (!whole || !concat) return std::nullopt;
   HeadSplit s;
   s.heads = trace.config.num_heads;
@@ -645,15 +646,15 @@ std::optional<Parameters> parameters_of(const Trace& trace) {
   const int sets = v == Variant::MultiheadWrapper ? trace.config.num_heads : 1;
   for (int k = 0; k < sets; ++k) {
     const int head = v == Variant::MultiheadWrapper ? k : -1;
-    auto q = projection("W_query", "b_query", head);
-    auto kk = projection("W_key", "b_key", head);
-    auto val = projection("W_value", "b_value", head);
+    auto q = projection(stage_id::W_query, stage_id::b_query, head);
+    auto kk = projection(stage_id::W_key, stage_id::b_key, head);
+    auto val = projection(stage_id::W_value, stage_id::b_value, head);
     if (!q || !kk || !val) return std::nullopt;
     params.qkv.push_back(QkvProjections{std::move(*q), std::move(*kk), std::move(*val)});
   }
   if (v == Variant::Multihead) {
-    const Stage* w = trace.find("W_out", -1);
-    const Stage* b = trace.find("b_out", -1);
+    const Stage* w = trace.find(stage_id::W_out, -1);
+    const Stage* b = trace.find(stage_id::b_out, -1);
     if (!w || !b) return std::nullopt;
     params.out = Projection{w->data(), b->data()};
   }

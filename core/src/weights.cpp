@@ -16,6 +16,7 @@
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
 #include "json_matrix.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::core {
 
@@ -31,8 +32,8 @@ namespace {
 // ---------------------------------------------------------------------------
 // 1. Names
 
-constexpr const char* kCanonical[] = {"W_query", "W_key",   "W_value", "b_query",
-                                      "b_key",   "b_value", "W_out",   "b_out"};
+constexpr const char* kCanonical[] = {stage_id::W_query, stage_id::W_key,   stage_id::W_value, stage_id::b_query,
+                                      stage_id::b_key,   stage_id::b_value, stage_id::W_out,   stage_id::b_out};
 
 const char* const kKnownNames =
     "W_query, W_key, W_value, b_query, b_key, b_value, W_out, b_out, or PyTorch's "
@@ -73,10 +74,10 @@ std::optional<ParsedName> parse_name(std::string_view name) {
     bool transposed;
   };
   constexpr Alias kAliases[] = {
-      {"W_query.weight", "W_query", true}, {"W_key.weight", "W_key", true},
-      {"W_value.weight", "W_value", true}, {"W_query.bias", "b_query", false},
-      {"W_key.bias", "b_key", false},      {"W_value.bias", "b_value", false},
-      {"out_proj.weight", "W_out", true},  {"out_proj.bias", "b_out", false},
+      {"W_query.weight", stage_id::W_query, true}, {"W_key.weight", stage_id::W_key, true},
+      {"W_value.weight", stage_id::W_value, true}, {"W_query.bias", stage_id::b_query, false},
+      {"W_key.bias", stage_id::b_key, false},      {"W_value.bias", stage_id::b_value, false},
+      {"out_proj.weight", stage_id::W_out, true},  {"out_proj.bias", stage_id::b_out, false},
   };
   for (const auto& a : kAliases)
     if (name == a.torch_name) {
@@ -259,7 +260,7 @@ class Checker {
         hint =
             " (qkv_bias is on, so the projections need biases; turn it off with qkv_bias "
             "false, or add W_query.bias etc.)";
-      if (std::string_view(name) == "b_out")
+      if (std::string_view(name) == stage_id::b_out)
         hint = " (MultiHeadAttention's out_proj always has a bias: out_proj.bias)";
       if (head >= 0)
         hint = " (" + variant_name() + " has " + std::to_string(config_.num_heads) +
@@ -286,7 +287,7 @@ class Checker {
                  ? ": it looks transposed (a name ending in .weight is PyTorch's d_out x d_in and "
                    "is transposed on load; use the plain name for d_in x d_out)"
                  : ": it looks transposed (the plain name is x . W, d_in x d_out; name it " +
-                       std::string(name == std::string_view("W_out") ? "out_proj" : name) +
+                       std::string(name == std::string_view(stage_id::W_out) ? "out_proj" : name) +
                        ".weight to have PyTorch's d_out x d_in transposed on load)";
     } else if (m.rows() != rows && std::string_view(rows_meaning) == "d_in") {
       msg += ": it has d_in " + std::to_string(m.rows()) + " but the embeddings have d_in " +
@@ -313,9 +314,9 @@ class Checker {
         why =
             "multihead_wrapper's weights belong to its heads (\"heads\": [{...}, ...] or "
             "heads.<h>. names)";
-      else if (is_bias(t.name) && t.name != "b_out" && config_.variant == Variant::SelfAttentionV1)
+      else if (is_bias(t.name) && t.name != stage_id::b_out && config_.variant == Variant::SelfAttentionV1)
         why = "SelfAttention_v1 has no biases";
-      else if (is_bias(t.name) && t.name != "b_out")
+      else if (is_bias(t.name) && t.name != stage_id::b_out)
         why = "qkv_bias is false; turn it on (qkv_bias true, --qkv-bias) to use biases";
       else
         why = variant_name() + " has no " + t.name;
@@ -341,13 +342,13 @@ Parameters parameters_from_weights(const WeightSet& weights, const Config& confi
   const bool bias = config.qkv_bias && config.variant != Variant::SelfAttentionV1;
   auto qkv = [&](int head) {
     QkvProjections q;
-    q.query.weight = check.take("W_query", head, in, out, "d_in", "d_out");
-    q.key.weight = check.take("W_key", head, in, out, "d_in", "d_out");
-    q.value.weight = check.take("W_value", head, in, out, "d_in", "d_out");
+    q.query.weight = check.take(stage_id::W_query, head, in, out, "d_in", "d_out");
+    q.key.weight = check.take(stage_id::W_key, head, in, out, "d_in", "d_out");
+    q.value.weight = check.take(stage_id::W_value, head, in, out, "d_in", "d_out");
     if (bias) {
-      q.query.bias = check.take("b_query", head, 1, out, "1", "d_out");
-      q.key.bias = check.take("b_key", head, 1, out, "1", "d_out");
-      q.value.bias = check.take("b_value", head, 1, out, "1", "d_out");
+      q.query.bias = check.take(stage_id::b_query, head, 1, out, "1", "d_out");
+      q.key.bias = check.take(stage_id::b_key, head, 1, out, "1", "d_out");
+      q.value.bias = check.take(stage_id::b_value, head, 1, out, "1", "d_out");
     }
     return q;
   };
@@ -364,8 +365,8 @@ Parameters parameters_from_weights(const WeightSet& weights, const Config& confi
       break;
     case Variant::Multihead:
       p.qkv.push_back(qkv(-1));
-      p.out.weight = check.take("W_out", -1, out, out, "d_out", "d_out");
-      p.out.bias = check.take("b_out", -1, 1, out, "1", "d_out");
+      p.out.weight = check.take(stage_id::W_out, -1, out, out, "d_out", "d_out");
+      p.out.bias = check.take(stage_id::b_out, -1, 1, out, "1", "d_out");
       break;
   }
   check.check_all_used();
@@ -392,22 +393,22 @@ WeightSet weights_of(const Parameters& params, const Config& config) {
   for (std::size_t h = 0; h < params.qkv.size(); ++h) {
     const int head = per_head ? static_cast<int>(h) : -1;
     const QkvProjections& q = params.qkv[h];
-    add("W_query", head, q.query.weight);
-    add("W_key", head, q.key.weight);
-    add("W_value", head, q.value.weight);
-    add("b_query", head, q.query.bias);
-    add("b_key", head, q.key.bias);
-    add("b_value", head, q.value.bias);
+    add(stage_id::W_query, head, q.query.weight);
+    add(stage_id::W_key, head, q.key.weight);
+    add(stage_id::W_value, head, q.value.weight);
+    add(stage_id::b_query, head, q.query.bias);
+    add(stage_id::b_key, head, q.key.bias);
+    add(stage_id::b_value, head, q.value.bias);
   }
-  add("W_out", -1, params.out.weight);
-  add("b_out", -1, params.out.bias);
+  add(stage_id::W_out, -1, params.out.weight);
+  add(stage_id::b_out, -1, params.out.bias);
   return set;
 }
 
 std::string weights_json(const Parameters& params, const Config& config) {
   auto projections = [](std::string& out, const QkvProjections& q, const char* indent) {
     const std::pair<const char*, const Projection*> parts[] = {
-        {"W_query", &q.query}, {"W_key", &q.key}, {"W_value", &q.value}};
+        {stage_id::W_query, &q.query}, {stage_id::W_key, &q.key}, {stage_id::W_value, &q.value}};
     bool first = true;
     for (const auto& [name, proj] : parts) {
       out += first ? "" : ",\n";
@@ -418,7 +419,7 @@ std::string weights_json(const Parameters& params, const Config& config) {
     }
     if (q.query.bias.size() > 0) {
       const std::pair<const char*, const Projection*> biases[] = {
-          {"b_query", &q.query}, {"b_key", &q.key}, {"b_value", &q.value}};
+          {stage_id::b_query, &q.query}, {stage_id::b_key, &q.key}, {stage_id::b_value, &q.value}};
       for (const auto& [name, proj] : biases) {
         out += ",\n";
         out += indent;
@@ -463,7 +464,7 @@ std::string validate_parameters(const Parameters& params, const Config& config, 
            " query/key/value sets but " + std::string(variant_book_name(config.variant)) +
            " needs " + std::to_string(sets) + ": reset to the seeded weights";
   const bool bias = config.qkv_bias && config.variant != Variant::SelfAttentionV1;
-  const char* names[] = {"W_query", "W_key", "W_value"};
+  const char* names[] = {stage_id::W_query, stage_id::W_key, stage_id::W_value};
   for (std::size_t h = 0; h < params.qkv.size(); ++h) {
     const Projection* ps[] = {&params.qkv[h].query, &params.qkv[h].key, &params.qkv[h].value};
     for (int k = 0; k < 3; ++k) {
