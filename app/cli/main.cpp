@@ -21,7 +21,7 @@
 //   3. export
 //   4. bench
 //   5. code
-//   6. main
+//   6. the commands and main
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -373,7 +373,7 @@ int run_code(const Run& run) {
 }
 
 // ---------------------------------------------------------------------------
-// 6. main
+// 6. the commands and main
 
 int bad_input(std::string message) {
   // One line, whatever the message quotes (a file name or a token may hold a
@@ -385,6 +385,79 @@ int bad_input(std::string message) {
   return kExitBadInput;
 }
 
+// The four commands and what their flags write into. Each struct stays where
+// main() declared it: CLI11 holds pointers to its fields.
+struct TraceCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+  std::string format = "json";
+};
+struct ExportCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+  ExportOptions exp;
+};
+struct CodeCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+};
+struct BenchCommand {
+  CLI::App* cmd = nullptr;
+  BenchOptions bench;
+};
+
+void add_trace_command(CLI::App& app, TraceCommand& c) {
+  c.cmd = app.add_subcommand("trace", "print every stage of one run (JSON by default)");
+  add_run_options(*c.cmd, c.run);
+  c.cmd->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
+      ->check(CLI::IsMember({"json", "text"}));
+}
+
+void add_export_command(CLI::App& app, ExportCommand& c) {
+  c.cmd = app.add_subcommand(
+      "export", "write every stage (or the chosen ones) as files and print their paths");
+  add_run_options(*c.cmd, c.run);
+  c.cmd->add_option("--format", c.exp.format, "svg, csv, npy or json (docs/file-formats.md)")
+      ->required()
+      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
+  c.cmd->add_option("--out", c.exp.out_dir, "existing folder to write the files into")
+      ->required();
+  c.cmd->add_option("--stage", c.exp.stage, "only this stage id (e.g. weights)");
+  c.cmd->add_option("--head", c.exp.head, "only stages of this head (-1: whole-layer stages)");
+  // Here they set the SVG figures only: say so first.
+  const run_flags::FigureFlagOptions figure_flags =
+      run_flags::add_figure_flags(*c.cmd, c.exp.figure);
+  for (CLI::Option* opt : {figure_flags.row_scale, figure_flags.decimals})
+    opt->description("svg: " + opt->get_description());
+}
+
+void add_code_command(CLI::App& app, CodeCommand& c) {
+  c.cmd = app.add_subcommand(
+      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
+  add_run_options(*c.cmd, c.run);
+}
+
+void add_bench_command(CLI::App& app, BenchCommand& c) {
+  c.cmd = app.add_subcommand("bench", "time full traces at a given size");
+  add_bench_options(*c.cmd, c.bench);
+}
+
+// A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand
+// is required" for `attnscope-cli frob`; this names the word.
+int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (argc > 1 && !app.get_subcommands().size()) {
+    const std::string first = argv[1];
+    if (!first.empty() && first[0] == '-')
+      return bad_input("unknown option '" + first +
+                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+    return bad_input("unknown command '" + first +
+                     "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+  }
+  std::string what = e.what();
+  if (what.empty()) what = "bad arguments";
+  return bad_input(what + " (run attnscope-cli --help)");
+}
+
 }  // namespace
 
 // The whole command line as a function, so that the fuzzer (fuzz/fuzz_cli.cpp)
@@ -394,68 +467,28 @@ int attnscope_cli_main(int argc, char** argv) {
                "attnscope-cli"};
   app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
   app.require_subcommand(1);
-
-  RunOptions run;
-  std::string format = "json";
-  auto* trace_cmd = app.add_subcommand("trace", "print every stage of one run (JSON by default)");
-  add_run_options(*trace_cmd, run);
-  trace_cmd->add_option("--format", format, "json (docs/trace-format.md) or text (for people)")
-      ->check(CLI::IsMember({"json", "text"}));
-
-  RunOptions export_run;
-  ExportOptions exp;
-  auto* export_cmd = app.add_subcommand(
-      "export", "write every stage (or the chosen ones) as files and print their paths");
-  add_run_options(*export_cmd, export_run);
-  export_cmd->add_option("--format", exp.format, "svg, csv, npy or json (docs/file-formats.md)")
-      ->required()
-      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
-  export_cmd->add_option("--out", exp.out_dir, "existing folder to write the files into")
-      ->required();
-  export_cmd->add_option("--stage", exp.stage, "only this stage id (e.g. weights)");
-  export_cmd->add_option("--head", exp.head, "only stages of this head (-1: whole-layer stages)");
-  // Here they set the SVG figures only: say so first.
-  const run_flags::FigureFlagOptions figure_flags = run_flags::add_figure_flags(*export_cmd, exp.figure);
-  for (CLI::Option* opt : {figure_flags.row_scale, figure_flags.decimals})
-    opt->description("svg: " + opt->get_description());
-
-  RunOptions code_run;
-  auto* code_cmd = app.add_subcommand(
-      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
-  add_run_options(*code_cmd, code_run);
-
-  BenchOptions bench;
-  auto* bench_cmd = app.add_subcommand("bench", "time full traces at a given size");
-  add_bench_options(*bench_cmd, bench);
+  TraceCommand trace;
+  ExportCommand exp;
+  CodeCommand code;
+  BenchCommand bench;
+  add_trace_command(app, trace);
+  add_export_command(app, exp);
+  add_code_command(app, code);
+  add_bench_command(app, bench);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version (and their kin)
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 says "A subcommand is required" for `attnscope-cli frob`; name the word.
-    if (argc > 1 && !app.get_subcommands().size()) {
-      const std::string first = argv[1];
-      if (!first.empty() && first[0] == '-')
-        return bad_input("unknown option '" + first +
-                         "' (commands: trace, export, code, bench; run attnscope-cli --help)");
-      return bad_input("unknown command '" + first +
-                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
-    }
-    std::string what = e.what();
-    if (what.empty()) what = "bad arguments";
-    return bad_input(what + " (run attnscope-cli --help)");
+    return refused_command_line(app, e, argc, argv);
   }
 
   try {
-    if (bench_cmd->parsed()) return run_bench(bench);
-    if (code_cmd->parsed()) return run_code(resolve_run(code_run));
-    if (export_cmd->parsed()) {
-      const Run r = resolve_run(export_run);
-      return run_export(run_trace(r), exp);
-    }
-    const Run r = resolve_run(run);
-    return write_trace(run_trace(r), format == "text");
+    if (bench.cmd->parsed()) return run_bench(bench.bench);
+    if (code.cmd->parsed()) return run_code(resolve_run(code.run));
+    if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);
+    return write_trace(run_trace(resolve_run(trace.run)), trace.format == "text");
   } catch (const core::ParseError& e) {
     return bad_input(e.what());
   } catch (const core::FileError& e) {
