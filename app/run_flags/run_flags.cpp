@@ -64,11 +64,11 @@ core::RunSpec RunFlags::spec() const {
 
 RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& f) {
   RunFlagOptions made;
-  // Text flags through a function: CLI11 would drop an empty value from a
-  // std::optional, and "--config ''" or "--seed ''" must be refused, not ignored.
-  made.config = cmd.add_option_function<std::string>(
-      "--config", [&f](const std::string& s) { f.config = s; },
-      "JSON config file (- reads standard input); see docs/trace-format.md");
+  // An empty value stays a given one ("" for std::optional<std::string>),
+  // for config_path() and core::parse_seed to refuse.
+  made.config = cmd.add_option("--config", f.config,
+                               "JSON config file (- reads standard input); see "
+                               "docs/trace-format.md");
   made.preset = cmd.add_option("--preset", f.preset,
                                "built-in inputs: " + joined(core::preset_names()) +
                                    " (default: book)");
@@ -76,19 +76,16 @@ RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--d-out", f.d_out, "output width of the query/key/value projections");
   cmd.add_option("--heads", f.num_heads, "number of attention heads");
   cmd.add_option("--dropout", f.dropout, "dropout probability on the attention weights, 0..1");
-  cmd.add_option_function<std::string>(
-      "--seed", [&f](const std::string& s) { f.seed = s; },
-      "torch.manual_seed value (default 123)");
+  cmd.add_option("--seed", f.seed, "torch.manual_seed value (default 123)");
   cmd.add_flag("--qkv-bias", f.qkv_bias, "give the query/key/value projections a bias");
   cmd.add_flag("--eval", f.eval, "eval mode: dropout off");
   made.random = cmd.add_option("--random", f.random,
                                "inputs: T tokens t0..t<T-1> of D random values, torch.rand(T, D) "
                                "after torch.manual_seed(--input-seed), e.g. 512,64");
-  cmd.add_option_function<std::string>(
-      "--input-seed", [&f](const std::string& s) { f.input_seed = s; },
-      "torch.manual_seed value for random inputs (--random), apart from --seed for the "
-      "weights (default " +
-          std::to_string(core::kDefaultInputSeed) + ")");
+  cmd.add_option("--input-seed", f.input_seed,
+                 "torch.manual_seed value for random inputs (--random), apart from --seed for "
+                 "the weights (default " +
+                     std::to_string(core::kDefaultInputSeed) + ")");
   return made;
 }
 

@@ -358,6 +358,9 @@ TEST(LaunchOptions, BadValuesGetTheCliMessages) {
             std::string::npos);
   EXPECT_NE(launch_error({"--config", "/nonexistent/x.json"}).find("cannot open"),
             std::string::npos);
+  // An empty path is refused as attnscope-cli refuses it, not ignored.
+  EXPECT_EQ(launch_error({"--config", ""}),
+            "--config needs a file path (or - for standard input)");
 }
 
 TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {
