@@ -21,7 +21,7 @@
 //   3. export
 //   4. bench
 //   5. code
-//   6. main
+//   6. the commands and main
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -46,50 +46,30 @@
 #include "attnscope/weights.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
+#include "run_flags/run_flags.hpp"
 
 namespace core = attnscope::core;
 namespace figure = attnscope::figure;
 namespace fs = std::filesystem;
+namespace run_flags = attnscope::run_flags;
 
 namespace {
 
-constexpr int kExitBadInput = 2;
+using run_flags::kExitBadInput;
 
 // ---------------------------------------------------------------------------
 // 1. Run options
 
-// The flags that describe one run; each overrides the config file's field.
+// The flags that describe one run (run_flags/run_flags.hpp), each over the
+// config file's field, plus the CLI's own imports.
 struct RunOptions {
-  std::string config_path;  // empty: no config file
-  std::optional<std::string> preset;
-  std::optional<std::string> variant;
-  std::optional<int> d_out;
-  std::optional<int> num_heads;
-  std::optional<double> dropout;
-  std::optional<std::string> seed;  // parsed by parse_seed: CLI11 would wrap "-1"
-  bool qkv_bias = false;
-  bool eval = false;
-  bool config_given = false;
+  run_flags::RunFlags flags;
   std::optional<std::string> embeddings;  // --embeddings FILE
   std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
-  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs
-  std::optional<std::string> input_seed;  // --input-seed S (parse_seed; default kDefaultInputSeed)
 };
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
-  cmd.add_option("--config", o.config_path,
-                 "JSON config file (- reads standard input); see docs/trace-format.md")
-      ->each([&o](const std::string&) { o.config_given = true; });
-  cmd.add_option("--preset", o.preset, "built-in inputs: book, shiny (default: book)");
-  cmd.add_option("--variant", o.variant,
-                 "simple, self_attention_v1, self_attention_v2, causal, multihead_wrapper, "
-                 "multihead");
-  cmd.add_option("--d-out", o.d_out, "output width of the query/key/value projections");
-  cmd.add_option("--heads", o.num_heads, "number of attention heads");
-  cmd.add_option("--dropout", o.dropout, "dropout probability on the attention weights, 0..1");
-  cmd.add_option("--seed", o.seed, "torch.manual_seed value (default 123)");
-  cmd.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
-  cmd.add_flag("--eval", o.eval, "eval mode: dropout off");
+  run_flags::add_run_flags(cmd, o.flags);
   cmd.add_option("--embeddings", o.embeddings,
                  "token embeddings from a CSV, NPY or JSON file (docs/file-formats.md)");
   cmd.add_option("--weights", o.weights,
@@ -97,13 +77,6 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
                  "tensor, or a folder of them; repeatable (docs/file-formats.md)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--random", o.random,
-                 "inputs: T tokens t0..t<T-1> of D values, torch.rand(T, D) after "
-                 "torch.manual_seed(--input-seed), e.g. 512,64");
-  cmd.add_option("--input-seed", o.input_seed,
-                 "torch.manual_seed value for --random's inputs, apart from --seed for the "
-                 "weights (default " +
-                     std::to_string(core::kDefaultInputSeed) + ")");
 }
 
 // What a resolved run needs: config, inputs and maybe explicit weights.
@@ -115,31 +88,16 @@ struct Run {
 };
 
 // Config file first, then the flags on top, then the imports; throws core::ParseError.
-Run resolve_run(const RunOptions& o) {
+Run resolve_run(const RunOptions& opts) {
+  const run_flags::RunFlags& o = opts.flags;
   core::RunSpec spec;
   std::optional<core::RandomInputs> random_drawn;
-  if (o.config_given && o.config_path.empty())
-    throw core::ParseError("--config needs a file path (or - for standard input)");
-  if (!o.config_path.empty()) {
-    const std::string source = o.config_path == "-" ? "standard input" : o.config_path;
-    spec = core::parse_run_spec(core::read_text_file(o.config_path), source);
+  const std::optional<std::string> config_path = o.config_path();
+  if (config_path) {
+    const std::string source = *config_path == "-" ? "standard input" : *config_path;
+    spec = core::parse_run_spec(core::read_text_file(*config_path), source);
   }
-  core::RunSpec flags;
-  flags.preset = o.preset;
-  if (o.variant) {
-    flags.variant = core::parse_variant(*o.variant);
-    if (!flags.variant)
-      throw core::ParseError("unknown variant '" + *o.variant +
-                             "' (known: simple, self_attention_v1, self_attention_v2, causal, "
-                             "multihead_wrapper, multihead)");
-  }
-  flags.d_out = o.d_out;
-  flags.num_heads = o.num_heads;
-  flags.dropout = o.dropout;
-  if (o.seed) flags.seed = core::parse_seed(*o.seed);
-  if (o.qkv_bias) flags.qkv_bias = true;
-  if (o.eval) flags.training = false;
-  spec = core::merge(std::move(spec), flags);
+  spec = core::merge(std::move(spec), o.spec());
 
   if (o.input_seed && !o.random)
     throw core::ParseError(
@@ -148,24 +106,23 @@ Run resolve_run(const RunOptions& o) {
   if (o.random) {
     if (o.preset)
       throw core::ParseError("--random and --preset both give the inputs: keep one of them");
-    if (o.embeddings)
+    if (opts.embeddings)
       throw core::ParseError("--random and --embeddings both give the inputs: keep one of them");
     if (spec.preset || spec.tokens || spec.embeddings)
       throw core::ParseError("--random and the config file's " +
                              std::string(spec.preset ? "preset" : "tokens/embeddings") +
                              " both give the inputs: remove them from the file, or drop --random");
     const auto [T, D] = core::parse_random_shape(*o.random);
-    const std::uint64_t seed =
-        o.input_seed ? core::parse_seed(*o.input_seed, "--input-seed") : core::kDefaultInputSeed;
+    const std::uint64_t seed = o.parsed_input_seed().value_or(core::kDefaultInputSeed);
     random_drawn = core::RandomInputs{T, D, seed};
     core::Inputs random = core::random_inputs(T, D, seed);
     spec.tokens = std::move(random.tokens);
     spec.embeddings = std::move(random.embeddings);
   }
 
-  if (o.embeddings) {
-    if (o.embeddings->empty()) throw core::ParseError("--embeddings needs a file path");
-    const core::ImportedEmbeddings imported = core::read_embeddings_file(*o.embeddings);
+  if (opts.embeddings) {
+    if (opts.embeddings->empty()) throw core::ParseError("--embeddings needs a file path");
+    const core::ImportedEmbeddings imported = core::read_embeddings_file(*opts.embeddings);
     // The tokens the file meets: those the config names, or its preset's.
     std::vector<std::string> current;
     if (spec.tokens) {
@@ -173,20 +130,20 @@ Run resolve_run(const RunOptions& o) {
     } else if (spec.preset) {
       if (const auto preset = core::find_preset(*spec.preset)) current = preset->tokens;
     }
-    const core::Inputs inputs = core::apply_embeddings(imported, current, *o.embeddings);
+    const core::Inputs inputs = core::apply_embeddings(imported, current, *opts.embeddings);
     spec.embeddings = inputs.embeddings;
     spec.tokens = inputs.tokens;
   }
   // Only a run described by flags alone defaults to the book's example; a
   // config file must say what it runs on.
-  if (o.config_path.empty() && !spec.preset && !spec.embeddings) spec.preset = "book";
+  if (!config_path && !spec.preset && !spec.embeddings) spec.preset = "book";
   Run run;
   core::resolve(spec, run.config, run.inputs);
   run.random = random_drawn;
 
-  if (!o.weights.empty()) {
+  if (!opts.weights.empty()) {
     core::WeightSet set;
-    for (const auto& path : o.weights) {
+    for (const auto& path : opts.weights) {
       if (path.empty()) throw core::ParseError("--weights needs a file or folder path");
       core::merge_weights(set, core::read_weights(path));
     }
@@ -236,8 +193,7 @@ struct ExportOptions {
   std::string out_dir;
   std::optional<std::string> stage;
   std::optional<int> head;
-  bool row_scale = false;  // svg: each row coloured on its own scale
-  std::optional<int> decimals;  // svg: places in cells (1..6, default 4 as the book)
+  run_flags::FigureFlags figure;  // svg: --row-scale, --decimals (as the app's View menu)
 };
 
 // The stages --stage/--head select, in trace order; throws ParseError when none.
@@ -284,24 +240,21 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
                                ": SVG export is limited to " +
                                std::to_string(figure::kMaxSvgCells) +
                                " cells; use --format npy or csv for large runs");
-  if (o.row_scale && !svg)
+  if (o.figure.row_scale && !svg)
     throw core::ParseError("--row-scale sets the colours of SVG figures; " + o.format +
                            " files hold the values themselves (drop --row-scale, or use --format svg)");
-  if (o.decimals && !svg)
+  if (o.figure.decimals && !svg)
     throw core::ParseError("--decimals sets the numbers in SVG figures' cells; " + o.format +
                            " files hold the values themselves (drop --decimals, or use --format svg)");
-  if (o.decimals && (*o.decimals < figure::kMinDecimals || *o.decimals > figure::kMaxDecimals))
-    throw core::ParseError("--decimals (" + std::to_string(*o.decimals) + ") must be between " +
-                           std::to_string(figure::kMinDecimals) + " and " +
-                           std::to_string(figure::kMaxDecimals));
+  const std::optional<int> decimals = o.figure.checked_decimals();
   if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
   const fs::path dir(o.out_dir);
   core::require_folder(dir);
 
   const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
   figure::FigureStyle style;
-  if (o.row_scale) style.scope = figure::ScaleScope::Row;
-  if (o.decimals) style.decimals = *o.decimals;
+  if (o.figure.row_scale) style.scope = figure::ScaleScope::Row;
+  if (decimals) style.decimals = *decimals;
   const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
   const core::StageRenderer render =
       svg ? [style](const core::Trace& t, const core::Stage& st) {
@@ -420,7 +373,7 @@ int run_code(const Run& run) {
 }
 
 // ---------------------------------------------------------------------------
-// 6. main
+// 6. the commands and main
 
 int bad_input(std::string message) {
   // One line, whatever the message quotes (a file name or a token may hold a
@@ -432,6 +385,79 @@ int bad_input(std::string message) {
   return kExitBadInput;
 }
 
+// The four commands and what their flags write into. Each struct stays where
+// main() declared it: CLI11 holds pointers to its fields.
+struct TraceCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+  std::string format = "json";
+};
+struct ExportCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+  ExportOptions exp;
+};
+struct CodeCommand {
+  CLI::App* cmd = nullptr;
+  RunOptions run;
+};
+struct BenchCommand {
+  CLI::App* cmd = nullptr;
+  BenchOptions bench;
+};
+
+void add_trace_command(CLI::App& app, TraceCommand& c) {
+  c.cmd = app.add_subcommand("trace", "print every stage of one run (JSON by default)");
+  add_run_options(*c.cmd, c.run);
+  c.cmd->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
+      ->check(CLI::IsMember({"json", "text"}));
+}
+
+void add_export_command(CLI::App& app, ExportCommand& c) {
+  c.cmd = app.add_subcommand(
+      "export", "write every stage (or the chosen ones) as files and print their paths");
+  add_run_options(*c.cmd, c.run);
+  c.cmd->add_option("--format", c.exp.format, "svg, csv, npy or json (docs/file-formats.md)")
+      ->required()
+      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
+  c.cmd->add_option("--out", c.exp.out_dir, "existing folder to write the files into")
+      ->required();
+  c.cmd->add_option("--stage", c.exp.stage, "only this stage id (e.g. weights)");
+  c.cmd->add_option("--head", c.exp.head, "only stages of this head (-1: whole-layer stages)");
+  // Here they set the SVG figures only: say so first.
+  const run_flags::FigureFlagOptions figure_flags =
+      run_flags::add_figure_flags(*c.cmd, c.exp.figure);
+  for (CLI::Option* opt : {figure_flags.row_scale, figure_flags.decimals})
+    opt->description("svg: " + opt->get_description());
+}
+
+void add_code_command(CLI::App& app, CodeCommand& c) {
+  c.cmd = app.add_subcommand(
+      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
+  add_run_options(*c.cmd, c.run);
+}
+
+void add_bench_command(CLI::App& app, BenchCommand& c) {
+  c.cmd = app.add_subcommand("bench", "time full traces at a given size");
+  add_bench_options(*c.cmd, c.bench);
+}
+
+// A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand
+// is required" for `attnscope-cli frob`; this names the word.
+int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (argc > 1 && !app.get_subcommands().size()) {
+    const std::string first = argv[1];
+    if (!first.empty() && first[0] == '-')
+      return bad_input("unknown option '" + first +
+                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+    return bad_input("unknown command '" + first +
+                     "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+  }
+  std::string what = e.what();
+  if (what.empty()) what = "bad arguments";
+  return bad_input(what + " (run attnscope-cli --help)");
+}
+
 }  // namespace
 
 // The whole command line as a function, so that the fuzzer (fuzz/fuzz_cli.cpp)
@@ -441,68 +467,28 @@ int attnscope_cli_main(int argc, char** argv) {
                "attnscope-cli"};
   app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
   app.require_subcommand(1);
-
-  RunOptions run;
-  std::string format = "json";
-  auto* trace_cmd = app.add_subcommand("trace", "print every stage of one run (JSON by default)");
-  add_run_options(*trace_cmd, run);
-  trace_cmd->add_option("--format", format, "json (docs/trace-format.md) or text (for people)")
-      ->check(CLI::IsMember({"json", "text"}));
-
-  RunOptions export_run;
-  ExportOptions exp;
-  auto* export_cmd = app.add_subcommand(
-      "export", "write every stage (or the chosen ones) as files and print their paths");
-  add_run_options(*export_cmd, export_run);
-  export_cmd->add_option("--format", exp.format, "svg, csv, npy or json (docs/file-formats.md)")
-      ->required()
-      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
-  export_cmd->add_option("--out", exp.out_dir, "existing folder to write the files into")
-      ->required();
-  export_cmd->add_option("--stage", exp.stage, "only this stage id (e.g. weights)");
-  export_cmd->add_option("--head", exp.head, "only stages of this head (-1: whole-layer stages)");
-  export_cmd->add_flag("--row-scale", exp.row_scale,
-                       "svg: colour each row on its own scale (as the app's View menu)");
-  export_cmd->add_option("--decimals", exp.decimals,
-                         "svg: decimals in cells, 1 to 6 (default 4, the book's; as View > Decimals)");
-
-  RunOptions code_run;
-  auto* code_cmd = app.add_subcommand(
-      "code", "print the run as one PyTorch script; python3 runs it and prints the output");
-  add_run_options(*code_cmd, code_run);
-
-  BenchOptions bench;
-  auto* bench_cmd = app.add_subcommand("bench", "time full traces at a given size");
-  add_bench_options(*bench_cmd, bench);
+  TraceCommand trace;
+  ExportCommand exp;
+  CodeCommand code;
+  BenchCommand bench;
+  add_trace_command(app, trace);
+  add_export_command(app, exp);
+  add_code_command(app, code);
+  add_bench_command(app, bench);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version (and their kin)
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 says "A subcommand is required" for `attnscope-cli frob`; name the word.
-    if (argc > 1 && !app.get_subcommands().size()) {
-      const std::string first = argv[1];
-      if (!first.empty() && first[0] == '-')
-        return bad_input("unknown option '" + first +
-                         "' (commands: trace, export, code, bench; run attnscope-cli --help)");
-      return bad_input("unknown command '" + first +
-                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
-    }
-    std::string what = e.what();
-    if (what.empty()) what = "bad arguments";
-    return bad_input(what + " (run attnscope-cli --help)");
+    return refused_command_line(app, e, argc, argv);
   }
 
   try {
-    if (bench_cmd->parsed()) return run_bench(bench);
-    if (code_cmd->parsed()) return run_code(resolve_run(code_run));
-    if (export_cmd->parsed()) {
-      const Run r = resolve_run(export_run);
-      return run_export(run_trace(r), exp);
-    }
-    const Run r = resolve_run(run);
-    return write_trace(run_trace(r), format == "text");
+    if (bench.cmd->parsed()) return run_bench(bench.bench);
+    if (code.cmd->parsed()) return run_code(resolve_run(code.run));
+    if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);
+    return write_trace(run_trace(resolve_run(trace.run)), trace.format == "text");
   } catch (const core::ParseError& e) {
     return bad_input(e.what());
   } catch (const core::FileError& e) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "figure/text_fit.hpp"
+
 namespace attnscope::figure {
 
 namespace {
@@ -47,19 +49,6 @@ float estimate_text_width(std::string_view text, float size) {
   // DejaVu Sans advances: digits and most lower case ~0.6 em, capitals and
   // wide symbols more; 0.62 em per character is a safe average.
   return static_cast<float>(char_count(text)) * size * 0.62f;
-}
-
-std::string fit_label(const std::string& text, float max_width, float size,
-                      const TextMeasure& measure, bool unicode) {
-  if (measure(text, size) <= max_width) return text;
-  const std::string dots = unicode ? "\xE2\x80\xA6" : "..";
-  std::string s = text;
-  while (!s.empty()) {
-    do s.pop_back();
-    while (!s.empty() && continuation(s.back()));
-    if (measure(s + dots, size) <= max_width) return s + dots;
-  }
-  return dots;
 }
 
 Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
@@ -178,17 +167,23 @@ Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
     }
   }
 
+  // Labels shortened with an ellipsis to their room (the ellipsis alone when
+  // nothing else fits), measured at the label size.
+  const TextWidth label_width = [&measure, label_size](std::string_view t) {
+    return measure(t, label_size);
+  };
+  auto fit_label = [&](const std::string& text, float max_width) {
+    return fit_text(text, max_width, label_width, h.unicode, WhenNothingFits::Ellipsis);
+  };
   // Row labels, right-aligned against the grid.
   for (int r = 0; r < rows; r += row_stride)
-    sc.texts.push_back({fit_label(h.row_labels[static_cast<std::size_t>(r)], row_label_w,
-                                  label_size, measure, h.unicode),
+    sc.texts.push_back({fit_label(h.row_labels[static_cast<std::size_t>(r)], row_label_w),
                         left - 6, top + cell * (static_cast<float>(r) + 0.5f), label_size, kDim,
                         Anchor::End, 0, false, "row-label"});
   // Column labels: centred over their column, or rotated to read upwards.
   for (int c = 0; c < cols; c += col_stride) {
     const float cx = left + cell * (static_cast<float>(c) + 0.5f);
-    const std::string l = fit_label(h.col_labels[static_cast<std::size_t>(c)], col_label_w,
-                                    label_size, measure, h.unicode);
+    const std::string l = fit_label(h.col_labels[static_cast<std::size_t>(c)], col_label_w);
     if (cols_flat)
       sc.texts.push_back({l, cx, top - label_size * 0.9f, label_size, kDim, Anchor::Middle, 0,
                           false, "col-label"});

@@ -124,9 +124,4 @@ float estimate_text_width(std::string_view text, float size);
 // Lays the heatmap out; throws std::invalid_argument as check_heatmap.
 Scene layout_heatmap(const Heatmap& heatmap, const TextMeasure& measure = estimate_text_width);
 
-// `text` shortened with an ellipsis ("…", or ".." without unicode) to at
-// most `max_width` px at `size`.
-std::string fit_label(const std::string& text, float max_width, float size,
-                      const TextMeasure& measure, bool unicode);
-
 }  // namespace attnscope::figure

@@ -15,13 +15,7 @@ namespace attnscope::gui {
 
 namespace {
 
-constexpr int kExitBadInput = 2;  // as attnscope-cli
-
-std::string known_variants() {
-  std::string s;
-  for (auto v : core::kAllVariants) s += (s.empty() ? "" : ", ") + std::string(core::variant_id(v));
-  return s;
-}
+using run_flags::kExitBadInput;
 
 std::string step_list(const std::vector<Step>& steps) {
   std::string s;
@@ -120,33 +114,24 @@ void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
 ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   CLI::App app{"attnscope: watch transformer attention happen, stage by stage", "attnscope"};
   app.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
-  auto* preset = app.add_option("--preset", o.preset, "built-in inputs: book, shiny");
-  auto* config =
-      app.add_option("--config", o.config_path, "JSON config file (see docs/trace-format.md)");
-  preset->excludes(config);
-  app.add_option("--variant", o.variant, known_variants());
-  app.add_option("--d-out", o.d_out, "output width of the query/key/value projections");
-  app.add_option("--heads", o.num_heads, "number of attention heads");
-  app.add_option("--dropout", o.dropout, "dropout probability on the attention weights, 0..1");
-  std::string seed;  // parsed by core::parse_seed, as attnscope-cli does: CLI11 would wrap "-1"
-  app.add_option("--seed", seed, "torch.manual_seed value (default 123)");
-  app.add_flag("--qkv-bias", o.qkv_bias, "give the query/key/value projections a bias");
-  app.add_flag("--eval", o.eval, "eval mode: dropout off");
+  const run_flags::RunFlagOptions run = run_flags::add_run_flags(app, o.run);
+  // The app starts from one source of inputs: a preset, a config file or random ones.
+  run.preset->excludes(run.config);
+  run.random->excludes(run.preset);
+  run.random->excludes(run.config);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
                  "dropout, context, concat, output");
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
-  auto* row_scale = app.add_flag(
-      "--row-scale", o.row_scale,
-      "colour each heatmap row on its own scale (View > Colour each row on its own scale; "
-      "without this flag or --no-row-scale: automatic, on for scores and weights from T = 128)");
+  const run_flags::FigureFlagOptions figure_flags = run_flags::add_figure_flags(app, o.figure);
+  figure_flags.row_scale->description(
+      figure_flags.row_scale->get_description() +
+      "; without this flag or --no-row-scale: automatic, on for scores and weights from T = 128");
   app.add_flag("--no-row-scale", o.no_row_scale,
                "one colour scale per heatmap, also at T >= 128")
-      ->excludes(row_scale);
-  app.add_option("--decimals", o.decimals,
-                 "decimals in heatmap cells, 1 to 6 (default 4, the book's; View > Decimals)");
+      ->excludes(figure_flags.row_scale);
   app.add_option("--scale", o.scale,
                  "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
                  "scale (1, 2, 3 or 4)");
@@ -155,16 +140,6 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--screenshot", o.screenshot,
                  "render, save the window as a PNG and exit (the session is left untouched)");
   app.add_flag("--no-session", o.no_session, "neither restore nor save the last session");
-  auto* random = app.add_option("--random", o.random,
-                                "inputs: T tokens of D random values, torch.rand(T, D) after "
-                                "torch.manual_seed(--input-seed), e.g. 1024,768");
-  random->excludes(preset);
-  random->excludes(config);
-  std::string input_seed;  // parsed by core::parse_seed, as --seed
-  app.add_option("--input-seed", input_seed,
-                 "torch.manual_seed value for random inputs (--random, Embeddings > Random "
-                 "inputs), apart from --seed for the weights (default " +
-                     std::to_string(core::kDefaultInputSeed) + ")");
   auto* bench =
       app.add_option(
              "--bench-frames", o.bench_frames,
@@ -180,9 +155,10 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
 
   try {
     app.parse(argc, argv);
-    if (app.count("--seed") > 0) o.seed = core::parse_seed(seed);
-    if (app.count("--input-seed") > 0) o.input_seed = core::parse_seed(input_seed, "--input-seed");
-    if (o.random) (void)core::parse_random_shape(*o.random);  // a bad size fails here, exit 2
+    // A bad seed or size fails here, exit 2.
+    (void)o.run.parsed_seed();
+    (void)o.run.parsed_input_seed();
+    if (o.run.random) (void)core::parse_random_shape(*o.run.random);
     if (!size.empty()) {
       int w = 0, h = 0;
       if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
@@ -218,26 +194,27 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
 }
 
 void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_restored) {
+  const run_flags::RunFlags& run = o.run;
+  const std::optional<std::string> config_path = run.config_path();
+  const std::optional<std::uint64_t> input_seed = run.parsed_input_seed();
   // Random inputs: drawn here, under their own seed, then held like the
   // session's inputs (the flags below go on top).
-  if (o.input_seed) state.input_seed = *o.input_seed;
-  if (o.random) {
-    const auto [T, D] = core::parse_random_shape(*o.random);
+  if (input_seed) state.input_seed = *input_seed;
+  if (run.random) {
+    const auto [T, D] = core::parse_random_shape(*run.random);
     state.draw_random_inputs(T, D);
-  } else if (o.input_seed && state.inputs_random && !o.preset && !o.config_path) {
+  } else if (input_seed && state.inputs_random && !run.preset && !config_path) {
     // A new seed for the random inputs held: the same shape and token names.
     std::vector<std::string> names = std::move(state.inputs.tokens);
     state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);
   }
-  const bool new_inputs = o.preset || o.config_path;
-  const bool run_flags = new_inputs || o.random || o.input_seed || o.variant || o.d_out ||
-                         o.num_heads || o.dropout || o.seed || o.qkv_bias || o.eval;
+  const bool new_inputs = run.preset || config_path;
   core::RunSpec flags, file;  // what this command line and the config file say
   RunOrigins origins;         // without run flags: every value is held
   origins.session = session_restored;
-  if (run_flags) {
+  if (run.any()) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
     base.variant = state.config.variant;
@@ -251,21 +228,8 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
       base.tokens = state.inputs.tokens;
       base.embeddings = state.inputs.embeddings;
     }
-    if (o.config_path)
-      file = core::parse_run_spec(core::read_text_file(*o.config_path), *o.config_path);
-    flags.preset = o.preset;
-    if (o.variant) {
-      flags.variant = core::parse_variant(*o.variant);
-      if (!flags.variant)
-        throw core::ParseError("unknown variant '" + *o.variant + "' (known: " + known_variants() +
-                               ")");
-    }
-    flags.d_out = o.d_out;
-    flags.num_heads = o.num_heads;
-    flags.dropout = o.dropout;
-    flags.seed = o.seed;
-    if (o.qkv_bias) flags.qkv_bias = true;
-    if (o.eval) flags.training = false;
+    if (config_path) file = core::parse_run_spec(core::read_text_file(*config_path), *config_path);
+    flags = run.spec();
     // --variant into a multi-head class without a head count: as the variant
     // menu does (core::heads_after_switch).
     if (flags.variant && !flags.num_heads && !file.num_heads) {
@@ -276,7 +240,7 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     const core::RunSpec spec = core::merge(core::merge(base, file), flags);
     origins.flags = &flags;
     origins.file = &file;
-    origins.file_name = o.config_path.value_or("");
+    origins.file_name = config_path.value_or("");
     check_heads_divide(spec, origins);
     core::Config config;
     core::Inputs inputs;
@@ -299,15 +263,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
       throw core::ParseError("unknown colours '" + *o.palette +
                              "' (known: standard, colorblind, warm, greys)");
   }
-  if (o.row_scale) state.ui.row_scale = figure::RowScale::On;
+  if (o.figure.row_scale) state.ui.row_scale = figure::RowScale::On;
   if (o.no_row_scale) state.ui.row_scale = figure::RowScale::Off;
-  if (o.decimals) {
-    if (*o.decimals < figure::kMinDecimals || *o.decimals > figure::kMaxDecimals)
-      throw core::ParseError("--decimals (" + std::to_string(*o.decimals) + ") must be between " +
-                             std::to_string(figure::kMinDecimals) + " and " +
-                             std::to_string(figure::kMaxDecimals));
-    state.ui.decimals = *o.decimals;
-  }
+  if (const auto decimals = o.figure.checked_decimals()) state.ui.decimals = *decimals;
   if (o.scale) {
     if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
       throw core::ParseError("--scale (" + std::to_string(*o.scale) +

@@ -7,33 +7,23 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "run_flags/run_flags.hpp"
 
 namespace attnscope::gui {
 
 struct LaunchOptions {
-  std::optional<std::string> preset;       // --preset NAME
-  std::optional<std::string> config_path;  // --config FILE
-  std::optional<std::string> variant;      // --variant V
-  std::optional<int> d_out;                // --d-out N
-  std::optional<int> num_heads;            // --heads N
-  std::optional<double> dropout;           // --dropout P
-  std::optional<std::uint64_t> seed;       // --seed S (core::parse_seed)
-  bool qkv_bias = false;                   // --qkv-bias
-  bool eval = false;                       // --eval
+  run_flags::RunFlags run;  // --config, --preset, --variant, ... --random, --input-seed
   std::optional<std::string> stage;        // --stage ID
   std::optional<int> head;                 // --head H
   std::optional<std::string> cell;         // --cell I,J (pins a cell of the stage's first matrix)
   std::optional<std::string> palette;      // --colors standard|colorblind|warm|greys
-  bool row_scale = false;                  // --row-scale: each heatmap row on its own colour scale
+  run_flags::FigureFlags figure;           // --row-scale, --decimals N
   bool no_row_scale = false;               // --no-row-scale: one scale per matrix, at any T
-  std::optional<int> decimals;             // --decimals N: places in cells (1..6)
   std::optional<float> scale;              // --scale F (UI scale factor)
   int width = 1600, height = 1000;         // --size WxH
   bool size_given = false;
   std::optional<std::string> screenshot;  // --screenshot FILE
   bool no_session = false;                // --no-session
-  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs
-  std::optional<std::uint64_t> input_seed;  // --input-seed S: the seed of random inputs
   std::optional<int> bench_frames;        // --bench-frames N: time N frames, print, exit
   std::optional<std::string> export_png;  // --export-png DIR: every stage as PNG, then exit
   int export_scale = 1;                   // --scale N with --export-png (1, 2, 3 or 4)

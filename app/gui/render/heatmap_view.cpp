@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "export/files_ui.hpp"
+#include "figure/text_fit.hpp"
 #include "fonts.hpp"
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"
@@ -214,17 +215,10 @@ void toggle_row_scale(AppState& state) {
 }
 
 std::string fit_text(const std::string& text, float max_width, bool unicode) {
-  if (ImGui::CalcTextSize(text.c_str()).x <= max_width) return text;
-  const std::string dots = unicode ? "…" : "..";
-  std::string s = text;
-  while (!s.empty()) {
-    // Drop one UTF-8 character from the end.
-    do s.pop_back();
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80);
-    if (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0xC0) s.pop_back();
-    if (ImGui::CalcTextSize((s + dots).c_str()).x <= max_width) return s + dots;
-  }
-  return {};
+  const figure::TextWidth width = [](std::string_view t) {
+    return ImGui::CalcTextSize(t.data(), t.data() + t.size()).x;
+  };
+  return figure::fit_text(text, max_width, width, unicode, figure::WhenNothingFits::Empty);
 }
 
 std::function<float(int)> number_width(const AppState& state, const ValueRange& range) {

@@ -73,7 +73,8 @@ std::vector<std::string> heatmap_titles(const HeatmapSpec& spec);
 // spellings without unicode), else the last one shortened with an ellipsis.
 std::string pick_title(const std::vector<std::string>& candidates, float max_width, bool unicode);
 
-// The string shortened with an ellipsis to fit `max_width` px in the current font.
+// The string shortened with an ellipsis to fit `max_width` px in the current
+// font, cut between characters (figure::fit_text); "" when not even "…" fits.
 std::string fit_text(const std::string& text, float max_width, bool unicode);
 
 // Colours for head bands and head labels, one per head (cycled).
