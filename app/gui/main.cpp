@@ -26,6 +26,8 @@
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
 #include "autosave.hpp"
+#include "export/files.hpp"
+#include "export/png.hpp"
 #include "fonts.hpp"
 #include "frame_bench.hpp"
 #include "imgui.h"
@@ -35,7 +37,6 @@
 #include "launch_options.hpp"
 #include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
-#include "render/png.hpp"
 #include "session.hpp"
 #include "ui.hpp"
 
@@ -356,7 +357,7 @@ FrameDrawn draw_frame(App& app) {
   }
   // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
   if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
-    gui::save_window_screenshot(state, out.fbw, out.fbh);
+    gui::save_window_screenshot(state, gui::read_window(out.fbw, out.fbh));
   if (state.files.screenshot_countdown > 0) app.busy_frames = std::max(app.busy_frames, 1);
   ++app.frame;
   after_frame_keys(wake);
