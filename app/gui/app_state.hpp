@@ -79,6 +79,9 @@ struct UiState {
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::string embedding_refusal;           // why the last typed embedding value was refused
+  // The value of the number being edited (an embedding or weight cell) when
+  // its edit began; one is active at a time (drag_finite_cell).
+  float edit_start = 0.0f;
   std::map<std::string, ViewState> views;  // per heatmap slot
 
   // Embedding editor's generator settings (its seed is AppState::input_seed).

@@ -308,7 +308,7 @@ void shut_down(App& app) {
 
 // What a frame left in the back buffer.
 struct FrameDrawn {
-  int fbw = 0, fbh = 0;   // the framebuffer's size
+  int fbw = 0, fbh = 0;  // the framebuffer's size
   bool adopted = false;  // a new trace was shown in it
 };
 
@@ -362,7 +362,7 @@ FrameDrawn draw_frame(App& app) {
   ++app.frame;
   after_frame_keys(wake);
   if (state.dirty || state.preparing()) app.busy_frames = std::max(app.busy_frames, 1);
-  out.adopted = state.trace_version != app.shown_version;  // a new trace this frame
+  out.adopted = state.trace_version != app.shown_version;           // a new trace this frame
   if (out.adopted) app.busy_frames = std::max(app.busy_frames, 3);  // the layout settles over a few
   app.shown_version = state.trace_version;
   return out;

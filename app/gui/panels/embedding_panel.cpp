@@ -59,10 +59,9 @@ void resize_dims(AppState& s, Eigen::Index d) {
 
 }  // namespace
 
-bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float hi,
+bool drag_finite_cell(const char* id, float& cell, float& start, float speed, float lo, float hi,
                       const std::function<std::string()>& name, const char* kind,
                       std::string& refused) {
-  static float start = 0.0f;  // the active cell's value when its edit began (one is active at a time)
   const float before = cell;
   float v = cell;
   // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
@@ -236,7 +235,8 @@ void draw_embedding_panel(AppState& state) {
         const auto name = [&] {
           return "d" + std::to_string(c) + " of '" + tokens[static_cast<std::size_t>(r)] + "'";
         };
-        if (drag_finite_cell("##v", emb(r, c), 0.005f, 0.0f, 0.0f, name, "embeddings", refused))
+        if (drag_finite_cell("##v", emb(r, c), state.ui.edit_start, 0.005f, 0.0f, 0.0f, name,
+                             "embeddings", refused))
           state.mark_dirty();
         ImGui::PopID();
       }

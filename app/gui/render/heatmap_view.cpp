@@ -315,12 +315,12 @@ struct HeatmapColouring {
 
 // Where the cells go in the box, and how big they are at zoom 1.
 struct HeatmapLayout {
-  float body_top = 0;                    // under the title
+  float body_top = 0;                      // under the title
   float row_label_w = 0, col_label_w = 0;  // the widest labels (capped)
-  bool bar_below = false;                // the colour bar under the cells, not beside them
-  ImVec2 area_min, area_max;             // the cells' area (they may scroll in it)
+  bool bar_below = false;                  // the colour bar under the cells, not beside them
+  ImVec2 area_min, area_max;               // the cells' area (they may scroll in it)
   float area_w = 0, area_h = 0;
-  float fit = 0;       // a cell's side at zoom 1
+  float fit = 0;  // a cell's side at zoom 1
   float max_zoom = 1;
 };
 
@@ -335,7 +335,8 @@ struct CellGeometry {
   int hover_r = -1, hover_c = -1;
 
   ImVec2 cell_min(int r, int c) const {
-    return ImVec2(origin.x + static_cast<float>(c) * cell, origin.y + static_cast<float>(r) * cell_h);
+    return ImVec2(origin.x + static_cast<float>(c) * cell,
+                  origin.y + static_cast<float>(r) * cell_h);
   }
 };
 
@@ -378,12 +379,12 @@ float draw_title(const HeatmapFrame& f, const HeatmapSpec& spec, HeatmapResult& 
   f.dl->PushClipRect(f.box_min, f.box_max, true);
   f.dl->AddText(ImVec2(f.box_min.x + 2, f.box_min.y),
                 f.st.head >= 0 ? head_color(f.st.head) : f.text_col, shown_title.c_str());
-  res.title_end = ImVec2(
-      f.box_min.x + 2 + ImGui::CalcTextSize(shown_title.c_str()).x + 6 * f.px, f.box_min.y);
+  res.title_end =
+      ImVec2(f.box_min.x + 2 + ImGui::CalcTextSize(shown_title.c_str()).x + 6 * f.px, f.box_min.y);
   f.dl->PopClipRect();
   if (ImGui::IsWindowHovered() &&
-      ImGui::IsMouseHoveringRect(f.box_min, ImVec2(f.box_min.x + std::max(title_w, 8.0f),
-                                                   f.box_min.y + f.line_h))) {
+      ImGui::IsMouseHoveringRect(
+          f.box_min, ImVec2(f.box_min.x + std::max(title_w, 8.0f), f.box_min.y + f.line_h))) {
     std::string full =
         spec.title.empty() ? stage_title(f.st) : spec.title + "\n" + stage_title(f.st);
     ImGui::SetTooltip("%s", (uni ? full : ascii_fallback(full)).c_str());
@@ -411,8 +412,7 @@ HeatmapColouring colour_stage(AppState& state, const HeatmapFrame& f, const Heat
   int max_side = 0;
   if (f.compact) {
     const ImVec2 fb = ImGui::GetIO().DisplayFramebufferScale;
-    const float pixels =
-        std::max(f.size.x * std::max(fb.x, 1.0f), f.size.y * std::max(fb.y, 1.0f));
+    const float pixels = std::max(f.size.x * std::max(fb.x, 1.0f), f.size.y * std::max(fb.y, 1.0f));
     max_side = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(pixels, 64.0f))));
   }
   const ScaleScope scope = heatmap_scope(state, f.tr, f.st);
@@ -467,8 +467,7 @@ std::optional<HeatmapLayout> layout_heatmap(const AppState& state, const Heatmap
     // and scrolls, so for it the height counts).
     auto cells_with = [&](float right_w, float bottom_h) {
       const float h = (body_h - bottom_h) / static_cast<float>(f.rows);
-      const float fit_cells =
-          std::min((f.size.x - left - right_w) / static_cast<float>(f.cols), h);
+      const float fit_cells = std::min((f.size.x - left - right_w) / static_cast<float>(f.cols), h);
       return wide_cell(f, fit_cells, body_h - bottom_h);
     };
     const float below = cells_with(right_below, below_h), beside = cells_with(right_beside, 0.0f);
@@ -487,8 +486,8 @@ std::optional<HeatmapLayout> layout_heatmap(const AppState& state, const Heatmap
   // d_out 1000) would shrink to a line of sub-pixel cells: its cells stay
   // at least kMinCell high (as far as the box's height allows) and the rest
   // of it scrolls (drag, Shift+wheel; a scroll bar shows where you are).
-  const float fit_all = std::min({lay.area_w / static_cast<float>(f.cols),
-                                  lay.area_h / static_cast<float>(f.rows), max_cell});
+  const float fit_all = std::min(
+      {lay.area_w / static_cast<float>(f.cols), lay.area_h / static_cast<float>(f.rows), max_cell});
   lay.fit = f.compact ? fit_all : wide_cell(f, fit_all, lay.area_h);
   lay.max_zoom = std::max(8.0f, 200.0f * px / lay.fit);
   return lay;
@@ -546,9 +545,10 @@ CellGeometry cell_geometry(const HeatmapFrame& f, const HeatmapLayout& lay, View
   g.cell = lay.fit * view.zoom;
   // A tile cannot scroll: a wide matrix's rows are stretched to at least
   // kMinCell instead (cells taller than wide), so that it never shrinks to a line.
-  g.cell_h = f.compact ? std::max(g.cell, std::min(kMinCell * f.px,
-                                                   lay.area_h / static_cast<float>(f.rows)))
-                       : g.cell;
+  g.cell_h =
+      f.compact
+          ? std::max(g.cell, std::min(kMinCell * f.px, lay.area_h / static_cast<float>(f.rows)))
+          : g.cell;
   g.img_w = g.cell * static_cast<float>(f.cols);
   g.img_h = g.cell_h * static_cast<float>(f.rows);
   view.pan.x = std::clamp(view.pan.x, 0.0f, std::max(0.0f, g.img_w - lay.area_w));
@@ -734,9 +734,8 @@ void draw_axes(const HeatmapFrame& f, const HeatmapSpec& spec, const HeatmapLayo
   auto col_text = [&](int c) { return fit_text(col_label(f.st, f.tr, c), room, uni); };
   dl->PushClipRect(ImVec2(f.box_min.x, lay.body_top), ImVec2(f.box_max.x, area_min.y), true);
   for (const AxisLabel& a :
-       place_axis_labels(g.cs.first, g.cs.last, cstride, g.origin.x, cell, area_min.x,
-                         f.box_max.x, 4 * px,
-                         [&](int c) { return ImGui::CalcTextSize(col_text(c).c_str()).x; }))
+       place_axis_labels(g.cs.first, g.cs.last, cstride, g.origin.x, cell, area_min.x, f.box_max.x,
+                         4 * px, [&](int c) { return ImGui::CalcTextSize(col_text(c).c_str()).x; }))
     dl->AddText(ImVec2(a.start, lay.body_top), a.index == spec.pin_col ? f.text_col : f.dim_col,
                 col_text(a.index).c_str());
   dl->PopClipRect();
@@ -746,8 +745,7 @@ void draw_axes(const HeatmapFrame& f, const HeatmapSpec& spec, const HeatmapLayo
     const float x1 = std::min(g.origin.x + static_cast<float>(b.last) * cell, area_max.x);
     if (x1 - x0 < 8) continue;
     std::string l = b.label;  // "head 1", or "h1" when the band is narrow
-    if (ImGui::CalcTextSize(l.c_str()).x > x1 - x0 && l.starts_with("head "))
-      l = "h" + l.substr(5);
+    if (ImGui::CalcTextSize(l.c_str()).x > x1 - x0 && l.starts_with("head ")) l = "h" + l.substr(5);
     l = fit_text(l, x1 - x0, uni);
     const float w = ImGui::CalcTextSize(l.c_str()).x;
     dl->AddText(ImVec2((x0 + x1 - w) * 0.5f, std::min(g.img_max.y, area_max.y) + 2 * px), b.color,
@@ -770,20 +768,19 @@ void draw_scale(const AppState& state, const HeatmapFrame& f, const HeatmapSpec&
                                              2 * ImGui::CalcTextSize("-0.0000 ").x +
                                                  ImGui::CalcTextSize("0").x * 3)),
                            true}
-          : ColourBarPlace{
-                ImVec2(g.vis_max.x + 10 * px, area_min.y),
-                std::max(std::min(g.vis_max.y - area_min.y,
-                                  lay.area_h - static_cast<float>(c.legend.size()) *
-                                                   (std::max(14.0f * px, line_h) + 4 * px) -
-                                                   (c.legend.empty() ? 0 : 2 * px)),
-                         2 * line_h),
-                false};
+          : ColourBarPlace{ImVec2(g.vis_max.x + 10 * px, area_min.y),
+                           std::max(std::min(g.vis_max.y - area_min.y,
+                                             lay.area_h -
+                                                 static_cast<float>(c.legend.size()) *
+                                                     (std::max(14.0f * px, line_h) + 4 * px) -
+                                                 (c.legend.empty() ? 0 : 2 * px)),
+                                    2 * line_h),
+                           false};
   // A horizontal bar too short for its labels grows into the row-label margin.
   if (place.horizontal) place.max_length = place.at.x + place.length - (f.box_min.x + 2 * px);
   if (!c.tex.has_range) return;
-  const ColourBarExtent took =
-      draw_colour_bar(f.dl, place, c.map, c.tex.range, c.kind, c.scope, state.ui.decimals, f.uni,
-                      px, c.legend, f.box_max.x);
+  const ColourBarExtent took = draw_colour_bar(f.dl, place, c.map, c.tex.range, c.kind, c.scope,
+                                               state.ui.decimals, f.uni, px, c.legend, f.box_max.x);
   // Row scope: a line that says so (and whether it is automatic, and
   // that R changes it), ending under the bar's labels.
   if (c.scope != ScaleScope::Row) return;
@@ -791,7 +788,7 @@ void draw_scale(const AppState& state, const HeatmapFrame& f, const HeatmapSpec&
                                       f.box_max.x - f.box_min.x - 4 * px, f.uni);
   const float w = ImGui::CalcTextSize(note.c_str()).x;
   const float y = std::max(took.bottom, std::min(g.img_max.y, area_max.y) +
-                                           (spec.bands.empty() ? 0 : line_h + 4 * px)) +
+                                            (spec.bands.empty() ? 0 : line_h + 4 * px)) +
                   3 * px;
   const float x = std::max(f.box_min.x + 2 * px, std::min(took.right, f.box_max.x - 2 * px) - w);
   if (y + line_h <= f.box_max.y + 0.5f) f.dl->AddText(ImVec2(x, y), f.dim_col, note.c_str());
@@ -875,8 +872,7 @@ HeatmapResult draw_heatmap(AppState& state, const HeatmapSpec& spec, ImVec2 size
   f.dl->PopClipRect();
   res.cells_min = lay->area_min;
   res.cells_max = g.vis_max;
-  if (spec.focused)
-    f.dl->AddRect(f.box_min, f.box_max, head_color(st.head), 4.0f, 0, 2.0f * f.px);
+  if (spec.focused) f.dl->AddRect(f.box_min, f.box_max, head_color(st.head), 4.0f, 0, 2.0f * f.px);
 
   if (!f.compact) {
     draw_axes(f, spec, *lay, g);

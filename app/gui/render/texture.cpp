@@ -191,7 +191,7 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
     if (e.last_used != frame_ || !e.texture) continue;  // not on screen
     Next& n = e.next;
     if (n.version == next_version && (n.map != e.shown.map || n.scope != e.shown.scope))
-      n = Next{};  // recoloured since
+      n = Next{};                                          // recoloured since
     if (n.version == next_version && n.texture) continue;  // ready
     const core::Stage* s = next.find(e.shown.stage_id, e.shown.head);
     if (!s || s->data().size() == 0) continue;  // not in the new trace: coloured when drawn
