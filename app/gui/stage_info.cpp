@@ -100,17 +100,45 @@ float kept_scale(const core::Stage* mask) {
 // ---------------------------------------------------------------------------
 // 2. Texts
 
-StepText describe_step(Step step, const core::Trace& t, int head) {
+namespace {
+
+// What every step's text is computed from: the trace, the head shown, and
+// the numbers several steps quote.
+struct StepContext {
+  const core::Trace& t;
+  int h = -1;             // the stage head shown (core::stage_head)
+  bool simple = false;    // the simplified variant: no weights
+  int proj_head = -1;     // the projections' head (multihead projects once: -1)
+  std::string T;          // the number of tokens
+  std::string d_k;        // the keys' width, "?" without them
+  std::string head_note;  // " Shown for head h." for per-head stages
+};
+
+StepContext step_context(const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
   const core::Config& c = t.config;
   const bool simple = c.variant == core::Variant::Simple;
-  const int proj_head = c.variant == core::Variant::Multihead ? -1 : h;
-  const std::string T = std::to_string(t.num_tokens());
-  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
-  const core::Stage* keys = simple ? find("inputs", -1) : find("keys", h);
-  const std::string d_k = keys ? std::to_string(keys->data().cols()) : "?";
-  const std::string head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : "";
+  const core::Stage* keys = simple ? t.find("inputs", -1) : t.find("keys", h);
+  return StepContext{.t = t,
+                     .h = h,
+                     .simple = simple,
+                     .proj_head = c.variant == core::Variant::Multihead ? -1 : h,
+                     .T = std::to_string(t.num_tokens()),
+                     .d_k = keys ? std::to_string(keys->data().cols()) : "?",
+                     .head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : ""};
+}
 
+// Inputs, Q/K/V, the head split and the scores.
+StepText describe_inputs_to_scores(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = x.t.config;
+  const int h = x.h;
+  const bool simple = x.simple;
+  const int proj_head = x.proj_head;
+  const std::string& T = x.T;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& d_k = x.d_k;
+  const std::string& head_note = x.head_note;
   StepText s;
   switch (step) {
     case Step::Inputs:
@@ -181,7 +209,22 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
             sym(find("queries", h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find("scores", h));
       }
       break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
 
+// Scaling, the causal mask and the softmax.
+StepText describe_scores_to_weights(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const int h = x.h;
+  const bool simple = x.simple;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& d_k = x.d_k;
+  const std::string& head_note = x.head_note;
+  StepText s;
+  switch (step) {
     case Step::Scaled: {
       std::string root = "?";
       if (auto b = core::explain_score(t, h, 0, 0)) root = fmt4(b->sqrt_dk);
@@ -245,7 +288,22 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(in) + " → " + sym(find("weights", h)) + ", each row sums to 1";
       break;
     }
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
 
+// Dropout, the context vectors, the heads' concatenation and the output projection.
+StepText describe_weights_to_output(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = x.t.config;
+  const int h = x.h;
+  const bool simple = x.simple;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& head_note = x.head_note;
+  StepText s;
+  switch (step) {
     case Step::Dropout:
       s.title = "Dropout on the weights";
       if (!c.training)
@@ -308,8 +366,34 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(find("concat", -1)) + " · " + sym(find("W_out", -1), "W_out") + " + " +
                  sym(find("b_out", -1), "b_out") + " → " + sym(find("output", -1));
       break;
+    default:  // the other groups' steps
+      break;
   }
   return s;
+}
+
+}  // namespace
+
+StepText describe_step(Step step, const core::Trace& t, int head) {
+  const StepContext x = step_context(t, head);
+  switch (step) {
+    case Step::Inputs:
+    case Step::Projections:
+    case Step::SplitHeads:
+    case Step::Scores:
+      return describe_inputs_to_scores(step, x);
+    case Step::Scaled:
+    case Step::Mask:
+    case Step::Masked:
+    case Step::Softmax:
+      return describe_scores_to_weights(step, x);
+    case Step::Dropout:
+    case Step::Context:
+    case Step::Concat:
+    case Step::OutProj:
+      return describe_weights_to_output(step, x);
+  }
+  return {};
 }
 
 // ---------------------------------------------------------------------------
