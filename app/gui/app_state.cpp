@@ -1,4 +1,4 @@
-// app_state.cpp: the stepper's steps, the recompute point, selection upkeep.
+// app_state.cpp: the recompute point, selection upkeep.
 #include "app_state.hpp"
 
 #include "attnscope/weights.hpp"
@@ -11,80 +11,6 @@
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
-
-namespace {
-
-struct StepName {
-  Step step;
-  std::string_view id;
-  std::string_view label;
-};
-constexpr StepName kStepNames[] = {
-    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},
-    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},
-    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},
-    {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
-    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
-    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
-};
-
-// Trace stage ids (and a few spellings people type) that name a step.
-struct StepAlias {
-  std::string_view alias;
-  Step step;
-};
-constexpr StepAlias kAliases[] = {
-    {"embeddings", Step::Inputs},       {"projections", Step::Projections},
-    {"queries", Step::Projections},     {"keys", Step::Projections},
-    {"values", Step::Projections},      {"split_heads", Step::SplitHeads},
-    {"heads", Step::SplitHeads},        {"scaled_scores", Step::Scaled},
-    {"masked_scores", Step::Masked},    {"weights", Step::Softmax},
-    {"attn_weights", Step::Softmax},    {"dropout_mask", Step::Dropout},
-    {"dropped_weights", Step::Dropout}, {"context_vec", Step::Context},
-    {"out_proj", Step::OutProj},
-};
-
-}  // namespace
-
-std::vector<Step> steps_for(core::Variant v) {
-  using enum Step;
-  switch (v) {
-    case core::Variant::Simple:
-      return {Inputs, Scores, Softmax, Context};
-    case core::Variant::SelfAttentionV1:
-    case core::Variant::SelfAttentionV2:
-      return {Inputs, Projections, Scores, Scaled, Softmax, Context};
-    case core::Variant::Causal:
-      // The book's CausalAttention masks the raw scores, then scales them.
-      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context};
-    case core::Variant::MultiheadWrapper:
-      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context, Concat};
-    case core::Variant::Multihead:
-      return {Inputs, Projections, SplitHeads, Scores,  Mask,   Masked,
-              Scaled, Softmax,     Dropout,    Context, Concat, OutProj};
-  }
-  return {Inputs};
-}
-
-std::string_view step_id(Step s) {
-  for (const auto& n : kStepNames)
-    if (n.step == s) return n.id;
-  return "?";
-}
-
-std::string_view step_label(Step s) {
-  for (const auto& n : kStepNames)
-    if (n.step == s) return n.label;
-  return "?";
-}
-
-std::optional<Step> parse_step(std::string_view id) {
-  for (const auto& n : kStepNames)
-    if (n.id == id) return n.step;
-  for (const auto& a : kAliases)
-    if (a.alias == id) return a.step;
-  return std::nullopt;
-}
 
 namespace {
 

@@ -3,7 +3,7 @@
 // recompute point, recompute_if_dirty(), validates and runs the engine. Panels
 // read `trace` and write only the selection and UI state.
 //
-// Sections: steps of the stepper / pinned cell / UI state / AppState.
+// Sections: pinned cell / UI state / AppState. The stepper's steps: step.hpp.
 #pragma once
 
 #include <cstdint>
@@ -25,38 +25,10 @@
 #include "imgui.h"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
+#include "step.hpp"
 #include "teach/teach_state.hpp"
 
 namespace attnscope::gui {
-
-// ---------------------------------------------------------------------------
-// Steps: the stages of the stepper, in pipeline order. A step shows one or
-// more trace stages (Projections shows queries, keys and values).
-
-// In pipeline order (a variant's steps are a subsequence of it).
-enum class Step {
-  Inputs,       // X, the token embeddings
-  Projections,  // Q, K, V = X . W_query, W_key, W_value
-  SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
-  Scores,       // omega = Q . K^T  (simple: X . X^T)
-  Mask,         // which keys are in a query's future
-  Masked,       // future scores set to -inf (the book masks before scaling)
-  Scaled,       // omega / sqrt(d_k) (causal: the masked scores / sqrt(d_k))
-  Softmax,      // attention weights, rows sum to 1
-  Dropout,      // nn.Dropout on the weights
-  Context,      // Z = weights . V
-  Concat,       // heads' contexts side by side
-  OutProj,      // multihead: output = concat . W_out + b_out
-};
-
-// The steps a variant has, in pipeline order.
-std::vector<Step> steps_for(core::Variant v);
-// The id used on the command line and in sessions, e.g. "scaled".
-std::string_view step_id(Step s);
-// The short name on the stage strip, e.g. "Q/K/V".
-std::string_view step_label(Step s);
-// Parses step_id() or a trace stage id ("scaled_scores", "weights", ...).
-std::optional<Step> parse_step(std::string_view id);
 
 // ---------------------------------------------------------------------------
 // A cell the user clicked: its inspector breakdown stays on screen.
@@ -107,6 +79,9 @@ struct UiState {
   std::string session_warning;             // the last session's restore: a banner until dismissed
   std::string autosave_warning;            // saving the session fails: a banner until it works again
   std::string embedding_refusal;           // why the last typed embedding value was refused
+  // The value of the number being edited (an embedding or weight cell) when
+  // its edit began; one is active at a time (drag_finite_cell).
+  float edit_start = 0.0f;
   std::map<std::string, ViewState> views;  // per heatmap slot
 
   // Embedding editor's generator settings (its seed is AppState::input_seed).

@@ -3,16 +3,19 @@
 //
 // Sections
 //   1. wake-ups: GLFW callbacks that tell the idle loop something happened
-//   2. window and ImGui setup
-//   3. the loop: wait when idle, draw a few frames after every event, draw
-//      nothing while minimised, autosave the session shortly after changes
-//   4. --screenshot, the last session save, shutdown
+//   2. window helpers
+//   3. setup: the state and session, the window and ImGui, the worker; shutdown
+//   4. one frame, shared by every mode
+//   5. the modes: the interactive loop (wait when idle, draw a few frames
+//      after every event, nothing while minimised, autosave shortly after
+//      changes), --screenshot, --bench-frames, --export-png
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -23,6 +26,8 @@
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
 #include "autosave.hpp"
+#include "export/files.hpp"
+#include "export/png.hpp"
 #include "fonts.hpp"
 #include "frame_bench.hpp"
 #include "imgui.h"
@@ -32,7 +37,6 @@
 #include "launch_options.hpp"
 #include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
-#include "render/png.hpp"
 #include "session.hpp"
 #include "ui.hpp"
 
@@ -111,7 +115,7 @@ void after_frame_keys(Wake& wake) {
 }
 
 // ---------------------------------------------------------------------------
-// 2. Setup
+// 2. Window helpers
 
 GLFWwindow* create_window(int width, int height, const char*& glsl) {
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
@@ -171,27 +175,44 @@ void save_imgui_ini(const std::string& path) {
   ImGui::GetIO().WantSaveIniSettings = false;
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------
+// 3. Setup: the session, the launch flags, the window, ImGui, the worker
 
-int main(int argc, char** argv) {
+// What the modes share: the options, the state, the window and the frame
+// bookkeeping. It never moves (GLFW holds a pointer to `wake`).
+struct App {
   gui::LaunchOptions opts;
-  if (const auto parsed = gui::parse_launch_options(argc, argv, opts); !parsed.run)
-    return parsed.exit_code;
-
   gui::AppState state;
+  std::filesystem::path session_file;  // empty: no config folder
+  gui::SessionRestore restored;
+  GLFWwindow* window = nullptr;
+  Wake wake;
+  std::string ini_path;  // imgui.ini; empty: not read or written
+  std::optional<gui::OffscreenFigureRenderer> figure_renderer;
+
+  int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
+  int frame = 0;        // frames drawn
+  std::uint64_t shown_version = 0;
+  unsigned reported_gl_errors = 0;
+};
+
+// The state: the book's preset, the last session (unless a flag says
+// otherwise), then the launch flags. Returns an exit code when a flag is bad.
+std::optional<int> setup_state(App& app) {
+  const gui::LaunchOptions& opts = app.opts;
+  gui::AppState& state = app.state;
   state.load_preset("book");
   const auto dir = gui::config_dir();
-  const auto session_file = dir.empty() ? dir : dir / "session.json";
+  app.session_file = dir.empty() ? dir : dir / "session.json";
   // A save cut short (the app was killed mid-write) leaves its temporary file.
   if (opts.save_session() && !dir.empty()) core::remove_stale_temp_files(dir);
-  gui::SessionRestore restored;
   if (opts.restore_session() && !dir.empty()) {
-    restored = gui::load_session(session_file, state, opts.save_session());
-    state.ui.session_warning = restored.warning;
-    if (!restored.warning.empty()) std::cerr << "warning: " << restored.warning << "\n";
+    app.restored = gui::load_session(app.session_file, state, opts.save_session());
+    state.ui.session_warning = app.restored.warning;
+    if (!app.restored.warning.empty()) std::cerr << "warning: " << app.restored.warning << "\n";
   }
   try {
-    gui::apply_launch_options(opts, state, !restored.text.empty());
+    gui::apply_launch_options(opts, state, !app.restored.text.empty());
   } catch (const core::ParseError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
@@ -199,7 +220,18 @@ int main(int argc, char** argv) {
   // A screenshot, a frame benchmark or an export is about the run its flags
   // name, not a learner's first visit: no welcome card in the picture.
   if (opts.screenshot || opts.bench_frames || opts.export_png) state.ui.welcome_dismissed = true;
+  // imgui.ini lives next to the session, never in the working directory;
+  // main reads and writes it (atomically), not ImGui.
+  app.ini_path = dir.empty() || !opts.save_session() ? std::string() : (dir / "imgui.ini").string();
+  return std::nullopt;
+}
 
+// The GLFW window and its GL context, ImGui with its backends, fonts and
+// style, GL textures for the heatmaps and the off-screen figure renderer.
+// Returns an exit code when there is no display or no OpenGL 3.
+std::optional<int> setup_window(App& app) {
+  const gui::LaunchOptions& opts = app.opts;
+  gui::AppState& state = app.state;
   if (!glfwInit()) {
     std::cerr << "error: attnscope needs a graphical session, but no display could be opened ("
               << glfw_error() << "); run it from a desktop session, or under xvfb-run\n";
@@ -207,7 +239,8 @@ int main(int argc, char** argv) {
   }
   const char* glsl = nullptr;
   if (opts.export_png) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // --export-png: off screen only
-  GLFWwindow* window = create_window(state.ui.window_width, state.ui.window_height, glsl);
+  app.window = create_window(state.ui.window_width, state.ui.window_height, glsl);
+  GLFWwindow* window = app.window;
   if (!window) {
     std::cerr << "error: attnscope needs a graphical session with OpenGL 3, but no window could be "
                  "created ("
@@ -215,8 +248,7 @@ int main(int argc, char** argv) {
     glfwTerminate();
     return 1;
   }
-  Wake wake;
-  glfwSetWindowUserPointer(window, &wake);
+  glfwSetWindowUserPointer(window, &app.wake);
   install_wake_callbacks(window);
   glfwMakeContextCurrent(window);
   glfwSwapInterval(opts.bench_frames ? 0 : 1);  // --bench-frames: as fast as frames go
@@ -226,14 +258,11 @@ int main(int argc, char** argv) {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  // imgui.ini lives next to the session, never in the working directory;
-  // main reads and writes it (atomically), not ImGui.
-  const std::string ini_path =
-      dir.empty() || !opts.save_session() ? std::string() : (dir / "imgui.ini").string();
   io.IniFilename = nullptr;
-  if (!ini_path.empty()) {
+  if (!app.ini_path.empty()) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(ini_path, ec)) ImGui::LoadIniSettingsFromDisk(ini_path.c_str());
+    if (std::filesystem::is_regular_file(app.ini_path, ec))
+      ImGui::LoadIniSettingsFromDisk(app.ini_path.c_str());
   }
   float xs = 1.0f, ys = 1.0f;
   glfwGetWindowContentScale(window, &xs, &ys);
@@ -246,44 +275,128 @@ int main(int argc, char** argv) {
   ImGui_ImplOpenGL3_Init(glsl);
   state.textures.set_factory([] { return std::make_unique<gui::GlTexture>(); });
   // Heatmap figures off screen (PNG export, --export-png): needs the GL context.
-  const gui::OffscreenFigureRenderer figure_renderer;
-  state.files.render_png = [&figure_renderer](const attnscope::figure::Heatmap& h, int scale) {
-    return figure_renderer.render(h, scale);
+  const gui::OffscreenFigureRenderer& renderer = app.figure_renderer.emplace();
+  state.files.render_png = [&renderer](const attnscope::figure::Heatmap& h, int scale) {
+    return renderer.render(h, scale);
   };
-  int export_status = 0;
-  if (opts.export_png) {
-    export_status = gui::export_pngs(state, *opts.export_png, opts.export_scale);
-    glfwSetWindowShouldClose(window, GLFW_TRUE);  // no frames: straight to shutdown
+  return std::nullopt;
+}
+
+// The engine's thread: recomputing never blocks a frame; the worker wakes
+// the idle loop when a result is ready. --screenshot computes on this
+// thread instead, so that the picture shows the final trace.
+void start_worker(App& app) {
+  if (app.opts.screenshot) return;
+  app.state.start_worker([] { glfwPostEmptyEvent(); });
+  app.state.recompute_if_dirty();  // post the first job now; the first frame need not wait
+}
+
+// The worker, imgui.ini (when kept), GL textures, ImGui and the window, in that order.
+void shut_down(App& app) {
+  app.state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
+  if (!app.ini_path.empty()) save_imgui_ini(app.ini_path);
+  app.state.textures.clear();  // GL textures go before the context
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(app.window);
+  glfwTerminate();
+}
+
+// ---------------------------------------------------------------------------
+// 4. One frame, shared by every mode
+
+// What a frame left in the back buffer.
+struct FrameDrawn {
+  int fbw = 0, fbh = 0;  // the framebuffer's size
+  bool adopted = false;  // a new trace was shown in it
+};
+
+// Draws one frame into the back buffer (the caller swaps): fonts rebuilt
+// when the scale changed, the UI, a GL error reported once per kind, the
+// F12 screenshot; keeps `busy_frames` up while something is settling.
+FrameDrawn draw_frame(App& app) {
+  gui::AppState& state = app.state;
+  Wake& wake = app.wake;
+  if (wake.events > 0) {
+    app.busy_frames = 3;
+    wake.events = 0;
+  } else if (app.busy_frames > 0) {
+    --app.busy_frames;
   }
-  // The engine's thread: recomputing never blocks a frame; the worker wakes
-  // the idle loop when a result is ready. --screenshot computes on this
-  // thread instead, so that the picture shows the final trace.
-  if (!opts.screenshot) {
-    state.start_worker([] { glfwPostEmptyEvent(); });
-    state.recompute_if_dirty();  // post the first job now; the first frame need not wait
+  if (wake.scale_changed) {
+    wake.scale_changed = false;
+    float xs = 1.0f, ys = 1.0f;
+    glfwGetWindowContentScale(app.window, &xs, &ys);
+    state.ui.content_scale = xs;
+    state.ui.fonts_dirty = true;
+  }
+  if (state.ui.fonts_dirty) {
+    state.ui.fonts_dirty = false;
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    gui::setup_fonts_and_style(state);
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+    app.busy_frames = 3;
   }
 
-  // -------------------------------------------------------------------------
-  // 3. The loop
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  gui::draw_ui(state);
+  ImGui::Render();
+  FrameDrawn out;
+  glfwGetFramebufferSize(app.window, &out.fbw, &out.fbh);
+  gui::clear_framebuffer(out.fbw, out.fbh, 0.11f, 0.12f, 0.14f);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  // A GL error is a bug (a zero-size viewport, a texture too large): say
+  // so once per kind, with the framebuffer size, instead of failing silently.
+  if (const unsigned err = gui::gl_error(); err != 0 && app.reported_gl_errors < 8) {
+    ++app.reported_gl_errors;
+    std::cerr << "warning: OpenGL error " << gui::gl_error_name(err) << " in frame " << app.frame
+              << " (framebuffer " << out.fbw << "x" << out.fbh << ")\n";
+  }
+  // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
+  if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
+    gui::save_window_screenshot(state, gui::read_window(out.fbw, out.fbh));
+  if (state.files.screenshot_countdown > 0) app.busy_frames = std::max(app.busy_frames, 1);
+  ++app.frame;
+  after_frame_keys(wake);
+  if (state.dirty || state.preparing()) app.busy_frames = std::max(app.busy_frames, 1);
+  out.adopted = state.trace_version != app.shown_version;           // a new trace this frame
+  if (out.adopted) app.busy_frames = std::max(app.busy_frames, 3);  // the layout settles over a few
+  app.shown_version = state.trace_version;
+  return out;
+}
 
+// After the frame: swap it to the screen; the app's Quit closes the window.
+void show_frame(App& app) {
+  glfwSwapBuffers(app.window);
+  if (app.state.ui.quit_requested) glfwSetWindowShouldClose(app.window, GLFW_TRUE);
+}
+
+// ---------------------------------------------------------------------------
+// 5. The modes
+
+// The interactive loop: wait when idle, draw a few frames after every
+// event, draw nothing while minimised, autosave the session shortly after
+// changes and on exit.
+void run_interactive(App& app) {
+  gui::AppState& state = app.state;
+  Wake& wake = app.wake;
+  GLFWwindow* window = app.window;
+  ImGuiIO& io = ImGui::GetIO();
   // The last session, saved shortly after every change (autosave.hpp) and on
   // exit; not when a file that could not be set aside would be overwritten.
   std::unique_ptr<gui::Autosave> autosave;
-  if (opts.save_session() && !session_file.empty() && restored.may_save)
-    autosave = std::make_unique<gui::Autosave>(session_file, restored.text);
+  if (app.opts.save_session() && !app.session_file.empty() && app.restored.may_save)
+    autosave = std::make_unique<gui::Autosave>(app.session_file, app.restored.text);
   using Clock = gui::Autosave::Clock;
   if (autosave) autosave->note_activity(Clock::now());  // launch flags may have changed the run
 
-  int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
-  int frame = 0, same_frames = 0, last_vertices = -1;
-  bool screenshot_ok = true, minimised = false;
-  gui::FrameBench bench;  // --bench-frames
-  std::uint64_t shown_version = state.trace_version;
-  unsigned reported_gl_errors = 0;
+  bool minimised = false;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
-    if (opts.bench_frames) bench.begin_frame();
     bool draw = true;
-    if (!minimised && (opts.screenshot || opts.bench_frames || busy_frames > 0 || state.dirty)) {
+    if (!minimised && (app.busy_frames > 0 || state.dirty)) {
       glfwPollEvents();
     } else {
       // Idle (or minimised): sleep until input arrives. The timeout serves the
@@ -302,66 +415,21 @@ int main(int argc, char** argv) {
       autosave->poll(state, Clock::now());
       if (show_autosave_report(*autosave, state, wake)) draw = true;
     }
-    if (!ini_path.empty() && io.WantSaveIniSettings) save_imgui_ini(ini_path);
+    if (!app.ini_path.empty() && io.WantSaveIniSettings) save_imgui_ini(app.ini_path);
     // Minimised: no frames at all (a zero-size viewport draws nothing, and
     // ImGui would lay out a window of no size); input waits for the restore.
     const bool was_minimised = minimised;
-    minimised = !opts.screenshot && !opts.bench_frames && nothing_to_draw(window);
+    minimised = nothing_to_draw(window);
     if (minimised) {
       wake.keyboard->flush();  // keys sent meanwhile: none waits for a frame
       wake.events = 0;
       continue;
     }
-    if (was_minimised) busy_frames = 3;  // restored: draw the window again at once
+    if (was_minimised) app.busy_frames = 3;  // restored: draw the window again at once
     else if (!draw) continue;
-    if (wake.events > 0) {
-      busy_frames = 3;
-      wake.events = 0;
-    } else if (busy_frames > 0) {
-      --busy_frames;
-    }
-    if (wake.scale_changed) {
-      wake.scale_changed = false;
-      glfwGetWindowContentScale(window, &xs, &ys);
-      state.ui.content_scale = xs;
-      state.ui.fonts_dirty = true;
-    }
-    if (state.ui.fonts_dirty) {
-      state.ui.fonts_dirty = false;
-      ImGui_ImplOpenGL3_DestroyFontsTexture();
-      gui::setup_fonts_and_style(state);
-      ImGui_ImplOpenGL3_CreateFontsTexture();
-      busy_frames = 3;
-    }
-
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    ImGui::NewFrame();
-    gui::draw_ui(state);
-    ImGui::Render();
-    int fbw = 0, fbh = 0;
-    glfwGetFramebufferSize(window, &fbw, &fbh);
-    gui::clear_framebuffer(fbw, fbh, 0.11f, 0.12f, 0.14f);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    // A GL error is a bug (a zero-size viewport, a texture too large): say
-    // so once per kind, with the framebuffer size, instead of failing silently.
-    if (const unsigned err = gui::gl_error(); err != 0 && reported_gl_errors < 8) {
-      ++reported_gl_errors;
-      std::cerr << "warning: OpenGL error " << gui::gl_error_name(err) << " in frame " << frame
-                << " (framebuffer " << fbw << "x" << fbh << ")\n";
-    }
-    // F12 / View > Screenshot: the back buffer, once the menu that asked has closed.
-    if (state.files.screenshot_countdown > 0 && --state.files.screenshot_countdown == 0)
-      gui::save_window_screenshot(state, fbw, fbh);
-    if (state.files.screenshot_countdown > 0) busy_frames = std::max(busy_frames, 1);
-    ++frame;
-    after_frame_keys(wake);
-    if (state.dirty || state.preparing()) busy_frames = std::max(busy_frames, 1);
-    const bool adopted = state.trace_version != shown_version;  // a new trace this frame
-    if (adopted) busy_frames = std::max(busy_frames, 3);        // the layout settles over a few
-    shown_version = state.trace_version;
+    const FrameDrawn drawn = draw_frame(app);
     if (autosave) {
-      if (adopted) autosave->note_activity(Clock::now());  // fix_selection may move the step
+      if (drawn.adopted) autosave->note_activity(Clock::now());  // fix_selection may move the step
       int ww = 0, wh = 0;  // the window size is part of the session's view
       glfwGetWindowSize(window, &ww, &wh);
       if (ww > 0 && wh > 0) {
@@ -369,69 +437,104 @@ int main(int argc, char** argv) {
         state.ui.window_height = wh;
       }
     }
-
-    // -----------------------------------------------------------------------
-    // 4. Screenshot: once the layout stopped changing for a few frames.
-    if (opts.screenshot) {
-      const int vertices = ImGui::GetDrawData()->TotalVtxCount;
-      same_frames = vertices == last_vertices ? same_frames + 1 : 0;
-      last_vertices = vertices;
-      if ((frame >= 4 && same_frames >= 3) || frame >= 60) {
-        const auto pixels = gui::read_framebuffer(fbw, fbh);
-        screenshot_ok = gui::write_png(*opts.screenshot, fbw, fbh, pixels);
-        if (!screenshot_ok)
-          std::cerr << "error: cannot write the screenshot to '" << *opts.screenshot << "'\n";
-        break;
-      }
-    }
-    glfwSwapBuffers(window);
-    if (state.ui.quit_requested) glfwSetWindowShouldClose(window, GLFW_TRUE);
-    if (opts.bench_frames) {
-      if (frame == 1) bench.first_frame_shown();
-      if (adopted && bench.frames_with_trace() == 0) bench.first_trace_shown();
-      bench.end_frame(state.trace != nullptr, adopted             ? "trace adopted"
-                                              : state.computing() ? "computing"
-                                                                  : nullptr);
-      if (bench.frames_with_trace() >= *opts.bench_frames) break;
-    }
+    show_frame(app);
   }
-  if (opts.bench_frames) {
-    std::string what = "no trace";
-    if (const auto& t = state.trace) {
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, step %s",
-                    std::string(core::variant_id(t->config.variant)).c_str(), t->num_tokens(),
-                    t->d_in, t->config.d_out, t->config.num_heads, t->config.dropout,
-                    t->config.training ? "training" : "eval",
-                    std::string(gui::step_id(state.step)).c_str());
-      what = buf;
-    }
-    int fbw = 0, fbh = 0;
-    glfwGetFramebufferSize(window, &fbw, &fbh);
-    bench.print(stdout, what + "; framebuffer " + std::to_string(fbw) + "x" + std::to_string(fbh) +
-                            "; GL " + gui::gl_renderer());
+  state.worker.reset();  // the engine stops before the last save and before GLFW goes
+  if (!autosave) return;
+  int w = 0, h = 0;
+  glfwGetWindowSize(window, &w, &h);
+  if (w > 0 && h > 0 && !glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
+    state.ui.window_width = w;
+    state.ui.window_height = h;
   }
-  state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
+  if (const std::string err = autosave->flush(state); !err.empty())
+    std::cerr << "warning: the session was not saved: " << err << "\n";
+}
 
-  if (autosave) {
-    int w = 0, h = 0;
-    glfwGetWindowSize(window, &w, &h);
-    if (w > 0 && h > 0 && !glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
-      state.ui.window_width = w;
-      state.ui.window_height = h;
+// --screenshot: frames without idling until the layout stopped changing
+// for a few (or 60 frames), then the back buffer as a PNG. False when the
+// file could not be written.
+bool run_screenshot(App& app, const std::string& path) {
+  int same_frames = 0, last_vertices = -1;
+  while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
+    glfwPollEvents();
+    const FrameDrawn drawn = draw_frame(app);
+    const int vertices = ImGui::GetDrawData()->TotalVtxCount;
+    same_frames = vertices == last_vertices ? same_frames + 1 : 0;
+    last_vertices = vertices;
+    if ((app.frame >= 4 && same_frames >= 3) || app.frame >= 60) {
+      const auto pixels = gui::read_framebuffer(drawn.fbw, drawn.fbh);
+      if (gui::write_png(path, drawn.fbw, drawn.fbh, pixels)) return true;
+      std::cerr << "error: cannot write the screenshot to '" << path << "'\n";
+      return false;
     }
-    if (const std::string err = autosave->flush(state); !err.empty())
-      std::cerr << "warning: the session was not saved: " << err << "\n";
-    autosave.reset();
+    show_frame(app);
   }
-  if (!ini_path.empty()) save_imgui_ini(ini_path);
+  return true;
+}
 
-  state.textures.clear();  // GL textures go before the context
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
-  if (export_status != 0) return export_status;
-  return screenshot_ok ? 0 : 1;
+// --bench-frames N: frames as fast as they go until N show a trace, each
+// frame's times on stdout, then a summary naming the run and the GL driver.
+void run_frame_bench(App& app, int frames) {
+  gui::AppState& state = app.state;
+  gui::FrameBench bench;
+  while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
+    bench.begin_frame();
+    glfwPollEvents();
+    const FrameDrawn drawn = draw_frame(app);
+    show_frame(app);
+    if (app.frame == 1) bench.first_frame_shown();
+    if (drawn.adopted && bench.frames_with_trace() == 0) bench.first_trace_shown();
+    bench.end_frame(state.trace != nullptr, drawn.adopted       ? "trace adopted"
+                                            : state.computing() ? "computing"
+                                                                : nullptr);
+    if (bench.frames_with_trace() >= frames) break;
+  }
+  std::string what = "no trace";
+  if (const auto& t = state.trace) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, step %s",
+                  std::string(core::variant_id(t->config.variant)).c_str(), t->num_tokens(),
+                  t->d_in, t->config.d_out, t->config.num_heads, t->config.dropout,
+                  t->config.training ? "training" : "eval",
+                  std::string(gui::step_id(state.step)).c_str());
+    what = buf;
+  }
+  int fbw = 0, fbh = 0;
+  glfwGetFramebufferSize(app.window, &fbw, &fbh);
+  bench.print(stdout, what + "; framebuffer " + std::to_string(fbw) + "x" + std::to_string(fbh) +
+                          "; GL " + gui::gl_renderer());
+}
+
+// --export-png DIR: every stage as a PNG, before any frame; closes the
+// window. Returns the exit code.
+int run_export_png(App& app) {
+  const int status = gui::export_pngs(app.state, *app.opts.export_png, app.opts.export_scale);
+  glfwSetWindowShouldClose(app.window, GLFW_TRUE);  // no frames: straight to shutdown
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  App app;
+  if (const auto parsed = gui::parse_launch_options(argc, argv, app.opts); !parsed.run)
+    return parsed.exit_code;
+  if (const auto exit_code = setup_state(app)) return *exit_code;
+  if (const auto exit_code = setup_window(app)) return *exit_code;
+
+  const gui::LaunchOptions& opts = app.opts;
+  int status = 0;
+  if (opts.export_png) status = run_export_png(app);
+  start_worker(app);
+  app.shown_version = app.state.trace_version;
+  if (opts.screenshot) {
+    if (!run_screenshot(app, *opts.screenshot)) status = 1;
+  } else if (opts.bench_frames) {
+    run_frame_bench(app, *opts.bench_frames);
+  } else {
+    run_interactive(app);
+  }
+  shut_down(app);
+  return status;
 }

@@ -2,9 +2,8 @@
 //
 // Sections
 //   1. names and shapes of stages
-//   2. which matrices a step shows
-//   3. the texts of each step
-//   4. ASCII fallback for the built-in font
+//   2. the texts of each step
+//   3. ASCII fallback for the built-in font
 #include "stage_info.hpp"
 
 #include <cstdio>
@@ -82,127 +81,47 @@ float kept_scale(const core::Stage* mask) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// 2. Matrices of a step
+// 2. Texts
 
-std::string_view per_head_stage(Step step, core::Variant variant) {
-  if (!core::has_heads(variant)) return {};
-  switch (step) {
-    case Step::Projections:
-      return variant == core::Variant::MultiheadWrapper ? "queries" : "";
-    case Step::SplitHeads:
-      return "queries";
-    case Step::Scores:
-      return "scores";
-    case Step::Scaled:
-      return "scaled_scores";
-    case Step::Mask:
-      return "mask";
-    case Step::Masked:
-      return "masked_scores";
-    case Step::Softmax:
-      return "weights";
-    case Step::Dropout:
-      return "dropped_weights";
-    case Step::Context:
-    case Step::Concat:
-      return "context";
-    case Step::Inputs:
-    case Step::OutProj:
-      return {};
-  }
-  return {};
-}
+namespace {
 
-StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
-  const int h = core::stage_head(t, head);
-  const bool simple = t.config.variant == core::Variant::Simple;
-  // Multihead projects once for all heads; the wrapper has one projection per head.
-  const int proj_head = t.config.variant == core::Variant::Multihead ? -1 : h;
-  StepMatrices m;
-  auto add = [&](std::vector<const core::Stage*>& to, std::string_view id, int hh) {
-    if (const core::Stage* s = t.find(id, hh)) to.push_back(s);
-  };
-  switch (step) {
-    case Step::Inputs:
-      add(m.outputs, "inputs", -1);
-      break;
-    case Step::Projections:
-      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, proj_head);
-      add(m.inputs, "inputs", -1);
-      for (auto id : {"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"})
-        add(m.inputs, id, proj_head);
-      break;
-    case Step::SplitHeads:
-      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, h);
-      for (auto id : {"queries", "keys", "values"}) add(m.inputs, id, -1);
-      break;
-    case Step::Scores:
-      add(m.outputs, "scores", h);
-      if (simple) {
-        add(m.inputs, "inputs", -1);
-      } else {
-        add(m.inputs, "queries", h);
-        add(m.inputs, "keys", h);
-      }
-      break;
-    case Step::Scaled:  // causal: the masked scores are what gets scaled
-      add(m.outputs, "scaled_scores", h);
-      add(m.inputs, t.find("masked_scores", h) ? "masked_scores" : "scores", h);
-      break;
-    case Step::Mask:
-      add(m.outputs, "mask", h);
-      add(m.inputs, "scores", h);
-      break;
-    case Step::Masked:
-      add(m.outputs, "masked_scores", h);
-      add(m.inputs, "scores", h);
-      add(m.inputs, "mask", h);
-      break;
-    case Step::Softmax:
-      add(m.outputs, "weights", h);
-      add(m.inputs, t.find("scaled_scores", h) ? "scaled_scores" : "scores", h);
-      break;
-    case Step::Dropout:
-      add(m.outputs, "dropped_weights", h);
-      add(m.outputs, "dropout_mask", h);
-      add(m.inputs, "weights", h);
-      break;
-    case Step::Context:
-      add(m.outputs, "context", h);
-      if (t.find("dropped_weights", h))
-        add(m.inputs, "dropped_weights", h);
-      else
-        add(m.inputs, "weights", h);
-      add(m.inputs, simple ? "inputs" : "values", simple ? -1 : h);
-      break;
-    case Step::Concat:
-      add(m.outputs, t.config.variant == core::Variant::Multihead ? "concat" : "output", -1);
-      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, "context", k);
-      break;
-    case Step::OutProj:
-      add(m.outputs, "output", -1);
-      add(m.inputs, "concat", -1);
-      add(m.inputs, "W_out", -1);
-      add(m.inputs, "b_out", -1);
-      break;
-  }
-  return m;
-}
+// What every step's text is computed from: the trace, the head shown, and
+// the numbers several steps quote.
+struct StepContext {
+  const core::Trace& t;
+  int h = -1;             // the stage head shown (core::stage_head)
+  bool simple = false;    // the simplified variant: no weights
+  int proj_head = -1;     // the projections' head (multihead projects once: -1)
+  std::string T;          // the number of tokens
+  std::string d_k;        // the keys' width, "?" without them
+  std::string head_note;  // " Shown for head h." for per-head stages
+};
 
-// ---------------------------------------------------------------------------
-// 3. Texts
-
-StepText describe_step(Step step, const core::Trace& t, int head) {
+StepContext step_context(const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
   const core::Config& c = t.config;
   const bool simple = c.variant == core::Variant::Simple;
-  const int proj_head = c.variant == core::Variant::Multihead ? -1 : h;
-  const std::string T = std::to_string(t.num_tokens());
-  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
-  const core::Stage* keys = simple ? find("inputs", -1) : find("keys", h);
-  const std::string d_k = keys ? std::to_string(keys->data().cols()) : "?";
-  const std::string head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : "";
+  const core::Stage* keys = simple ? t.find("inputs", -1) : t.find("keys", h);
+  return StepContext{.t = t,
+                     .h = h,
+                     .simple = simple,
+                     .proj_head = c.variant == core::Variant::Multihead ? -1 : h,
+                     .T = std::to_string(t.num_tokens()),
+                     .d_k = keys ? std::to_string(keys->data().cols()) : "?",
+                     .head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : ""};
+}
 
+// Inputs, Q/K/V, the head split and the scores.
+StepText describe_inputs_to_scores(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = x.t.config;
+  const int h = x.h;
+  const bool simple = x.simple;
+  const int proj_head = x.proj_head;
+  const std::string& T = x.T;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& d_k = x.d_k;
+  const std::string& head_note = x.head_note;
   StepText s;
   switch (step) {
     case Step::Inputs:
@@ -273,7 +192,22 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
             sym(find("queries", h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find("scores", h));
       }
       break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
 
+// Scaling, the causal mask and the softmax.
+StepText describe_scores_to_weights(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const int h = x.h;
+  const bool simple = x.simple;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& d_k = x.d_k;
+  const std::string& head_note = x.head_note;
+  StepText s;
+  switch (step) {
     case Step::Scaled: {
       std::string root = "?";
       if (auto b = core::explain_score(t, h, 0, 0)) root = fmt4(b->sqrt_dk);
@@ -337,7 +271,22 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(in) + " → " + sym(find("weights", h)) + ", each row sums to 1";
       break;
     }
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
 
+// Dropout, the context vectors, the heads' concatenation and the output projection.
+StepText describe_weights_to_output(Step step, const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = x.t.config;
+  const int h = x.h;
+  const bool simple = x.simple;
+  auto find = [&](std::string_view id, int hh) { return x.t.find(id, hh); };
+  const std::string& head_note = x.head_note;
+  StepText s;
+  switch (step) {
     case Step::Dropout:
       s.title = "Dropout on the weights";
       if (!c.training)
@@ -400,12 +349,38 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(find("concat", -1)) + " · " + sym(find("W_out", -1), "W_out") + " + " +
                  sym(find("b_out", -1), "b_out") + " → " + sym(find("output", -1));
       break;
+    default:  // the other groups' steps
+      break;
   }
   return s;
 }
 
+}  // namespace
+
+StepText describe_step(Step step, const core::Trace& t, int head) {
+  const StepContext x = step_context(t, head);
+  switch (step) {
+    case Step::Inputs:
+    case Step::Projections:
+    case Step::SplitHeads:
+    case Step::Scores:
+      return describe_inputs_to_scores(step, x);
+    case Step::Scaled:
+    case Step::Mask:
+    case Step::Masked:
+    case Step::Softmax:
+      return describe_scores_to_weights(step, x);
+    case Step::Dropout:
+    case Step::Context:
+    case Step::Concat:
+    case Step::OutProj:
+      return describe_weights_to_output(step, x);
+  }
+  return {};
+}
+
 // ---------------------------------------------------------------------------
-// 4. ASCII fallback
+// 3. ASCII fallback
 
 std::string ascii_fallback(std::string_view text) {
   struct Sub {

@@ -1,6 +1,6 @@
 // stage_info.hpp: the words on screen for each step: a plain explanation, the
-// formula, the shapes involved (from the trace), and which matrices the step
-// shows large (its outputs) and small (its inputs).
+// formula, the shapes involved (from the trace); names and titles of stages.
+// Which matrices a step shows: step.hpp.
 #pragma once
 
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "app_state.hpp"
 #include "attnscope/trace.hpp"
+#include "step.hpp"
 
 namespace attnscope::gui {
 
@@ -21,17 +22,6 @@ struct StepText {
 
 // The texts of `step` for this trace; `head` is the focused head.
 StepText describe_step(Step step, const core::Trace& trace, int head);
-
-// The matrices a step shows: what it produced, and what it read.
-struct StepMatrices {
-  std::vector<const core::Stage*> outputs;
-  std::vector<const core::Stage*> inputs;
-};
-StepMatrices step_matrices(Step step, const core::Trace& trace, int head);
-
-// The per-head stage the heads grid shows for a step ("weights"), or "" when
-// the step has no per-head matrix in this variant.
-std::string_view per_head_stage(Step step, core::Variant variant);
 
 // "6×2"
 std::string shape_text(const core::RowMatrix& m);

@@ -1,19 +1,20 @@
 // files.cpp: the app's file operations (see files.hpp).
 //
 // Sections: folders and notices / one stage / every stage / imports /
-// sessions / screenshots.
+// sessions / screenshots / --export-png.
 #include "export/files.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <stdexcept>
 
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/pytorch_code.hpp"
 #include "attnscope/weights.hpp"
+#include "export/png.hpp"
 #include "figure/svg.hpp"
 #include "render/heatmap_view.hpp"
-#include "render/png.hpp"
 #include "session.hpp"
 
 namespace attnscope::gui {
@@ -355,6 +356,46 @@ std::optional<fs::path> save_screenshot_png(AppState& state, const std::string& 
   } catch (const std::exception& e) {
     notify(state, std::string("Screenshot failed: ") + e.what(), "", true);
     return std::nullopt;
+  }
+}
+
+void save_window_screenshot(AppState& state, const RenderedImage& window) {
+  if (window.width <= 0 || window.height <= 0) {  // minimised: there are no pixels to save
+    notify(state, "No screenshot: the window has no pixels (is it minimised?)", "", true);
+    return;
+  }
+  save_screenshot_png(state, encode_png(window.width, window.height, window.rgba));
+}
+
+// ---------------------------------------------------------------------------
+// --export-png
+
+int export_pngs(AppState& state, const std::string& dir, int scale) {
+  state.finish_recompute();
+  if (!state.error.empty() || !state.trace) {
+    std::cerr << "error: " << (state.error.empty() ? "nothing to export" : state.error) << "\n";
+    return 2;
+  }
+  try {
+    core::require_folder(dir);
+    if (!state.files.render_png)
+      throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
+    auto png = [&](const core::Trace& t, const core::Stage& s) {
+      const RenderedImage img =
+          state.files.render_png(figure::stage_heatmap(t, s, figure_style(state, t, s)), scale);
+      std::string bytes = encode_png(img.width, img.height, img.rgba);
+      if (bytes.empty()) throw std::runtime_error("the PNG of " + s.id + " could not be encoded");
+      return bytes;
+    };
+    std::vector<const core::Stage*> stages;
+    for (const core::Stage& s : state.trace->stages) stages.push_back(&s);
+    for (const auto& p : core::export_stages(*state.trace, stages, dir, ".png", png,
+                                             std::chrono::system_clock::now()))
+      std::cout << p.string() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
   }
 }
 

@@ -92,5 +92,15 @@ std::string save_session_file(AppState& state, const std::filesystem::path& path
 std::string screenshot_stem(std::chrono::system_clock::time_point t);
 // Writes PNG bytes of a screenshot into the export folder; sets the notice.
 std::optional<std::filesystem::path> save_screenshot_png(AppState& state, const std::string& png);
+// F12: the window's pixels (render/gl_texture.hpp's read_window) as a PNG
+// screenshot in the export folder; sets the notice, an error one when the
+// window had no pixels (minimised).
+void save_window_screenshot(AppState& state, const RenderedImage& window);
+
+// --export-png DIR: every stage of the state's run (every head) as a PNG in
+// the existing folder `dir` at `scale`, rendered by FilesState::render_png
+// and named as exports are; prints each path on stdout. Returns the exit
+// code (0, or 2 with "error: ..." on stderr).
+int export_pngs(AppState& state, const std::string& dir, int scale);
 
 }  // namespace attnscope::gui

@@ -14,18 +14,13 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/formats.hpp"
+#include "render/rendered_image.hpp"
 
 namespace attnscope::figure {
 struct Heatmap;
 }
 
 namespace attnscope::gui {
-
-// RGBA pixels, top row first.
-struct RenderedImage {
-  int width = 0, height = 0;
-  std::vector<std::uint8_t> rgba;  // (height, width, 4)
-};
 
 // Renders a heatmap figure off screen at an integer scale (1, 2, 4); throws
 // std::runtime_error with a message a person can act on.

@@ -119,31 +119,9 @@ std::string number_text(double v) {
   return buf;
 }
 
-}  // namespace
-
-void draw_controls_panel(AppState& state) {
+// Variant, named as the book names it, and what it adds.
+void draw_variant_combo(AppState& state) {
   core::Config& c = state.config;
-  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
-  ImGui::TextUnformatted("Model");
-  if (state.ui.font_heading) ImGui::PopFont();
-
-  // Problems that belong to a control are shown next to it (below); only
-  // the rest gets a line up here, so the controls do not jump around.
-  const std::string& e = state.error;
-  const bool placed = e.starts_with("d_out") || e.starts_with("num_heads") ||
-                      e.starts_with("dropout") || e.starts_with("there are") ||
-                      e.starts_with("embeddings") || e.starts_with("too many") ||
-                      e.starts_with("d_in");
-  if (!e.empty() && !placed) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
-    text_wrapped(state, "Cannot run this: " + e + ". The last good result stays on screen.");
-    ImGui::PopStyleColor();
-  }
-
-  const float label_w = ImGui::CalcTextSize("dropout ").x + ImGui::GetStyle().ItemInnerSpacing.x;
-  ImGui::PushItemWidth(-label_w);
-
-  // Variant, named as the book names it.
   if (ImGui::BeginCombo("variant", std::string(core::variant_book_name(c.variant)).c_str())) {
     for (core::Variant v : core::kAllVariants) {
       const std::string label =
@@ -161,12 +139,12 @@ void draw_controls_panel(AppState& state) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextWrapped("%s", variant_blurb(c.variant));
   ImGui::PopStyleColor();
+}
 
+// d_out: the projections' width (the variants with weights).
+void draw_d_out_slider(AppState& state) {
+  core::Config& c = state.config;
   const bool weights = core::has_weights(c.variant);
-  const bool heads = core::has_heads(c.variant);
-  const bool causal = core::is_causal(c.variant);
-  const bool split = c.variant == core::Variant::Multihead;
-
   ImGui::BeginDisabled(!weights);
   int d_out = c.d_out;
   const SliderEdit d_edit = edit_slider(state.ui, "d_out", d_out, [](const char* l, int* v) {
@@ -188,7 +166,13 @@ void draw_controls_panel(AppState& state) {
   ImGui::EndDisabled();
   refusal_line(state, "d_out");
   error_line(state, "d_out");
+}
 
+// heads: refused when they cannot split d_out evenly (MultiHeadAttention).
+void draw_heads_slider(AppState& state) {
+  core::Config& c = state.config;
+  const bool heads = core::has_heads(c.variant);
+  const bool split = c.variant == core::Variant::Multihead;
   ImGui::BeginDisabled(!heads);
   int h = c.num_heads;
   const int max_heads = split ? std::clamp(c.d_out, 1, 16) : 8;
@@ -228,7 +212,12 @@ void draw_controls_panel(AppState& state) {
     ImGui::TextDisabled("head_dim = d_out / heads = %d", c.d_out / c.num_heads);
   else if (c.variant == core::Variant::MultiheadWrapper)
     ImGui::TextDisabled("output width = heads x d_out = %d", c.num_heads * c.d_out);
+}
 
+// dropout: the probability on the attention weights (causal variants).
+void draw_dropout_slider(AppState& state) {
+  core::Config& c = state.config;
+  const bool causal = core::is_causal(c.variant);
   ImGui::BeginDisabled(!causal);
   double p = c.dropout;
   const SliderEdit p_edit = edit_slider(state.ui, "dropout", p, [](const char* l, double* v) {
@@ -250,7 +239,13 @@ void draw_controls_panel(AppState& state) {
   ImGui::EndDisabled();
   refusal_line(state, "dropout");
   error_line(state, "dropout");
+}
 
+// training/eval and qkv_bias.
+void draw_mode_and_bias(AppState& state) {
+  core::Config& c = state.config;
+  const bool weights = core::has_weights(c.variant);
+  const bool causal = core::is_causal(c.variant);
   // training/eval only switch dropout, which the non-causal variants do not have.
   const char* no_dropout =
       "training and eval differ only in dropout, which arrives with CausalAttention: "
@@ -280,8 +275,13 @@ void draw_controls_panel(AppState& state) {
   if (!bias_matters && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("Only the nn.Linear variants (SelfAttention_v2 and later) have a bias.");
   ImGui::EndDisabled();
+}
 
-  // Seed: type it, step it with -/+, or roll one.
+// Seed: type it, step it with -/+, or roll one.
+void draw_seed(AppState& state) {
+  core::Config& c = state.config;
+  const bool weights = core::has_weights(c.variant);
+  const bool causal = core::is_causal(c.variant);
   ImGui::BeginDisabled(!weights && !causal);
   const std::uint64_t one = 1, hundred = 100;
   const float roll_w = ImGui::CalcTextSize("Roll").x + ImGui::GetStyle().FramePadding.x * 2;
@@ -302,6 +302,37 @@ void draw_controls_panel(AppState& state) {
   ImGui::SameLine();
   ImGui::TextUnformatted("seed");
   ImGui::EndDisabled();
+}
+
+}  // namespace
+
+void draw_controls_panel(AppState& state) {
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::TextUnformatted("Model");
+  if (state.ui.font_heading) ImGui::PopFont();
+
+  // Problems that belong to a control are shown next to it (below); only
+  // the rest gets a line up here, so the controls do not jump around.
+  const std::string& e = state.error;
+  const bool placed = e.starts_with("d_out") || e.starts_with("num_heads") ||
+                      e.starts_with("dropout") || e.starts_with("there are") ||
+                      e.starts_with("embeddings") || e.starts_with("too many") ||
+                      e.starts_with("d_in");
+  if (!e.empty() && !placed) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, "Cannot run this: " + e + ". The last good result stays on screen.");
+    ImGui::PopStyleColor();
+  }
+
+  const float label_w = ImGui::CalcTextSize("dropout ").x + ImGui::GetStyle().ItemInnerSpacing.x;
+  ImGui::PushItemWidth(-label_w);
+
+  draw_variant_combo(state);
+  draw_d_out_slider(state);
+  draw_heads_slider(state);
+  draw_dropout_slider(state);
+  draw_mode_and_bias(state);
+  draw_seed(state);
   ImGui::PopItemWidth();
   ImGui::Separator();
 }

@@ -59,10 +59,9 @@ void resize_dims(AppState& s, Eigen::Index d) {
 
 }  // namespace
 
-bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float hi,
+bool drag_finite_cell(const char* id, float& cell, float& start, float speed, float lo, float hi,
                       const std::function<std::string()>& name, const char* kind,
                       std::string& refused) {
-  static float start = 0.0f;  // the active cell's value when its edit began (one is active at a time)
   const float before = cell;
   float v = cell;
   // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
@@ -87,18 +86,13 @@ bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float 
   return true;
 }
 
-void draw_embedding_panel(AppState& state) {
-  const bool was_dirty = state.dirty;
-  auto& emb = state.inputs.embeddings;
-  auto& tokens = state.inputs.tokens;
-  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
-  ImGui::TextUnformatted("Embeddings");
-  if (state.ui.font_heading) ImGui::PopFont();
-  ImGui::SameLine();
-  ImGui::TextDisabled("%d tokens x %d dims", static_cast<int>(emb.rows()),
-                      static_cast<int>(emb.cols()));
+namespace {
 
-  // Presets. The combo says "custom" once the inputs differ from the preset.
+// The preset combo (it says "custom" once the inputs differ from the
+// preset), Reset, and adding or removing tokens and dims.
+void draw_preset_row(AppState& state) {
+  const auto& emb = state.inputs.embeddings;
+  const auto& tokens = state.inputs.tokens;
   const auto preset = core::find_preset(state.preset);
   const bool pristine = preset && preset->tokens == tokens &&
                         preset->embeddings.rows() == emb.rows() &&
@@ -122,8 +116,11 @@ void draw_embedding_panel(AppState& state) {
   if (ImGui::Button("+ dim")) resize_dims(state, emb.cols() + 1);
   ImGui::SameLine();
   if (ImGui::Button("- dim")) resize_dims(state, emb.cols() - 1);
+}
 
-  // Which seed made these inputs, when they are random (the weights have their own).
+// Which seed made random inputs, and the generator (same shape, or a new T x d).
+void draw_random_inputs(AppState& state) {
+  const auto& emb = state.inputs.embeddings;
   if (state.inputs_random) {
     ImGui::TextDisabled("input seed %llu: torch.rand(%d, %d)",
                         static_cast<unsigned long long>(state.input_seed),
@@ -168,21 +165,13 @@ void draw_embedding_panel(AppState& state) {
       state.draw_random_inputs(state.ui.random_tokens, state.ui.random_dims);
     ImGui::TreePop();
   }
+}
 
-  if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // an edit went in since
-  if (!state.ui.embedding_refusal.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
-    text_wrapped(state, state.ui.embedding_refusal);
-    ImGui::PopStyleColor();
-  }
-  if (state.error.starts_with("there are") || state.error.starts_with("embeddings") ||
-      state.error.starts_with("too many") || state.error.starts_with("d_in")) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
-    text_wrapped(state, state.error);
-    ImGui::PopStyleColor();
-  }
-
-  // The table: token | d0 .. d(n-1) | remove. Row numbers are in the tooltip.
+// The table: token | d0 .. d(n-1) | remove. Row numbers are in the tooltip.
+// `was_dirty`: whether the run was dirty before this panel drew.
+void draw_embedding_table(AppState& state, bool was_dirty) {
+  auto& emb = state.inputs.embeddings;
+  auto& tokens = state.inputs.tokens;
   const int d = static_cast<int>(emb.cols());
   const int columns = d + 2;
   if (columns > 64) {  // ImGui tables hold at most 64 columns: token, 62 dims, remove
@@ -236,7 +225,8 @@ void draw_embedding_panel(AppState& state) {
         const auto name = [&] {
           return "d" + std::to_string(c) + " of '" + tokens[static_cast<std::size_t>(r)] + "'";
         };
-        if (drag_finite_cell("##v", emb(r, c), 0.005f, 0.0f, 0.0f, name, "embeddings", refused))
+        if (drag_finite_cell("##v", emb(r, c), state.ui.edit_start, 0.005f, 0.0f, 0.0f, name,
+                             "embeddings", refused))
           state.mark_dirty();
         ImGui::PopID();
       }
@@ -254,6 +244,37 @@ void draw_embedding_panel(AppState& state) {
   if (remove >= 0) remove_token(state, remove);
   if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // a later edit went in
   if (!refused.empty()) state.ui.embedding_refusal = std::move(refused);
+}
+
+}  // namespace
+
+void draw_embedding_panel(AppState& state) {
+  const bool was_dirty = state.dirty;
+  const auto& emb = state.inputs.embeddings;
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::TextUnformatted("Embeddings");
+  if (state.ui.font_heading) ImGui::PopFont();
+  ImGui::SameLine();
+  ImGui::TextDisabled("%d tokens x %d dims", static_cast<int>(emb.rows()),
+                      static_cast<int>(emb.cols()));
+
+  draw_preset_row(state);
+  draw_random_inputs(state);
+
+  if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // an edit went in since
+  if (!state.ui.embedding_refusal.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, state.ui.embedding_refusal);
+    ImGui::PopStyleColor();
+  }
+  if (state.error.starts_with("there are") || state.error.starts_with("embeddings") ||
+      state.error.starts_with("too many") || state.error.starts_with("d_in")) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, state.error);
+    ImGui::PopStyleColor();
+  }
+
+  draw_embedding_table(state, was_dirty);
 }
 
 }  // namespace attnscope::gui

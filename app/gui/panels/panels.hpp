@@ -23,10 +23,10 @@ void draw_embedding_panel(AppState& state);
 // DragFloat ("%.4f"; Ctrl+click or double-click types a value). ImGui applies
 // typed text as it changes, so typing "1e39" passes through 1 and 1000 before
 // it becomes +inf: a value that is not a finite float32 puts back the value
-// the cell had when this edit began, and `refused` (left alone otherwise)
-// says why, naming the cell (`name()`) and `kind` ("embeddings", "weights").
-// True when `cell` changed.
-bool drag_finite_cell(const char* id, float& cell, float speed, float lo, float hi,
+// the cell had when this edit began (kept in `start`, UiState::edit_start),
+// and `refused` (left alone otherwise) says why, naming the cell (`name()`)
+// and `kind` ("embeddings", "weights"). True when `cell` changed.
+bool drag_finite_cell(const char* id, float& cell, float& start, float speed, float lo, float hi,
                       const std::function<std::string()>& name, const char* kind,
                       std::string& refused);
 

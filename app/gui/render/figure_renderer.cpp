@@ -4,32 +4,25 @@
 //   1. fonts: an atlas baked for the figure's text at each size × scale
 //   2. painting a figure::Scene into an ImDrawList (pixels at the scale)
 //   3. the framebuffer object: render, read back
-//   4. screenshots and --export-png
 #define GL_GLEXT_PROTOTYPES 1
 #include "render/figure_renderer.hpp"
 
 #include <GL/gl.h>
 #include <GL/glext.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <stdexcept>
 
-#include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
-#include "export/files.hpp"
-#include "figure/stage_figure.hpp"
 #include "fonts.hpp"
 #include "imgui.h"
 #include "imgui_impl_opengl3.h"
 #include "imgui_internal.h"  // ImDrawListSharedData: a draw list on our own atlas
 #include "render/gl_texture.hpp"
-#include "render/png.hpp"
 
 namespace attnscope::gui {
 
@@ -353,46 +346,6 @@ RenderedImage OffscreenFigureRenderer::render(const figure::Heatmap& heatmap, in
     throw std::runtime_error("out of graphics memory rendering a " + std::to_string(width) + "x" +
                              std::to_string(height) + " figure: export at a smaller scale");
   return out;
-}
-
-// ---------------------------------------------------------------------------
-// 4. Screenshots and --export-png
-
-void save_window_screenshot(AppState& state, int width, int height) {
-  if (width <= 0 || height <= 0) {  // minimised: there are no pixels to save
-    notify(state, "No screenshot: the window has no pixels (is it minimised?)", "", true);
-    return;
-  }
-  const auto pixels = read_framebuffer(width, height);
-  save_screenshot_png(state, encode_png(width, height, pixels));
-}
-
-int export_pngs(AppState& state, const std::string& dir, int scale) {
-  state.finish_recompute();
-  if (!state.error.empty() || !state.trace) {
-    std::cerr << "error: " << (state.error.empty() ? "nothing to export" : state.error) << "\n";
-    return 2;
-  }
-  try {
-    core::require_folder(dir);
-    const OffscreenFigureRenderer renderer;
-    auto png = [&](const core::Trace& t, const core::Stage& s) {
-      const RenderedImage img =
-          renderer.render(figure::stage_heatmap(t, s, figure_style(state, t, s)), scale);
-      std::string bytes = encode_png(img.width, img.height, img.rgba);
-      if (bytes.empty()) throw std::runtime_error("the PNG of " + s.id + " could not be encoded");
-      return bytes;
-    };
-    std::vector<const core::Stage*> stages;
-    for (const core::Stage& s : state.trace->stages) stages.push_back(&s);
-    for (const auto& p : core::export_stages(*state.trace, stages, dir, ".png", png,
-                                             std::chrono::system_clock::now()))
-      std::cout << p.string() << "\n";
-    return 0;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  }
 }
 
 }  // namespace attnscope::gui

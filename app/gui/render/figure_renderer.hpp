@@ -6,15 +6,12 @@
 // not a scaled screen grab. The cells are a nearest-filtered texture, one
 // texel per cell, as on screen.
 //
-// Also here because they need GL: the window screenshot (F12) and the
-// command line's --export-png.
+// It returns pixels and writes no file: export/ encodes and writes them
+// (PNG export, Export all, --export-png through FilesState::render_png).
 #pragma once
 
-#include <string>
-
-#include "app_state.hpp"
-#include "export/files_state.hpp"
 #include "figure/heatmap_figure.hpp"
+#include "render/rendered_image.hpp"
 
 namespace attnscope::gui {
 
@@ -29,14 +26,5 @@ class OffscreenFigureRenderer {
   // The layout render() draws (logical px at scale 1, this font's metrics).
   figure::Scene layout(const figure::Heatmap& heatmap) const;
 };
-
-// Reads the window's back buffer (before the swap), encodes it as PNG and
-// writes it into the export folder; sets the notice.
-void save_window_screenshot(AppState& state, int framebuffer_width, int framebuffer_height);
-
-// --export-png DIR: every stage of the state's run (every head) as a PNG in
-// the existing folder `dir` at `scale`, named as exports are; prints each
-// path on stdout. Returns the exit code (0, or 2 with "error: ..." on stderr).
-int export_pngs(AppState& state, const std::string& dir, int scale);
 
 }  // namespace attnscope::gui

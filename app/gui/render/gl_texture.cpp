@@ -60,6 +60,14 @@ std::vector<std::uint8_t> read_framebuffer(int width, int height) {
   return top_down;
 }
 
+RenderedImage read_window(int width, int height) {
+  RenderedImage image;
+  image.width = width;
+  image.height = height;
+  if (width > 0 && height > 0) image.rgba = read_framebuffer(width, height);
+  return image;
+}
+
 std::string gl_renderer() {
   const auto* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
   const auto* version = reinterpret_cast<const char*>(glGetString(GL_VERSION));

@@ -1,12 +1,14 @@
 // gl_texture.hpp: the one place attnscope calls OpenGL. GlTexture is an RAII
 // RGBA8 texture with nearest filtering (a heatmap cell stays a crisp square
-// at any zoom); read_framebuffer() grabs the window for --screenshot.
+// at any zoom); read_framebuffer() and read_window() grab the window for
+// --screenshot and F12.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "render/rendered_image.hpp"
 #include "render/texture.hpp"
 
 namespace attnscope::gui {
@@ -30,6 +32,9 @@ class GlTexture final : public Texture {
 
 // The current framebuffer's pixels, (height, width, 4) RGBA, top row first.
 std::vector<std::uint8_t> read_framebuffer(int width, int height);
+// The window's back buffer (before the swap) as an image; no pixels when
+// the framebuffer has none (a minimised window).
+RenderedImage read_window(int width, int height);
 
 // The largest texture side the GL implementation accepts.
 int max_texture_size();

@@ -85,16 +85,13 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
   Entry& e = entries_[slot];
   e.last_used = frame_;
   const Want want{trace_version, stage.id, stage.head, kind, map, max_side, scope};
-  const bool shows_it = e.texture && e.trace_version == trace_version && e.stage_id == stage.id &&
-                        e.head == stage.head && e.kind == kind && e.map == map &&
-                        e.max_side == max_side && e.scope == scope;
+  const bool shows_it = e.texture && e.shown == want;
   if (shows_it) {
     e.work = Work{};
     return HeatmapTexture{e.texture->id(), e.range, e.uv_max};
   }
   // Only the colours changed: the range stays.
-  const bool same_data = e.texture && e.trace_version == trace_version &&
-                         e.stage_id == stage.id && e.head == stage.head && e.kind == kind;
+  const bool same_data = e.texture && e.shown.same_data(want);
   Work& w = e.work;
   if (!w.active || !(w.want == want)) {
     w = Work{};
@@ -143,13 +140,7 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
     if (!e.texture) e.texture = make_texture();
     e.texture->upload(w.image);
     ++uploads_;
-    e.trace_version = trace_version;
-    e.stage_id = stage.id;
-    e.head = stage.head;
-    e.kind = kind;
-    e.map = map;
-    e.max_side = max_side;
-    e.scope = scope;
+    e.shown = want;
     e.range = w.range;
     e.uv_max = uv_max_of(m, w.image, factor);
     finish_frame_work();
@@ -199,25 +190,27 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
   for (auto& [slot, e] : entries_) {
     if (e.last_used != frame_ || !e.texture) continue;  // not on screen
     Next& n = e.next;
-    if (n.version == next_version && (n.map != e.map || n.scope != e.scope)) n = Next{};  // recoloured since
+    if (n.version == next_version && (n.map != e.shown.map || n.scope != e.shown.scope))
+      n = Next{};                                          // recoloured since
     if (n.version == next_version && n.texture) continue;  // ready
-    const core::Stage* s = next.find(e.stage_id, e.head);
+    const core::Stage* s = next.find(e.shown.stage_id, e.shown.head);
     if (!s || s->data().size() == 0) continue;  // not in the new trace: coloured when drawn
     if (over(budget_ms)) return false;
     const core::RowMatrix& m = s->data();
-    const int factor = texel_factor(m.rows(), m.cols(), e.max_side);  // as the slot shows it
+    const int factor = texel_factor(m.rows(), m.cols(), e.shown.max_side);  // as the slot shows it
     if (n.version != next_version) {
       n = Next{};
       n.version = next_version;
-      n.map = e.map;
-      n.scope = e.scope;
-      n.range = value_range(m, e.kind);
+      n.map = e.shown.map;
+      n.scope = e.shown.scope;
+      n.range = value_range(m, e.shown.kind);
       n.image = reduced_image(m.rows(), m.cols(), factor);
     }
     const Eigen::Index band = band_rows(m.cols(), factor);
     while (n.rows_done < m.rows() && !over(budget_ms)) {
       const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - n.rows_done);
-      colour_rows(m, n.rows_done, rows, n.range, e.kind, e.scope, e.map, factor, n.image);
+      colour_rows(m, n.rows_done, rows, n.range, e.shown.kind, e.shown.scope, e.shown.map, factor,
+                  n.image);
       n.rows_done += static_cast<int>(rows);
       worked = true;
     }
@@ -236,12 +229,12 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
 void TextureCache::commit_prepared(std::uint64_t next_version) {
   for (auto& [slot, e] : entries_) {
     // Prepared in the colours the slot still shows (else get() colours it anew).
-    if (e.next.version == next_version && e.next.texture && e.next.map == e.map &&
-        e.next.scope == e.scope) {
+    if (e.next.version == next_version && e.next.texture && e.next.map == e.shown.map &&
+        e.next.scope == e.shown.scope) {
       e.texture = std::move(e.next.texture);  // the old texture goes now
       e.range = e.next.range;
       e.uv_max = e.next.uv_max;
-      e.trace_version = next_version;
+      e.shown.trace_version = next_version;
     }
     e.next = Next{};
   }

@@ -143,6 +143,11 @@ class TextureCache {
     int max_side = 0;
     ScaleScope scope = ScaleScope::Matrix;
     bool operator==(const Want&) const = default;
+    // The same matrix on the same kind of scale: only the colours differ.
+    bool same_data(const Want& o) const {
+      return trace_version == o.trace_version && stage_id == o.stage_id && head == o.head &&
+             kind == o.kind;
+    }
   };
   struct Work {
     Want want;
@@ -156,13 +161,7 @@ class TextureCache {
     Next next;
     Work work;
     std::unique_ptr<Texture> texture;
-    std::uint64_t trace_version = 0;
-    std::string stage_id;
-    int head = -2;
-    ScaleKind kind = ScaleKind::Diverging;
-    Colormap map = Colormap::Viridis;
-    int max_side = 0;
-    ScaleScope scope = ScaleScope::Matrix;
+    Want shown;  // what `texture` shows
     ValueRange range;
     ImVec2 uv_max{1.0f, 1.0f};
     int last_used = 0;

@@ -31,7 +31,7 @@ void set_up_run(AppState& state, const core::BookRun& r) {
 }  // namespace
 
 void draw_book_check(AppState& state) {
-  if (!begin_learn_window("Book check", &state.teach.show_book, ImVec2(560, 640))) {
+  if (!begin_learn_window(state.teach, "Book check", &state.teach.show_book, ImVec2(560, 640))) {
     ImGui::End();
     return;
   }

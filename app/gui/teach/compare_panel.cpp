@@ -24,7 +24,8 @@ std::string describe(const core::Trace& t) {
 
 void draw_compare(AppState& state) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window("Compare runs", &ts.show_compare, ImVec2(1000, 560)) || !state.trace) {
+  if (!begin_learn_window(state.teach, "Compare runs", &ts.show_compare, ImVec2(1000, 560)) ||
+      !state.trace) {
     ImGui::End();
     return;
   }

@@ -11,7 +11,8 @@ namespace attnscope::gui {
 
 void draw_dropout_lab(AppState& state) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window("Dropout lab", &ts.show_dropout, ImVec2(940, 760)) || !state.trace) {
+  if (!begin_learn_window(state.teach, "Dropout lab", &ts.show_dropout, ImVec2(940, 760)) ||
+      !state.trace) {
     ImGui::End();
     return;
   }

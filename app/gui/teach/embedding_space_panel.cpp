@@ -78,7 +78,7 @@ std::vector<ImVec2> place_point_labels(const std::vector<ImVec2>& points,
 
 void draw_embedding_space(AppState& state) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window("Embedding space", &ts.show_embedding, ImVec2(620, 640))) {
+  if (!begin_learn_window(state.teach, "Embedding space", &ts.show_embedding, ImVec2(620, 640))) {
     ImGui::End();
     return;
   }

@@ -38,7 +38,7 @@ float readable_height(int rows, float cell, float overhead) {
 }  // namespace
 
 void draw_head_split(AppState& state) {
-  if (!begin_learn_window("Head split", &state.teach.show_heads, ImVec2(980, 720)) ||
+  if (!begin_learn_window(state.teach, "Head split", &state.teach.show_heads, ImVec2(980, 720)) ||
       !state.trace) {
     ImGui::End();
     return;

@@ -10,7 +10,8 @@
 namespace attnscope::gui {
 
 void draw_masking(AppState& state) {
-  if (!begin_learn_window("Masking two ways", &state.teach.show_masking, ImVec2(900, 620)) ||
+  if (!begin_learn_window(state.teach, "Masking two ways", &state.teach.show_masking,
+                          ImVec2(900, 620)) ||
       !state.trace) {
     ImGui::End();
     return;

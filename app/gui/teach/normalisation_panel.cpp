@@ -14,7 +14,8 @@ void row_selector(AppState& state, int& row);  // softmax_panel.cpp
 
 void draw_normalisation(AppState& state) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window("Normalisation compared", &ts.show_normalisation, ImVec2(900, 720)) ||
+  if (!begin_learn_window(state.teach, "Normalisation compared", &ts.show_normalisation,
+                          ImVec2(900, 720)) ||
       !state.trace) {
     ImGui::End();
     return;

@@ -39,7 +39,8 @@ void shapes_table(AppState& state, const char* id, const std::vector<core::Tenso
 }  // namespace
 
 void draw_sizes(AppState& state) {
-  if (!begin_learn_window("Sizes", &state.teach.show_sizes, ImVec2(620, 700)) || !state.trace) {
+  if (!begin_learn_window(state.teach, "Sizes", &state.teach.show_sizes, ImVec2(620, 700)) ||
+      !state.trace) {
     ImGui::End();
     return;
   }

@@ -35,7 +35,7 @@ void row_selector(AppState& state, int& row) {
 
 void draw_softmax_unfolded(AppState& state) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window("Softmax unfolded", &ts.show_softmax, ImVec2(720, 520)) ||
+  if (!begin_learn_window(state.teach, "Softmax unfolded", &ts.show_softmax, ImVec2(720, 520)) ||
       !state.trace) {
     ImGui::End();
     return;

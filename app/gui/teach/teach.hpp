@@ -94,7 +94,9 @@ std::string num(float v, int decimals = 4);
 // max x, max y). Embedding space names its tokens with it.
 std::vector<ImVec2> place_point_labels(const std::vector<ImVec2>& points,
                                        const std::vector<ImVec2>& sizes, ImVec4 bounds);
-// Opens a Learn window at a sensible size; false when collapsed.
-bool begin_learn_window(const char* title, bool* open, ImVec2 size);
+// Opens a Learn window at a sensible size; false when collapsed. A window
+// seen for the first time is cascaded by how many were placed before
+// (`teach.learn_windows_placed`, which it counts up).
+bool begin_learn_window(TeachState& teach, const char* title, bool* open, ImVec2 size);
 
 }  // namespace attnscope::gui

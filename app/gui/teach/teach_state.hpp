@@ -27,6 +27,9 @@ struct TeachState {
   // The run and windows the learner had before starting: Leave restores them.
   std::shared_ptr<WalkReturn> walk_return;
 
+  // Learn windows placed so far (begin_learn_window cascades new ones by it).
+  int learn_windows_placed = 0;
+
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false,
        show_dropout = false, show_heads = false, show_compare = false, show_weights = false,

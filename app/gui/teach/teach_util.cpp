@@ -121,16 +121,16 @@ ImVec4 learn_area() {
 
 }  // namespace
 
-bool begin_learn_window(const char* title, bool* open, ImVec2 size) {
+bool begin_learn_window(TeachState& teach, const char* title, bool* open, ImVec2 size) {
   // First time a window appears: inside the centre area, cascaded a little
   // per window so that several open ones stay distinguishable; afterwards it
   // stays where the learner puts it.
-  static int created = 0;
+  int& placed = teach.learn_windows_placed;
   const bool fresh = ImGui::FindWindowByName(title) == nullptr;
   const ImVec4 a = learn_area();
   const float font = ImGui::GetFontSize();
-  const float step = fresh ? static_cast<float>(created % 5) * font * 1.4f : 0.0f;
-  if (fresh) ++created;
+  const float step = fresh ? static_cast<float>(placed % 5) * font * 1.4f : 0.0f;
+  if (fresh) ++placed;
   const ImVec2 fit(std::min(size.x, a.z - a.x - step), std::min(size.y, a.w - a.y - step));
   ImGui::SetNextWindowSize(fit, ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowPos(ImVec2(a.x + step, a.y + step), ImGuiCond_FirstUseEver);

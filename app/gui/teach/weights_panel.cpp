@@ -19,8 +19,9 @@ namespace {
 // most ten rows: only the rows (ImGuiListClipper) and columns in view get a
 // widget, so a 768 × 768 W_out costs what ten rows of it do. True when a
 // value changed. A typed value that is not a finite float32 is refused
-// (drag_finite_cell) and `refused` says why.
-bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused) {
+// (drag_finite_cell, which keeps the value an edit began with in `start`)
+// and `refused` says why.
+bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused, float& start) {
   bool changed = false;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float font = ImGui::GetFontSize();
@@ -51,7 +52,8 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused) {
         const auto name = [&] {
           return std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
         };
-        changed |= drag_finite_cell("##v", m(r, c), 0.01f, -10.0f, 10.0f, name, "weights", refused);
+        changed |=
+            drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
@@ -66,16 +68,18 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused) {
 }
 
 // A matrix's editor under its name and shape.
-bool edit_named(const char* name, const char* what, core::RowMatrix& m, std::string& refused) {
+bool edit_named(const char* name, const char* what, core::RowMatrix& m, std::string& refused,
+                float& start) {
   ImGui::Text("%s (%d × %d)%s%s", name, static_cast<int>(m.rows()), static_cast<int>(m.cols()),
               *what ? ": " : "", what);
-  return edit_matrix(name, m, refused);
+  return edit_matrix(name, m, refused, start);
 }
 
 }  // namespace
 
 void draw_weights_editor(AppState& state) {
-  if (!begin_learn_window("Weights editor", &state.teach.show_weights, ImVec2(560, 600)) ||
+  if (!begin_learn_window(state.teach, "Weights editor", &state.teach.show_weights,
+                          ImVec2(560, 600)) ||
       !state.trace) {
     ImGui::End();
     return;
@@ -105,21 +109,25 @@ void draw_weights_editor(AppState& state) {
     ImGui::PopStyleColor();
   }
   std::string refusal;  // why a typed value was refused this frame
+  float& start = state.ui.edit_start;
   core::Parameters p = *base;
   const bool wrapper = t.config.variant == core::Variant::MultiheadWrapper;
   int set = wrapper ? std::clamp(state.head, 0, static_cast<int>(p.qkv.size()) - 1) : 0;
   if (wrapper) ImGui::Text("head %d (focus another head in the heads grid)", set);
   bool changed = false;
   auto& qkv = p.qkv[static_cast<std::size_t>(set)];
-  changed |= edit_named("W_query", "d_in × d_out", qkv.query.weight, refusal);
-  if (qkv.query.bias.size() > 0) changed |= edit_named("b_query", "", qkv.query.bias, refusal);
-  changed |= edit_named("W_key", "", qkv.key.weight, refusal);
-  if (qkv.key.bias.size() > 0) changed |= edit_named("b_key", "", qkv.key.bias, refusal);
-  changed |= edit_named("W_value", "", qkv.value.weight, refusal);
-  if (qkv.value.bias.size() > 0) changed |= edit_named("b_value", "", qkv.value.bias, refusal);
+  changed |= edit_named("W_query", "d_in × d_out", qkv.query.weight, refusal, start);
+  if (qkv.query.bias.size() > 0)
+    changed |= edit_named("b_query", "", qkv.query.bias, refusal, start);
+  changed |= edit_named("W_key", "", qkv.key.weight, refusal, start);
+  if (qkv.key.bias.size() > 0) changed |= edit_named("b_key", "", qkv.key.bias, refusal, start);
+  changed |= edit_named("W_value", "", qkv.value.weight, refusal, start);
+  if (qkv.value.bias.size() > 0)
+    changed |= edit_named("b_value", "", qkv.value.bias, refusal, start);
   if (t.config.variant == core::Variant::Multihead) {
-    changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight, refusal);
-    if (p.out.bias.size() > 0) changed |= edit_named("b_out", "out_proj bias", p.out.bias, refusal);
+    changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight, refusal, start);
+    if (p.out.bias.size() > 0)
+      changed |= edit_named("b_out", "out_proj bias", p.out.bias, refusal, start);
   }
   if (changed) state.teach.weights_refusal.clear();  // a later value went in
   if (!refusal.empty()) state.teach.weights_refusal = std::move(refusal);

@@ -1,5 +1,5 @@
 // png.cpp: stb_image_write; Debian's libstb holds the implementation.
-#include "render/png.hpp"
+#include "export/png.hpp"
 
 #include <stb_image_write.h>
 

@@ -1,0 +1,193 @@
+// step.cpp: the steps of each variant, their names, and the matrices each shows.
+#include "step.hpp"
+
+#include "attnscope/inspect.hpp"
+
+namespace attnscope::gui {
+
+// ---------------------------------------------------------------------------
+// Steps and their names
+
+namespace {
+
+struct StepName {
+  Step step;
+  std::string_view id;
+  std::string_view label;
+};
+constexpr StepName kStepNames[] = {
+    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},
+    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},
+    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},
+    {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
+    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
+    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
+};
+
+// Trace stage ids (and a few spellings people type) that name a step.
+struct StepAlias {
+  std::string_view alias;
+  Step step;
+};
+constexpr StepAlias kAliases[] = {
+    {"embeddings", Step::Inputs},       {"projections", Step::Projections},
+    {"queries", Step::Projections},     {"keys", Step::Projections},
+    {"values", Step::Projections},      {"split_heads", Step::SplitHeads},
+    {"heads", Step::SplitHeads},        {"scaled_scores", Step::Scaled},
+    {"masked_scores", Step::Masked},    {"weights", Step::Softmax},
+    {"attn_weights", Step::Softmax},    {"dropout_mask", Step::Dropout},
+    {"dropped_weights", Step::Dropout}, {"context_vec", Step::Context},
+    {"out_proj", Step::OutProj},
+};
+
+}  // namespace
+
+std::vector<Step> steps_for(core::Variant v) {
+  using enum Step;
+  switch (v) {
+    case core::Variant::Simple:
+      return {Inputs, Scores, Softmax, Context};
+    case core::Variant::SelfAttentionV1:
+    case core::Variant::SelfAttentionV2:
+      return {Inputs, Projections, Scores, Scaled, Softmax, Context};
+    case core::Variant::Causal:
+      // The book's CausalAttention masks the raw scores, then scales them.
+      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context};
+    case core::Variant::MultiheadWrapper:
+      return {Inputs, Projections, Scores, Mask, Masked, Scaled, Softmax, Dropout, Context, Concat};
+    case core::Variant::Multihead:
+      return {Inputs, Projections, SplitHeads, Scores,  Mask,   Masked,
+              Scaled, Softmax,     Dropout,    Context, Concat, OutProj};
+  }
+  return {Inputs};
+}
+
+std::string_view step_id(Step s) {
+  for (const auto& n : kStepNames)
+    if (n.step == s) return n.id;
+  return "?";
+}
+
+std::string_view step_label(Step s) {
+  for (const auto& n : kStepNames)
+    if (n.step == s) return n.label;
+  return "?";
+}
+
+std::optional<Step> parse_step(std::string_view id) {
+  for (const auto& n : kStepNames)
+    if (n.id == id) return n.step;
+  for (const auto& a : kAliases)
+    if (a.alias == id) return a.step;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Matrices of a step
+
+std::string_view per_head_stage(Step step, core::Variant variant) {
+  if (!core::has_heads(variant)) return {};
+  switch (step) {
+    case Step::Projections:
+      return variant == core::Variant::MultiheadWrapper ? "queries" : "";
+    case Step::SplitHeads:
+      return "queries";
+    case Step::Scores:
+      return "scores";
+    case Step::Scaled:
+      return "scaled_scores";
+    case Step::Mask:
+      return "mask";
+    case Step::Masked:
+      return "masked_scores";
+    case Step::Softmax:
+      return "weights";
+    case Step::Dropout:
+      return "dropped_weights";
+    case Step::Context:
+    case Step::Concat:
+      return "context";
+    case Step::Inputs:
+    case Step::OutProj:
+      return {};
+  }
+  return {};
+}
+
+StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
+  const int h = core::stage_head(t, head);
+  const bool simple = t.config.variant == core::Variant::Simple;
+  // Multihead projects once for all heads; the wrapper has one projection per head.
+  const int proj_head = t.config.variant == core::Variant::Multihead ? -1 : h;
+  StepMatrices m;
+  auto add = [&](std::vector<const core::Stage*>& to, std::string_view id, int hh) {
+    if (const core::Stage* s = t.find(id, hh)) to.push_back(s);
+  };
+  switch (step) {
+    case Step::Inputs:
+      add(m.outputs, "inputs", -1);
+      break;
+    case Step::Projections:
+      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, proj_head);
+      add(m.inputs, "inputs", -1);
+      for (auto id : {"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"})
+        add(m.inputs, id, proj_head);
+      break;
+    case Step::SplitHeads:
+      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, h);
+      for (auto id : {"queries", "keys", "values"}) add(m.inputs, id, -1);
+      break;
+    case Step::Scores:
+      add(m.outputs, "scores", h);
+      if (simple) {
+        add(m.inputs, "inputs", -1);
+      } else {
+        add(m.inputs, "queries", h);
+        add(m.inputs, "keys", h);
+      }
+      break;
+    case Step::Scaled:  // causal: the masked scores are what gets scaled
+      add(m.outputs, "scaled_scores", h);
+      add(m.inputs, t.find("masked_scores", h) ? "masked_scores" : "scores", h);
+      break;
+    case Step::Mask:
+      add(m.outputs, "mask", h);
+      add(m.inputs, "scores", h);
+      break;
+    case Step::Masked:
+      add(m.outputs, "masked_scores", h);
+      add(m.inputs, "scores", h);
+      add(m.inputs, "mask", h);
+      break;
+    case Step::Softmax:
+      add(m.outputs, "weights", h);
+      add(m.inputs, t.find("scaled_scores", h) ? "scaled_scores" : "scores", h);
+      break;
+    case Step::Dropout:
+      add(m.outputs, "dropped_weights", h);
+      add(m.outputs, "dropout_mask", h);
+      add(m.inputs, "weights", h);
+      break;
+    case Step::Context:
+      add(m.outputs, "context", h);
+      if (t.find("dropped_weights", h))
+        add(m.inputs, "dropped_weights", h);
+      else
+        add(m.inputs, "weights", h);
+      add(m.inputs, simple ? "inputs" : "values", simple ? -1 : h);
+      break;
+    case Step::Concat:
+      add(m.outputs, t.config.variant == core::Variant::Multihead ? "concat" : "output", -1);
+      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, "context", k);
+      break;
+    case Step::OutProj:
+      add(m.outputs, "output", -1);
+      add(m.inputs, "concat", -1);
+      add(m.inputs, "W_out", -1);
+      add(m.inputs, "b_out", -1);
+      break;
+  }
+  return m;
+}
+
+}  // namespace attnscope::gui
