@@ -307,9 +307,12 @@ def test_json_round_trip(tmp):
         for stage, path in zip(doc["stages"], paths):
             with open(path, encoding="utf-8") as f:
                 got = json.load(f)
-            assert set(got) == {"id", "head", "variant", "tokens", "shape", "data"}, set(got)
-            assert (got["id"], got["head"], got["variant"], got["tokens"], got["shape"]) == \
-                (stage["id"], stage["head"], variant, BOOK_TOKENS, stage["shape"]), path
+            assert set(got) == {"id", "layer", "head", "variant", "tokens", "shape", "data"}, set(got)
+            assert (got["id"], got["layer"], got["head"], got["variant"], got["tokens"],
+                    got["shape"]) == \
+                (stage["id"], stage["layer"], stage["head"], variant, BOOK_TOKENS,
+                 stage["shape"]), path
+            assert got["layer"] == 0, path
             assert got["data"] == stage["data"], f"{path}: data differs from the trace"
     # An exported token-rows stage is an embeddings file too.
     args = ["--preset", "shiny", "--variant", "simple"]
