@@ -8,8 +8,10 @@ PATHs are files or folders (searched for .cpp/.hpp/.h). Folders named
 namespace or class scope whose header ends like a function's (`)`, then
 qualifiers such as const, noexcept, override or a trailing return type);
 its length counts from the header's first line to the closing brace.
-Initialisers and data tables (`= {`) are not functions. Comments and
-string literals are blanked first, so braces inside them do not count.
+Initialisers and data tables (`= {`) are not functions, and neither is a
+function whose line before it is a comment starting "Data table:" (one
+that only builds a table). Comments and string literals are blanked first,
+so braces inside them do not count.
 """
 import argparse
 import pathlib
@@ -64,7 +66,9 @@ def blank_comments_and_strings(text):
 
 def functions(path):
     """(name, first line, last line) of each function defined in the file."""
-    text = blank_comments_and_strings(path.read_text(encoding="utf-8", errors="replace"))
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    raw_lines = raw.split("\n")
+    text = blank_comments_and_strings(raw)
     # preprocessor lines are not code headers
     text = re.sub(r"^[ \t]*#.*$", lambda m: " " * len(m.group(0)), text, flags=re.M)
     stack = []  # (kind, name, start line)
@@ -88,7 +92,8 @@ def functions(path):
                 stack.append((kind, name, start))
             elif c == "}" and stack:
                 kind, name, start = stack.pop()
-                if kind == "function":
+                table = start >= 2 and raw_lines[start - 2].strip().startswith("// Data table:")
+                if kind == "function" and not table:
                     found.append((name, start, text.count("\n", 0, i) + 1))
             header_start = i + 1
     return found

@@ -45,6 +45,7 @@ std::optional<RowMatrix> unmasked_logits(const Trace& t, int head) {
 // 1. The book's printed tensors (chapter 3's notebook, on the six tokens
 // "Your journey starts with one step").
 
+// Data table: every printed tensor, with the run that reproduces it.
 const std::vector<BookMatrix>& book_matrices() {
   using enum BookSource;
   const BookRun simple{Variant::Simple, 2, 1, 123};
