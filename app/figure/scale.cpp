@@ -297,7 +297,7 @@ std::string compact_value(float v) {
 }
 
 bool holds_mask(std::string_view id) {
-  return id == "masked_scores" || id == "scaled_scores" || id == "mask";
+  return id == core::stage_id::masked_scores || id == core::stage_id::scaled_scores || id == core::stage_id::mask;
 }
 
 std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, bool unicode) {

@@ -42,10 +42,7 @@ std::string run_subtitle(const core::Trace& trace) {
 Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
                       const FigureStyle& style) {
   // A difference ("diff_weights") is labelled as the stage it subtracts.
-  core::StageAxes axes =
-      stage.id.starts_with("diff_")
-          ? core::stage_axes(trace, core::Stage{stage.id.substr(5), stage.head, stage.data()})
-          : core::stage_axes(trace, stage);
+  core::StageAxes axes = core::stage_axes(trace, stage);
   Heatmap h;
   h.title = stage_title(trace, stage);
   if (!style.unicode)  // ω is the only non-ASCII character a title has

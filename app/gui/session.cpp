@@ -13,6 +13,7 @@
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/weights.hpp"
+#include "attnscope/stages.hpp"
 #include "export/files.hpp"
 
 namespace attnscope::gui {
@@ -106,7 +107,7 @@ std::optional<core::Session> session_of_trace(const AppState& s) {
   core::Session out;
   out.config = t.config;
   out.inputs.tokens = t.tokens;
-  const core::Stage* x = t.find("inputs");
+  const core::Stage* x = t.find(core::stage_id::inputs);
   out.inputs.embeddings = x ? x->data() : s.inputs.embeddings;
   if (t.explicit_weights) {
     // The trace ran with explicit weights: the ones held now, if they still fit it.
@@ -255,7 +256,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       core::apply_config_fields(spec, config);
     }
 
-    const auto step = parse_step(view.value("stage", std::string("inputs")));
+    const auto step = parse_step(view.value("stage", std::string("inputs")));  // a step name, not a stage
     CellRef pinned;
     if (view.contains("pinned")) {
       const json& p = view.at("pinned");

@@ -101,7 +101,7 @@ StepContext step_context(const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
   const core::Config& c = t.config;
   const bool simple = c.variant == core::Variant::Simple;
-  const core::Stage* keys = simple ? t.find("inputs", -1) : t.find("keys", h);
+  const core::Stage* keys = simple ? t.find(core::stage_id::inputs, -1) : t.find(core::stage_id::keys, h);
   return StepContext{.t = t,
                      .h = h,
                      .simple = simple,
@@ -129,11 +129,11 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
       s.plain = "Each row is one token's embedding, a vector of d_in = " + std::to_string(t.d_in) +
                 " numbers. Attention will build a new vector for every token by mixing these rows.";
       s.formula = "X = embeddings";
-      s.shapes = sym(find("inputs", -1)) + ": " + T + " tokens × d_in = " + std::to_string(t.d_in);
+      s.shapes = sym(find(core::stage_id::inputs, -1)) + ": " + T + " tokens × d_in = " + std::to_string(t.d_in);
       break;
 
     case Step::Projections: {
-      const bool bias = find("b_query", proj_head) != nullptr;
+      const bool bias = find(core::stage_id::b_query, proj_head) != nullptr;
       s.title = "Queries, keys and values";
       s.plain =
           "Three trainable matrices turn every input row into a query (what this token looks "
@@ -150,14 +150,14 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
         s.plain += " They are nn.Linear layers, so they start random.";
       s.formula = bias ? "Q = X·W_query + b_query    K = X·W_key + b_key    V = X·W_value + b_value"
                        : "Q = X·W_query    K = X·W_key    V = X·W_value";
-      s.shapes = sym(find("inputs", -1)) + " · " + sym(find("W_query", proj_head), "W_query") +
-                 " → " + sym(find("queries", proj_head)) + "; the same for K and V";
+      s.shapes = sym(find(core::stage_id::inputs, -1)) + " · " + sym(find(core::stage_id::W_query, proj_head), core::stage_id::W_query) +
+                 " → " + sym(find(core::stage_id::queries, proj_head)) + "; the same for K and V";
       break;
     }
 
     case Step::SplitHeads: {
-      const core::Stage* q = find("queries", -1);
-      const core::Stage* qh = find("queries", h);
+      const core::Stage* q = find(core::stage_id::queries, -1);
+      const core::Stage* qh = find(core::stage_id::queries, h);
       const int hd = c.num_heads > 0 ? c.d_out / c.num_heads : 0;
       s.title = "Split into heads";
       s.plain = "The d_out = " + std::to_string(c.d_out) + " columns of Q, K and V are cut into " +
@@ -179,8 +179,8 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
             "embeddings point the same way, the bigger the score. Row i holds token i "
             "against all tokens.";
         s.formula = "ω_ij = x_i · x_j        ω = X·Xᵀ";
-        s.shapes = sym(find("inputs", -1)) + " · Xᵀ (" + std::to_string(t.d_in) + "×" + T + ") → " +
-                   sym(find("scores", -1));
+        s.shapes = sym(find(core::stage_id::inputs, -1)) + " · Xᵀ (" + std::to_string(t.d_in) + "×" + T + ") → " +
+                   sym(find(core::stage_id::scores, -1));
       } else {
         s.plain =
             "Every query is compared with every key by a dot product. Row i says how "
@@ -189,7 +189,7 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
             head_note;
         s.formula = "ω_ij = q_i · k_j        ω = Q·Kᵀ";
         s.shapes =
-            sym(find("queries", h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find("scores", h));
+            sym(find(core::stage_id::queries, h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find(core::stage_id::scores, h));
       }
       break;
     default:  // the other groups' steps
@@ -211,7 +211,7 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
     case Step::Scaled: {
       std::string root = "?";
       if (auto b = core::explain_score(t, h, 0, 0)) root = fmt4(b->sqrt_dk);
-      const core::Stage* masked = find("masked_scores", h);
+      const core::Stage* masked = find(core::stage_id::masked_scores, h);
       s.title = "Scaled scores";
       s.plain =
           "The scores are divided by √d_k, the square root of the key width. Without it, "
@@ -224,14 +224,14 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
       s.plain += head_note;
       s.formula = masked ? "scaled = masked / √d_k        d_k = " + d_k + ", √d_k = " + root
                          : "scaled = ω / √d_k        d_k = " + d_k + ", √d_k = " + root;
-      s.shapes = sym(masked ? masked : find("scores", h)) + " ÷ " + root + " → " +
-                 sym(find("scaled_scores", h));
+      s.shapes = sym(masked ? masked : find(core::stage_id::scores, h)) + " ÷ " + root + " → " +
+                 sym(find(core::stage_id::scaled_scores, h));
       break;
     }
 
     case Step::Mask: {
       long future = 0;
-      const core::Stage* m = find("mask", h);
+      const core::Stage* m = find(core::stage_id::mask, h);
       if (m)
         for (Eigen::Index k = 0; k < m->data().size(); ++k) future += m->data().data()[k] != 0.0f;
       s.title = "Causal mask";
@@ -240,7 +240,7 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
           "look at itself and the tokens before it. The mask marks with 1 every key that "
           "lies in a query's future (column j > row i).";
       s.formula = "mask = torch.triu(torch.ones(T, T), diagonal=1)";
-      s.shapes = sym(m, "mask") + ": " + std::to_string(future) + " of " +
+      s.shapes = sym(m, core::stage_id::mask) + ": " + std::to_string(future) + " of " +
                  std::to_string(m ? m->data().size() : 0) + " entries are in the future";
       break;
     }
@@ -253,13 +253,13 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
           "get exactly zero weight and the other weights still sum to 1." +
           head_note;
       s.formula = "masked = ω.masked_fill(mask.bool(), −∞)";
-      s.shapes = sym(find("scores", h)) + " + " + sym(find("mask", h), "mask") + " → " +
-                 sym(find("masked_scores", h));
+      s.shapes = sym(find(core::stage_id::scores, h)) + " + " + sym(find(core::stage_id::mask, h), core::stage_id::mask) + " → " +
+                 sym(find(core::stage_id::masked_scores, h));
       break;
 
     case Step::Softmax: {
-      const core::Stage* in = find("scaled_scores", h);
-      if (!in) in = find("scores", h);
+      const core::Stage* in = find(core::stage_id::scaled_scores, h);
+      if (!in) in = find(core::stage_id::scores, h);
       s.title = "Softmax: attention weights";
       s.plain =
           "Each row of scores becomes a row of attention weights: subtract the row's "
@@ -268,7 +268,7 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
           head_note;
       s.formula = simple ? "weights_ij = exp(ω_ij) / Σ_k exp(ω_ik)"
                          : "weights_ij = exp(s_ij − max_k s_ik) / Σ_k exp(s_ik − max_k s_ik)";
-      s.shapes = sym(in) + " → " + sym(find("weights", h)) + ", each row sums to 1";
+      s.shapes = sym(in) + " → " + sym(find(core::stage_id::weights, h)) + ", each row sums to 1";
       break;
     }
     default:  // the other groups' steps
@@ -295,7 +295,7 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
             "pass through unchanged.";
       else if (c.dropout <= 0.0)
         s.plain = "Dropout rate p = 0: nothing is dropped and the weights pass through unchanged.";
-      else if (const float keep = kept_scale(find("dropout_mask", h)); keep > 0.0f)
+      else if (const float keep = kept_scale(find(core::stage_id::dropout_mask, h)); keep > 0.0f)
         s.plain =
             "In training, nn.Dropout zeroes each weight with probability p = " + fmt_p(c.dropout) +
             " and multiplies the survivors by 1/(1−p) = " + fmt4(keep) +
@@ -305,14 +305,14 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
                   ", nn.Dropout zeroes every weight: all context vectors become 0.";
       s.plain += head_note;
       s.formula = "dropped = weights ⊙ dropout_mask        dropout_mask_ij ∈ {0, 1/(1−p)}";
-      s.shapes = sym(find("weights", h)) + " ⊙ " + sym(find("dropout_mask", h), "dropout mask") +
-                 " → " + sym(find("dropped_weights", h));
+      s.shapes = sym(find(core::stage_id::weights, h)) + " ⊙ " + sym(find(core::stage_id::dropout_mask, h), "dropout mask") +
+                 " → " + sym(find(core::stage_id::dropped_weights, h));
       break;
 
     case Step::Context: {
-      const core::Stage* w = find("dropped_weights", h);
-      if (!w) w = find("weights", h);
-      const core::Stage* v = simple ? find("inputs", -1) : find("values", h);
+      const core::Stage* w = find(core::stage_id::dropped_weights, h);
+      if (!w) w = find(core::stage_id::weights, h);
+      const core::Stage* v = simple ? find(core::stage_id::inputs, -1) : find(core::stage_id::values, h);
       s.title = "Context vectors";
       s.plain = std::string("Each token's new vector is the sum of all ") +
                 (simple ? "input rows" : "value rows") +
@@ -321,13 +321,13 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
                 head_note;
       s.formula = simple ? "z_i = Σ_j weights_ij · x_j        Z = weights·X"
                          : "z_i = Σ_j weights_ij · v_j        Z = weights·V";
-      s.shapes = sym(w) + " · " + sym(v) + " → " + sym(find("context", h));
+      s.shapes = sym(w) + " · " + sym(v) + " → " + sym(find(core::stage_id::context, h));
       break;
     }
 
     case Step::Concat: {
       const bool mha = c.variant == core::Variant::Multihead;
-      const core::Stage* out = find(mha ? "concat" : "output", -1);
+      const core::Stage* out = find(mha ? core::stage_id::concat : core::stage_id::output, -1);
       s.title = "Concatenate the heads";
       s.plain = mha ? "The heads' context vectors are put back side by side, so each token again "
                       "has one row of d_out numbers: head 0's columns first, then head 1's, ..."
@@ -335,8 +335,8 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
                       "context vectors side by side: head 0's columns first, then head 1's, ...";
       s.formula = mha ? "concat = context.transpose(1, 2).contiguous().view(T, d_out)"
                       : "output = torch.cat([head(x) for head in heads], dim=−1)";
-      s.shapes = std::to_string(t.heads_shown()) + " heads × " + sym(find("context", 0), "Z_h") +
-                 " → " + sym(out, mha ? "concat" : "output");
+      s.shapes = std::to_string(t.heads_shown()) + " heads × " + sym(find(core::stage_id::context, 0), "Z_h") +
+                 " → " + sym(out, mha ? core::stage_id::concat : core::stage_id::output);
       break;
     }
 
@@ -346,8 +346,8 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
           "A final linear layer (out_proj) mixes the heads' columns together, so every "
           "output column can combine what all heads found.";
       s.formula = "output = concat·W_out + b_out";
-      s.shapes = sym(find("concat", -1)) + " · " + sym(find("W_out", -1), "W_out") + " + " +
-                 sym(find("b_out", -1), "b_out") + " → " + sym(find("output", -1));
+      s.shapes = sym(find(core::stage_id::concat, -1)) + " · " + sym(find(core::stage_id::W_out, -1), core::stage_id::W_out) + " + " +
+                 sym(find(core::stage_id::b_out, -1), core::stage_id::b_out) + " → " + sym(find(core::stage_id::output, -1));
       break;
     default:  // the other groups' steps
       break;

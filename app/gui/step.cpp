@@ -2,6 +2,7 @@
 #include "step.hpp"
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -16,12 +17,12 @@ struct StepName {
   std::string_view label;
 };
 constexpr StepName kStepNames[] = {
-    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},
-    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},
-    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},
+    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},  // step names, not a stage id
+    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},  // not a stage id
+    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},  // not a stage id
     {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
-    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
-    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
+    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},  // not a stage id
+    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},  // not a stage id
 };
 
 // Trace stage ids (and a few spellings people type) that name a step.
@@ -31,12 +32,12 @@ struct StepAlias {
 };
 constexpr StepAlias kAliases[] = {
     {"embeddings", Step::Inputs},       {"projections", Step::Projections},
-    {"queries", Step::Projections},     {"keys", Step::Projections},
-    {"values", Step::Projections},      {"split_heads", Step::SplitHeads},
-    {"heads", Step::SplitHeads},        {"scaled_scores", Step::Scaled},
-    {"masked_scores", Step::Masked},    {"weights", Step::Softmax},
-    {"attn_weights", Step::Softmax},    {"dropout_mask", Step::Dropout},
-    {"dropped_weights", Step::Dropout}, {"context_vec", Step::Context},
+    {core::stage_id::queries, Step::Projections},     {core::stage_id::keys, Step::Projections},
+    {core::stage_id::values, Step::Projections},      {"split_heads", Step::SplitHeads},
+    {"heads", Step::SplitHeads},        {core::stage_id::scaled_scores, Step::Scaled},
+    {core::stage_id::masked_scores, Step::Masked},    {core::stage_id::weights, Step::Softmax},
+    {"attn_weights", Step::Softmax},    {core::stage_id::dropout_mask, Step::Dropout},
+    {core::stage_id::dropped_weights, Step::Dropout}, {"context_vec", Step::Context},
     {"out_proj", Step::OutProj},
 };
 
@@ -89,24 +90,24 @@ std::string_view per_head_stage(Step step, core::Variant variant) {
   if (!core::has_heads(variant)) return {};
   switch (step) {
     case Step::Projections:
-      return variant == core::Variant::MultiheadWrapper ? "queries" : "";
+      return variant == core::Variant::MultiheadWrapper ? core::stage_id::queries : "";
     case Step::SplitHeads:
-      return "queries";
+      return core::stage_id::queries;
     case Step::Scores:
-      return "scores";
+      return core::stage_id::scores;
     case Step::Scaled:
-      return "scaled_scores";
+      return core::stage_id::scaled_scores;
     case Step::Mask:
-      return "mask";
+      return core::stage_id::mask;
     case Step::Masked:
-      return "masked_scores";
+      return core::stage_id::masked_scores;
     case Step::Softmax:
-      return "weights";
+      return core::stage_id::weights;
     case Step::Dropout:
-      return "dropped_weights";
+      return core::stage_id::dropped_weights;
     case Step::Context:
     case Step::Concat:
-      return "context";
+      return core::stage_id::context;
     case Step::Inputs:
     case Step::OutProj:
       return {};
@@ -125,66 +126,66 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
   };
   switch (step) {
     case Step::Inputs:
-      add(m.outputs, "inputs", -1);
+      add(m.outputs, core::stage_id::inputs, -1);
       break;
     case Step::Projections:
-      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, proj_head);
-      add(m.inputs, "inputs", -1);
-      for (auto id : {"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"})
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.outputs, id, proj_head);
+      add(m.inputs, core::stage_id::inputs, -1);
+      for (auto id : {core::stage_id::W_query, core::stage_id::W_key, core::stage_id::W_value, core::stage_id::b_query, core::stage_id::b_key, core::stage_id::b_value})
         add(m.inputs, id, proj_head);
       break;
     case Step::SplitHeads:
-      for (auto id : {"queries", "keys", "values"}) add(m.outputs, id, h);
-      for (auto id : {"queries", "keys", "values"}) add(m.inputs, id, -1);
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.outputs, id, h);
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.inputs, id, -1);
       break;
     case Step::Scores:
-      add(m.outputs, "scores", h);
+      add(m.outputs, core::stage_id::scores, h);
       if (simple) {
-        add(m.inputs, "inputs", -1);
+        add(m.inputs, core::stage_id::inputs, -1);
       } else {
-        add(m.inputs, "queries", h);
-        add(m.inputs, "keys", h);
+        add(m.inputs, core::stage_id::queries, h);
+        add(m.inputs, core::stage_id::keys, h);
       }
       break;
     case Step::Scaled:  // causal: the masked scores are what gets scaled
-      add(m.outputs, "scaled_scores", h);
-      add(m.inputs, t.find("masked_scores", h) ? "masked_scores" : "scores", h);
+      add(m.outputs, core::stage_id::scaled_scores, h);
+      add(m.inputs, t.find(core::stage_id::masked_scores, h) ? core::stage_id::masked_scores : core::stage_id::scores, h);
       break;
     case Step::Mask:
-      add(m.outputs, "mask", h);
-      add(m.inputs, "scores", h);
+      add(m.outputs, core::stage_id::mask, h);
+      add(m.inputs, core::stage_id::scores, h);
       break;
     case Step::Masked:
-      add(m.outputs, "masked_scores", h);
-      add(m.inputs, "scores", h);
-      add(m.inputs, "mask", h);
+      add(m.outputs, core::stage_id::masked_scores, h);
+      add(m.inputs, core::stage_id::scores, h);
+      add(m.inputs, core::stage_id::mask, h);
       break;
     case Step::Softmax:
-      add(m.outputs, "weights", h);
-      add(m.inputs, t.find("scaled_scores", h) ? "scaled_scores" : "scores", h);
+      add(m.outputs, core::stage_id::weights, h);
+      add(m.inputs, t.find(core::stage_id::scaled_scores, h) ? core::stage_id::scaled_scores : core::stage_id::scores, h);
       break;
     case Step::Dropout:
-      add(m.outputs, "dropped_weights", h);
-      add(m.outputs, "dropout_mask", h);
-      add(m.inputs, "weights", h);
+      add(m.outputs, core::stage_id::dropped_weights, h);
+      add(m.outputs, core::stage_id::dropout_mask, h);
+      add(m.inputs, core::stage_id::weights, h);
       break;
     case Step::Context:
-      add(m.outputs, "context", h);
-      if (t.find("dropped_weights", h))
-        add(m.inputs, "dropped_weights", h);
+      add(m.outputs, core::stage_id::context, h);
+      if (t.find(core::stage_id::dropped_weights, h))
+        add(m.inputs, core::stage_id::dropped_weights, h);
       else
-        add(m.inputs, "weights", h);
-      add(m.inputs, simple ? "inputs" : "values", simple ? -1 : h);
+        add(m.inputs, core::stage_id::weights, h);
+      add(m.inputs, simple ? core::stage_id::inputs : core::stage_id::values, simple ? -1 : h);
       break;
     case Step::Concat:
-      add(m.outputs, t.config.variant == core::Variant::Multihead ? "concat" : "output", -1);
-      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, "context", k);
+      add(m.outputs, t.config.variant == core::Variant::Multihead ? core::stage_id::concat : core::stage_id::output, -1);
+      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, core::stage_id::context, k);
       break;
     case Step::OutProj:
-      add(m.outputs, "output", -1);
-      add(m.inputs, "concat", -1);
-      add(m.inputs, "W_out", -1);
-      add(m.inputs, "b_out", -1);
+      add(m.outputs, core::stage_id::output, -1);
+      add(m.inputs, core::stage_id::concat, -1);
+      add(m.inputs, core::stage_id::W_out, -1);
+      add(m.inputs, core::stage_id::b_out, -1);
       break;
   }
   return m;

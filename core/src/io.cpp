@@ -6,6 +6,7 @@
 //   3. presets (embedded from assets/presets at build time)
 //   4. trace writers: JSON and text
 #include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
 
 #include "attnscope/files.hpp"
 
@@ -406,7 +407,7 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     out << "  (" << shape_text(m) << ") ==\n";
     // Rows are labelled with token names when they are tokens: not for the
     // weight matrices and biases, whose rows are input dimensions.
-    const bool parameter = st.id.starts_with("W_") || st.id.starts_with("b_");
+    const bool parameter = is_parameter(st.id);
     const bool token_rows = !parameter && m.rows() == trace.num_tokens();
     const bool token_cols = token_rows && m.cols() == trace.num_tokens();
     const Eigen::Index rows = std::min(m.rows(), kMaxShown);

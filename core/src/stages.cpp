@@ -65,6 +65,10 @@ std::string_view difference_base(std::string_view stage) {
   return stage.starts_with(kDifferencePrefix) ? stage.substr(kDifferencePrefix.size()) : stage;
 }
 
+std::string difference_id(std::string_view stage) {
+  return std::string(kDifferencePrefix) + std::string(stage);
+}
+
 const StageInfo* find_stage_info(std::string_view stage) {
   stage = difference_base(stage);
   for (const StageInfo& s : kCatalogue)

@@ -60,7 +60,7 @@ std::optional<ParsedName> parse_name(std::string_view name) {
     name = rest.substr(1);
     p.head = h;
   }
-  if (name == "mask") {
+  if (name == "mask") {  // the module's mask buffer, not a stage
     p.ignored = true;
     return p;
   }

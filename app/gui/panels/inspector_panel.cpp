@@ -20,6 +20,7 @@
 #include "render/heatmap.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -220,9 +221,9 @@ void softmax_section(AppState& s, const core::Trace& t, int head, int i, int j) 
 }
 
 void dropout_section(AppState& s, const core::Trace& t, int head, int i, int j) {
-  const core::Stage* w = t.find("weights", head);
-  const core::Stage* m = t.find("dropout_mask", head);
-  const core::Stage* d = t.find("dropped_weights", head);
+  const core::Stage* w = t.find(core::stage_id::weights, head);
+  const core::Stage* m = t.find(core::stage_id::dropout_mask, head);
+  const core::Stage* d = t.find(core::stage_id::dropped_weights, head);
   if (!w || !m || !d) return;
   heading(s, "then dropout");
   const float keep = m->data()(i, j);
@@ -252,7 +253,7 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
   mono_push(s);
   const int n = static_cast<int>(b->weights.size());
   const std::string v_col = vn + col, product_col = display(s, "w·" + vn + col);
-  if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},
+  if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},  // an ImGui id, not a stage
                   table_size(n + 1, 12), 1)) {
     ImGuiListClipper clip;
     clip.Begin(n);
@@ -293,9 +294,9 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
 
 // "q_i[c] is x_i · W[:, c] (+ b[c])", with both vectors from the trace.
 void projection_section(AppState& s, const core::Trace& t, const core::Stage& st, int i, int c) {
-  const std::string which = st.id == "queries" ? "query" : st.id == "keys" ? "key" : "value";
+  const std::string which = st.id == core::stage_id::queries ? "query" : st.id == core::stage_id::keys ? "key" : "value";
   const int ph = t.config.variant == core::Variant::Multihead ? -1 : st.head;
-  const core::Stage* x = t.find("inputs");
+  const core::Stage* x = t.find(core::stage_id::inputs);
   const core::Stage* w = t.find("W_" + which, ph);
   const core::Stage* bias = t.find("b_" + which, ph);
   if (t.config.variant == core::Variant::Multihead && st.head >= 0) {
@@ -317,12 +318,12 @@ void projection_section(AppState& s, const core::Trace& t, const core::Stage& st
 }
 
 void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int i, int c) {
-  if (st.id == "queries" || st.id == "keys" || st.id == "values") {
+  if (st.id == core::stage_id::queries || st.id == core::stage_id::keys || st.id == core::stage_id::values) {
     projection_section(s, t, st, i, c);
-  } else if (st.id == "output" && t.config.variant == core::Variant::Multihead) {
-    const core::Stage* cc = t.find("concat");
-    const core::Stage* w = t.find("W_out");
-    const core::Stage* b = t.find("b_out");
+  } else if (st.id == core::stage_id::output && t.config.variant == core::Variant::Multihead) {
+    const core::Stage* cc = t.find(core::stage_id::concat);
+    const core::Stage* w = t.find(core::stage_id::W_out);
+    const core::Stage* b = t.find(core::stage_id::b_out);
     if (cc && w && b) {
       heading(s, "output[" + std::to_string(i) + ", " + std::to_string(c) +
                      "] = concat_i · W_out[:, " + std::to_string(c) + "] + b_out[" +
@@ -334,13 +335,13 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
       text_wrapped(s, "b_out[" + std::to_string(c) + "] = " + num(s, b->data()(0, c)));
       mono_pop(s);
     }
-  } else if (st.id == "concat" ||
-             (st.id == "output" && t.config.variant == core::Variant::MultiheadWrapper)) {
+  } else if (st.id == core::stage_id::concat ||
+             (st.id == core::stage_id::output && t.config.variant == core::Variant::MultiheadWrapper)) {
     const int width = t.config.variant == core::Variant::Multihead
                           ? t.config.d_out / t.config.num_heads
                           : t.config.d_out;
     const int h = width > 0 ? c / width : 0;
-    const core::Stage* ctx = t.find("context", h);
+    const core::Stage* ctx = t.find(core::stage_id::context, h);
     heading(s, "column " + std::to_string(c) + " belongs to head " + std::to_string(h) +
                    ": it is head " + std::to_string(h) + "'s context[" + std::to_string(i) + ", " +
                    std::to_string(c - h * width) + "]");
@@ -392,8 +393,7 @@ void draw_inspector_panel(AppState& state) {
   if (tbt)
     text_wrapped(state, "query " + token(t, p.row) + " (row " + std::to_string(p.row) + ") · key " +
                             token(t, p.col) + " (column " + std::to_string(p.col) + ")");
-  else if (st->data().rows() == t.num_tokens() && !st->id.starts_with("W_") &&
-           !st->id.starts_with("b_"))
+  else if (rows_are_tokens(*st, t))
     text_wrapped(state, "token " + token(t, p.row) + ", column " + std::to_string(p.col));
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::TextUnformatted(("= " + num(state, v)).c_str());
@@ -404,12 +404,12 @@ void draw_inspector_panel(AppState& state) {
 
   const std::string& id = st->id;
   const int head = st->head;
-  if (id == "scores" || id == "scaled_scores" || id == "masked_scores" || id == "mask") {
+  if (id == core::stage_id::scores || id == core::stage_id::scaled_scores || id == core::stage_id::masked_scores || id == core::stage_id::mask) {
     score_section(state, t, head, p.row, p.col);
-  } else if (id == "weights" || id == "dropped_weights" || id == "dropout_mask") {
+  } else if (id == core::stage_id::weights || id == core::stage_id::dropped_weights || id == core::stage_id::dropout_mask) {
     softmax_section(state, t, head, p.row, p.col);
-    if (id != "weights") dropout_section(state, t, head, p.row, p.col);
-  } else if (id == "context") {
+    if (id != core::stage_id::weights) dropout_section(state, t, head, p.row, p.col);
+  } else if (id == core::stage_id::context) {
     context_section(state, t, head, p.row, p.col);
   } else {
     other_section(state, t, *st, p.row, p.col);

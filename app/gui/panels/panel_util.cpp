@@ -4,6 +4,7 @@
 #include "imgui_internal.h"  // the window's wrap position
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -48,12 +49,6 @@ void text_wrapped(const AppState& state, const std::string& text) {
   ImGui::SetCursorPosY(ImGui::GetCursorPosY() + gap_y);
 }
 
-namespace {
-bool token_by_token(std::string_view id) {
-  return id == "scores" || id == "scaled_scores" || id == "mask" || id == "masked_scores" ||
-         id == "weights" || id == "dropout_mask" || id == "dropped_weights";
-}
-}  // namespace
 
 PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
   PinMarks m;
@@ -68,18 +63,18 @@ PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
   // column the pinned cell was computed from.
   const bool same_head = stage.head == p.head || stage.head == -1;
   if (!same_head) return m;
-  if (token_by_token(p.stage)) {
-    if (token_by_token(stage.id)) {
+  if (core::is_token_by_token(p.stage)) {
+    if (core::is_token_by_token(stage.id)) {
       m.mark_row = p.row;
-    } else if (stage.id == "queries" || stage.id == "inputs" || stage.id == "context") {
+    } else if (stage.id == core::stage_id::queries || stage.id == core::stage_id::inputs || stage.id == core::stage_id::context) {
       m.mark_row = p.row;
-    } else if (stage.id == "keys") {
+    } else if (stage.id == core::stage_id::keys) {
       m.mark_row = p.col;
     }
-  } else if (p.stage == "context") {
-    if (token_by_token(stage.id)) m.mark_row = p.row;
-    if (stage.id == "values" || (stage.id == "inputs" && stage.head == -1)) m.mark_col = p.col;
-  } else if (stage.data().rows() == state.trace->num_tokens() && stage.id != "W_out") {
+  } else if (p.stage == core::stage_id::context) {
+    if (core::is_token_by_token(stage.id)) m.mark_row = p.row;
+    if (stage.id == core::stage_id::values || (stage.id == core::stage_id::inputs && stage.head == -1)) m.mark_col = p.col;
+  } else if (stage.data().rows() == state.trace->num_tokens() && stage.id != core::stage_id::W_out) {
     m.mark_row = p.row;
   }
   return m;

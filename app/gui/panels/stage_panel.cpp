@@ -11,6 +11,7 @@
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -118,8 +119,8 @@ std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
   if (!core::has_heads(c.variant) || s.head >= 0) return bands;
   const bool multihead = c.variant == core::Variant::Multihead;
   const bool split_ids =
-      s.id == "queries" || s.id == "keys" || s.id == "values" || s.id == "concat";
-  if (!(multihead ? split_ids : s.id == "output")) return bands;
+      s.id == core::stage_id::queries || s.id == core::stage_id::keys || s.id == core::stage_id::values || s.id == core::stage_id::concat;
+  if (!(multihead ? split_ids : s.id == core::stage_id::output)) return bands;
   const int width = multihead ? c.d_out / c.num_heads : c.d_out;
   if (width <= 0 || width * c.num_heads != s.data().cols()) return bands;
   for (int h = 0; h < c.num_heads; ++h)

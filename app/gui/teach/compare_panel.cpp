@@ -1,6 +1,7 @@
 // compare_panel.cpp: pin the current run as A, change anything, and see the
 // current run B beside it with B − A for any stage. Numbers: core::compare_stage.
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include <algorithm>
 
 #include "panels/panels.hpp"
@@ -84,7 +85,7 @@ void draw_compare(AppState& state) {
                 "B: " + label(cur), box);
   ImGui::SameLine();
   // "diff_<stage>": labelled with the stage's tokens, on a signed scale.
-  teach_heatmap(state, "teach/cmp/d" + pin, "diff_" + cur.first, cur.second, d->shown.shown,
+  teach_heatmap(state, "teach/cmp/d" + pin, core::difference_id(cur.first), cur.second, d->shown.shown,
                 "B − A", box);
   ImGui::End();
 }

@@ -6,6 +6,7 @@
 #include "attnscope/inspect.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -60,13 +61,13 @@ void draw_dropout_lab(AppState& state) {
     const ImVec2 box(w, w * 0.85f);
     const int h = core::stage_head(t, state.head);
     // A 0/1 mask: the sequential scale (the id picks it), not the signed one.
-    teach_heatmap(state, "teach/drop/keep", "dropout_mask", h, v->keep,
+    teach_heatmap(state, "teach/drop/keep", core::stage_id::dropout_mask, h, v->keep,
                   "keep mask (1 kept, 0 dropped)", box);
     ImGui::SameLine();
-    if (const core::Stage* s = t.find("weights", h))
+    if (const core::Stage* s = t.find(core::stage_id::weights, h))
       teach_heatmap(state, "teach/drop/w", s->id, h, s->data(), "weights before dropout", box);
     ImGui::SameLine();
-    if (const core::Stage* s = t.find("dropped_weights", h))
+    if (const core::Stage* s = t.find(core::stage_id::dropped_weights, h))
       teach_heatmap(state, "teach/drop/d", s->id, h, s->data(), "weights after dropout", box);
     std::string sums = "row sums after dropout:";
     for (std::size_t r = 0; r < v->row_sums_after.size() && r < 16; ++r)
@@ -82,7 +83,7 @@ void draw_dropout_lab(AppState& state) {
       ts.average_first_seed = std::max(ts.average_first_seed, 0);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("The average runs torch.manual_seed(s) for s = first .. first + n - 1.");
-    const core::Stage* weights = t.find("weights", h);
+    const core::Stage* weights = t.find(core::stage_id::weights, h);
     const double pa = state.config.dropout;
     const bool trivial = pa <= 0.0 || pa >= 1.0;
     const bool fits = weights && weights->data().rows() <= core::kDropoutAverageMaxTokens;
@@ -114,7 +115,7 @@ void draw_dropout_lab(AppState& state) {
                               ": the mean of the dropped weights approaches the weights; the "
                               "largest gap fell from " + num(a.max_error.front()) + " to " +
                               num(a.max_error.back()) + ".");
-      teach_heatmap(state, "teach/drop/avg" + std::to_string(ts.average_count), "weights", h,
+      teach_heatmap(state, "teach/drop/avg" + std::to_string(ts.average_count), core::stage_id::weights, h,
                     a.mean, "mean over seeds", box);
       ImGui::SameLine();
       ImGui::PlotLines("##err", a.max_error.data(), static_cast<int>(a.max_error.size()), 0,
@@ -131,7 +132,7 @@ void draw_dropout_lab(AppState& state) {
       const auto m = core::book_value(b, &t);
       book_badge(b, core::check_book(b, &t));
       if (m)
-        teach_heatmap(state, "teach/drop/ones", "dropped_weights", -1, *m,
+        teach_heatmap(state, "teach/drop/ones", core::stage_id::dropped_weights, -1, *m,
                       "dropout(ones(6, 6)), seed 123", ImVec2(300, 260));
     }
   for (const core::BookMatrix& b : core::book_matrices())
@@ -140,7 +141,7 @@ void draw_dropout_lab(AppState& state) {
       ImGui::BeginGroup();
       book_badge(b, core::check_book(b, &t));
       if (const auto m = core::book_value(b, &t))
-        teach_heatmap(state, "teach/drop/bookw", "dropped_weights", -1, *m,
+        teach_heatmap(state, "teach/drop/bookw", core::stage_id::dropped_weights, -1, *m,
                       "dropout(causal weights), seed 123", ImVec2(300, 240));
       ImGui::EndGroup();
     }

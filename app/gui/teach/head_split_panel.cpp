@@ -8,6 +8,7 @@
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -15,7 +16,7 @@ namespace {
 
 void banded(AppState& state, const std::string& slot, const core::RowMatrix& m,
             const std::string& title, int heads, int width, bool rows, ImVec2 size) {
-  const core::Stage stage{"queries", -1, m};
+  const core::Stage stage{core::stage_id::queries, -1, m};
   HeatmapSpec spec;
   spec.slot = slot;
   spec.stage = &stage;
@@ -44,7 +45,7 @@ void draw_head_split(AppState& state) {
     return;
   }
   const core::Trace& t = *state.trace;
-  const auto s = core::split_heads(t, "queries");
+  const auto s = core::split_heads(t, core::stage_id::queries);
   if (!s) {
     text_wrapped(state, "The split happens in MultiHeadAttention. Switch to it to see Q cut "
                         "into heads (the book's example: d_out 2, 2 heads, seed 123).");
@@ -88,7 +89,7 @@ void draw_head_split(AppState& state) {
                                           static_cast<float>(s->heads) - 4.0f,
                                   font * 4.0f, tile_h});
   for (int h = 0; h < s->heads; ++h) {
-    const core::Stage block{"queries", h, s->transposed.middleRows(h * T, T)};
+    const core::Stage block{core::stage_id::queries, h, s->transposed.middleRows(h * T, T)};
     HeatmapSpec spec;
     spec.slot = "teach/heads/qt" + std::to_string(h);
     spec.stage = &block;
@@ -102,7 +103,7 @@ void draw_head_split(AppState& state) {
   ImGui::SameLine();
   ImGui::BeginGroup();
   for (int h = 0; h < s->heads && h < 4; ++h)
-    if (const core::Stage* q = t.find("queries", h)) {
+    if (const core::Stage* q = t.find(core::stage_id::queries, h)) {
       HeatmapSpec spec;
       spec.slot = "teach/heads/h" + std::to_string(h);
       spec.stage = q;
@@ -119,7 +120,7 @@ void draw_head_split(AppState& state) {
   banded(state, "teach/heads/concat", s->concat, "concat (T × d_out)", s->heads, s->head_dim,
          false, ImVec2(w, bottom_h));
   ImGui::SameLine();
-  if (const core::Stage* wo = t.find("W_out", -1)) {
+  if (const core::Stage* wo = t.find(core::stage_id::W_out, -1)) {
     HeatmapSpec spec;
     spec.slot = "teach/heads/wout";
     spec.stage = wo;

@@ -6,6 +6,7 @@
 #include "attnscope/inspect.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -37,15 +38,15 @@ void draw_masking(AppState& state) {
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
   const ImVec2 box(w, w * 0.9f);
   const int h = core::stage_head(t, state.head);
-  teach_heatmap(state, "teach/mask/renorm", "weights", h, m->renormalised,
+  teach_heatmap(state, "teach/mask/renorm", core::stage_id::weights, h, m->renormalised,
                 display(state, "way 1: tril · softmax, renormalised"), box);
   ImGui::SameLine();
-  teach_heatmap(state, "teach/mask/inf", "weights", h, m->minus_inf,
+  teach_heatmap(state, "teach/mask/inf", core::stage_id::weights, h, m->minus_inf,
                 display(state, "way 2: softmax of −∞-masked scores"), box);
   ImGui::SameLine();
   // Differences within float32 rounding are drawn as 0: on a ±3e-8 scale
   // they would look like real ones.
-  teach_heatmap(state, "teach/mask/diff", "diff_weights", h, m->shown.shown,
+  teach_heatmap(state, "teach/mask/diff", core::difference_id(core::stage_id::weights), h, m->shown.shown,
                 "way 1 − way 2", box);
   for (const core::BookMatrix& b : core::book_matrices())
     if (b.source == core::BookSource::TrilRenormalise && core::book_applies(b, t))
@@ -54,7 +55,7 @@ void draw_masking(AppState& state) {
   text_wrapped(state,
                "The wrong way: zero the future after the softmax and stop there. The weights "
                "a row loses are not given back, so the rows flagged below sum to less than 1.");
-  teach_heatmap(state, "teach/mask/wrong", "weights", h, m->tril_multiplied,
+  teach_heatmap(state, "teach/mask/wrong", core::stage_id::weights, h, m->tril_multiplied,
                 "wrong: softmax, then zero the future", ImVec2(w, w * 0.9f));
   ImGui::SameLine();
   ImGui::BeginGroup();

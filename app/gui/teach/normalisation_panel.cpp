@@ -7,6 +7,7 @@
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -44,7 +45,7 @@ void draw_normalisation(AppState& state) {
   const float w = (ImGui::GetContentRegionAvail().x - 10) / 2.0f;
   const ImVec2 box(w, std::min(w * 0.8f, ImGui::GetFontSize() * 18.0f));
   HeatmapSpec naive_spec;
-  const core::Stage naive_stage{"weights", h, n->naive};
+  const core::Stage naive_stage{core::stage_id::weights, h, n->naive};
   naive_spec.slot = "teach/norm/naive";
   naive_spec.stage = &naive_stage;
   naive_spec.title = "ω / Σω (row by row)";
@@ -52,7 +53,7 @@ void draw_normalisation(AppState& state) {
   const HeatmapResult rn = draw_heatmap(state, naive_spec, box);
   ImGui::SameLine();
   HeatmapSpec soft_spec;
-  const core::Stage soft_stage{"weights", h, n->softmax};
+  const core::Stage soft_stage{core::stage_id::weights, h, n->softmax};
   soft_spec.slot = "teach/norm/soft";
   soft_spec.stage = &soft_stage;
   soft_spec.title = "softmax(ω)";

@@ -11,6 +11,7 @@
 
 #include "attnscope/teach.hpp"
 #include "attnscope/trace.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -54,7 +55,7 @@ struct TeachState {
   // Compare: run A as pinned; B is always the current trace.
   std::shared_ptr<const core::Trace> compare_a;
   int compare_pins = 0;  // bumps on every pin (texture slot)
-  std::string compare_stage = "weights";
+  std::string compare_stage = core::stage_id::weights;
   int compare_head = 0;
 
   // Embedding space.

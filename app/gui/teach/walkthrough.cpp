@@ -10,6 +10,7 @@
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -36,7 +37,7 @@ constexpr bool TeachState::*kLearnWindows[] = {
 const std::vector<WalkStep>& walkthrough_steps() {
   using core::Variant;
   static const std::vector<WalkStep> kSteps = {
-      {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores, "scores",
+      {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores, core::stage_id::scores,
        1, 1,
        "Take \"journey\" as the query, x⁽²⁾. Its score with every token is a dot product, "
        "ω_2j = x⁽²⁾ · x_j, so the journey row of this matrix is the book's attn_scores_2. "
@@ -45,7 +46,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "and column change; the book badge then shows how far you are from the book.",
        nullptr},
       {"3.3.1", "From scores to weights", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax,
-       "weights", 1, 1,
+       core::stage_id::weights, 1, 1,
        "Scores are normalised into weights that sum to 1. Dividing by the row sum would do "
        "that too (the book's attn_weights_2_tmp), but softmax exponentiates first: every weight "
        "stays positive and larger scores get a larger share.",
@@ -53,14 +54,14 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "journey→journey 0.2379, plain division 0.2278.",
        open_normalisation},
       {"3.3.1", "The context vector z⁽²⁾", Variant::Simple, 2, 1, 123, 0.0, Step::Context,
-       "context", 1, 0,
+       core::stage_id::context, 1, 0,
        "journey's context vector is the sum of all six input vectors, each multiplied by "
        "journey's weight for it: z⁽²⁾ = Σ_j α_2j x_j = [0.4419, 0.6515, 0.5683]. It is a blend "
        "of the inputs, leaning towards the tokens journey attends to.",
        "Look at the inspector on the right: it lists each weight × input term of the "
        "highlighted cell. Click another cell of the journey row.",
        nullptr},
-      {"3.3.2", "All queries at once", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax, "weights",
+      {"3.3.2", "All queries at once", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax, core::stage_id::weights,
        4, 4,
        "Doing this for every token is two matrix products: scores = X·Xᵀ and context = "
        "weights · X. Each row is one query's softmax, so every row sums to 1; the whole matrix "
@@ -69,7 +70,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "that read it change.",
        nullptr},
       {"3.4.1", "Trainable weights", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Projections,
-       "queries", 1, 0,
+       core::stage_id::queries, 1, 0,
        "SelfAttention_v1 gives the inputs three learnable projections: Q = X·W_query, "
        "K = X·W_key, V = X·W_value, each 3×2. With seed 123 they are the book's torch.rand "
        "matrices, and journey's query is query_2 = [0.4306, 1.4551].",
@@ -77,7 +78,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "set it back to 123 and they turn green again.",
        nullptr},
       {"3.4.1", "Scores for query 2", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Scores,
-       "scores", 1, 1,
+       core::stage_id::scores, 1, 1,
        "Scores are now query · key instead of input · input: ω_22 = q⁽²⁾ · k⁽²⁾ = 1.8524, the "
        "highlighted cell. Queries and keys come from different matrices, so the scores matrix is "
        "no longer symmetric.",
@@ -85,7 +86,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "rows and columns count from 0, as in the inspector and in PyTorch): they differ now.",
        nullptr},
       {"3.4.1", "Scaled softmax for query 2", Variant::SelfAttentionV1, 2, 1, 123, 0.0,
-       Step::Softmax, "weights", 1, 1,
+       Step::Softmax, core::stage_id::weights, 1, 1,
        "Before the softmax the scores are divided by √d_k = √2. Without it, large dot products "
        "in wide layers push softmax towards one-hot rows with tiny gradients. journey's row is "
        "the book's attn_weights_2 = [0.1500, 0.2264, 0.2199, …].",
@@ -93,13 +94,13 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "or flatter and the row's entropy falls or rises.",
        open_softmax},
       {"3.4.1", "Context from values", Variant::SelfAttentionV1, 2, 1, 123, 0.0, Step::Context,
-       "context", 1, 0,
+       core::stage_id::context, 1, 0,
        "The context vector is now a weighted sum of value vectors, z⁽²⁾ = Σ_j α_2j v_j = "
        "[0.3061, 0.8210]. Doing every row at once gives the book's sa_v1(inputs).",
        "Click the other column of the journey row and follow the terms in the inspector.",
        nullptr},
       {"3.4.2", "The compact class, nn.Linear", Variant::SelfAttentionV2, 2, 1, 789, 0.0,
-       Step::Context, "context", 1, 0,
+       Step::Context, core::stage_id::context, 1, 0,
        "SelfAttention_v2 uses nn.Linear layers instead of torch.rand matrices. Their Kaiming "
        "uniform start gives small weights of both signs, so with seed 789 the outputs are small "
        "too: the book's sa_v2(inputs).",
@@ -107,7 +108,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "(which nn.Linear stores transposed).",
        nullptr},
       {"3.5.1", "Hiding the future", Variant::Causal, 2, 1, 789, 0.0, Step::Masked,
-       "masked_scores", 1, 2,
+       core::stage_id::masked_scores, 1, 2,
        "A language model predicts the next token, so a query may only look at itself and "
        "earlier tokens. As in the book's CausalAttention, masked_fill_ sets every raw score "
        "above the diagonal to −∞ (hatched) before the division by √d_k: the book's printed "
@@ -116,14 +117,14 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "softmax) agree, and what goes wrong without renormalising.",
        open_masking},
       {"3.5.1", "Causal attention weights", Variant::Causal, 2, 1, 789, 0.0, Step::Softmax,
-       "weights", 1, 1,
+       core::stage_id::weights, 1, 1,
        "Each row now spreads its weight over the tokens up to itself: the first row is "
        "[1, 0, …, 0] and journey's is [0.5517, 0.4483, 0, …]. Every row still sums to 1.",
        "Drag a value of the last token (step): only the last row of the weights changes, "
        "because no earlier query can see it.",
        nullptr},
       {"3.5.2", "Dropout on the weights", Variant::Causal, 2, 1, 789, 0.5, Step::Dropout,
-       "dropped_weights", 2, 0,
+       core::stage_id::dropped_weights, 2, 0,
        "In training, nn.Dropout(0.5) zeroes each weight with probability ½ and doubles the "
        "rest (× 1/(1−p)), so rows stop summing to 1 but each weight keeps its expected value. "
        "Here the mask is drawn after the weights' seed 789; the book's example reseeds with 123.",
@@ -131,14 +132,14 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "controls to eval and the mask becomes all ones.",
        open_dropout},
       {"3.5.3", "The CausalAttention class", Variant::Causal, 2, 1, 123, 0.0, Step::Context,
-       "context", 1, 0,
+       core::stage_id::context, 1, 0,
        "CausalAttention packs the projections, the scaling, the mask buffer and dropout into "
        "one module. With seed 123 and dropout 0.0 it prints the book's context_vecs for the "
        "first item of the batch.",
        "Raise dropout in the controls and watch the badge report how far the output moves.",
        nullptr},
       {"3.6.1", "Stacking heads: the wrapper", Variant::MultiheadWrapper, 2, 2, 123, 0.0,
-       Step::Concat, "output", 1, 2,
+       Step::Concat, core::stage_id::output, 1, 2,
        "MultiHeadAttentionWrapper runs two independent CausalAttention heads and puts their "
        "6×2 outputs side by side: 6×4. Head 0 is built first from seed 123, so its columns "
        "repeat the previous step's numbers.",
@@ -146,7 +147,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "widens to 8 columns.",
        nullptr},
       {"3.6.2", "Splitting heads", Variant::Multihead, 2, 2, 123, 0.0, Step::SplitHeads,
-       "queries", 1, 0,
+       core::stage_id::queries, 1, 0,
        "MultiHeadAttention computes Q with one d_out-wide W_query and then cuts it into heads "
        "with .view and .transpose(1, 2). With d_out = 2 and 2 heads, each head gets one "
        "column, and one matrix product computes every head's queries.",
@@ -154,7 +155,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "back to the concatenation.",
        open_heads},
       {"3.6.2", "Mixing heads: out_proj", Variant::Multihead, 2, 2, 123, 0.0, Step::OutProj,
-       "output", 1, 0,
+       core::stage_id::output, 1, 0,
        "The heads' context vectors are put side by side again (6×2) and mixed by out_proj, a "
        "2×2 Linear layer with a bias. The result is the book's output of MultiHeadAttention.",
        "The Sizes window counts this module's parameters and those of a GPT-2 sized layer "
@@ -188,7 +189,7 @@ void apply_walk_step(AppState& state, int k) {
   state.head = 0;
   // Per-head stages of the head variants are pinned in head 0.
   const std::string_view pin = s.pin_stage;
-  const int head = core::has_heads(s.variant) && pin != "output" && pin != "concat" ? 0 : -1;
+  const int head = core::has_heads(s.variant) && pin != core::stage_id::output && pin != core::stage_id::concat ? 0 : -1;
   state.pinned = !pin.empty() ? CellRef{s.pin_stage, head, s.pin_row, s.pin_col}
                               : CellRef{};
   // The window the previous step opened closes unless this step needs it: it

@@ -10,6 +10,7 @@
 
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -53,7 +54,7 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused, float
           return std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
         };
         changed |=
-            drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);
+            drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);  // a word for messages, not a stage
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
@@ -116,18 +117,18 @@ void draw_weights_editor(AppState& state) {
   if (wrapper) ImGui::Text("head %d (focus another head in the heads grid)", set);
   bool changed = false;
   auto& qkv = p.qkv[static_cast<std::size_t>(set)];
-  changed |= edit_named("W_query", "d_in × d_out", qkv.query.weight, refusal, start);
+  changed |= edit_named(core::stage_id::W_query, "d_in × d_out", qkv.query.weight, refusal, start);
   if (qkv.query.bias.size() > 0)
-    changed |= edit_named("b_query", "", qkv.query.bias, refusal, start);
-  changed |= edit_named("W_key", "", qkv.key.weight, refusal, start);
-  if (qkv.key.bias.size() > 0) changed |= edit_named("b_key", "", qkv.key.bias, refusal, start);
-  changed |= edit_named("W_value", "", qkv.value.weight, refusal, start);
+    changed |= edit_named(core::stage_id::b_query, "", qkv.query.bias, refusal, start);
+  changed |= edit_named(core::stage_id::W_key, "", qkv.key.weight, refusal, start);
+  if (qkv.key.bias.size() > 0) changed |= edit_named(core::stage_id::b_key, "", qkv.key.bias, refusal, start);
+  changed |= edit_named(core::stage_id::W_value, "", qkv.value.weight, refusal, start);
   if (qkv.value.bias.size() > 0)
-    changed |= edit_named("b_value", "", qkv.value.bias, refusal, start);
+    changed |= edit_named(core::stage_id::b_value, "", qkv.value.bias, refusal, start);
   if (t.config.variant == core::Variant::Multihead) {
-    changed |= edit_named("W_out", "out_proj, d_out × d_out", p.out.weight, refusal, start);
+    changed |= edit_named(core::stage_id::W_out, "out_proj, d_out × d_out", p.out.weight, refusal, start);
     if (p.out.bias.size() > 0)
-      changed |= edit_named("b_out", "out_proj bias", p.out.bias, refusal, start);
+      changed |= edit_named(core::stage_id::b_out, "out_proj bias", p.out.bias, refusal, start);
   }
   if (changed) state.teach.weights_refusal.clear();  // a later value went in
   if (!refusal.empty()) state.teach.weights_refusal = std::move(refusal);

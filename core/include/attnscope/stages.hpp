@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "attnscope/config.hpp"
@@ -98,6 +99,8 @@ std::string_view stage_source(std::string_view id, Variant variant);
 std::string_view difference_base(std::string_view id);
 // The prefix that marks a difference stage.
 inline constexpr std::string_view kDifferencePrefix = "diff_";
+// "weights" -> "diff_weights": the id of a difference of two runs' `id`.
+std::string difference_id(std::string_view id);
 
 // True for T x T stages (scores, masks, weights): their columns are keys.
 bool is_token_by_token(std::string_view id);
