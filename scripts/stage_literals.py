@@ -7,9 +7,11 @@ The stage catalogue (core/include/attnscope/stages.hpp) gives every stage id
 a constant, stage_id::weights, so that a misspelt id does not compile. A
 literal such as "weights" in code (not in a comment) is either such an id
 and should be the constant, or a different thing that happens to share the
-spelling (a JSON key, a step name, an ImGui id); say so on that line with a
-comment containing "not a stage". Folders named `tests`, and the catalogue's
-own files, are not searched.
+spelling (a JSON key, a step name, an ImGui id); say so with a comment
+containing "not a stage" on that line, or put the lines between the comments
+`// stage-literals: off (why)` and `// stage-literals: on` (which survive
+reformatting). Folders named `tests`, and the catalogue's own files, are not
+searched.
 """
 import pathlib
 import re
@@ -53,13 +55,20 @@ def main():
             if f.suffix not in (".cpp", ".hpp", ".h") or "tests" in f.parts or f.stem == "stages":
                 continue
             blk = False
+            off = False
             for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").split("\n"), 1):
+                if "// stage-literals: off" in line:
+                    off = True
+                elif "// stage-literals: on" in line:
+                    off = False
                 spans, blk_next = code_spans(line, blk)
                 for m in lit.finditer(line):
-                    if any(a <= m.start() < b for a, b in spans) and "not a stage" not in line:
+                    if off or "not a stage" in line:
+                        continue
+                    if any(a <= m.start() < b for a, b in spans):
                         print(f"error: {f}:{n}: stage id {m.group(0)} spelt as a literal; use "
                               f"stage_id::{m.group(1)} (attnscope/stages.hpp), or say "
-                              f"'// not a stage id' on the line", file=sys.stderr)
+                              f"'// not a stage id' on the line (see this script's help)", file=sys.stderr)
                         found += 1
                 blk = blk_next
     return 1 if found else 0

@@ -256,7 +256,9 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       core::apply_config_fields(spec, config);
     }
 
-    const auto step = parse_step(view.value("stage", std::string("inputs")));  // a step name, not a stage
+    // stage-literals: off (a step name)
+    const auto step = parse_step(view.value("stage", std::string("inputs")));
+    // stage-literals: on
     CellRef pinned;
     if (view.contains("pinned")) {
       const json& p = view.at("pinned");

@@ -16,14 +16,16 @@ struct StepName {
   std::string_view id;
   std::string_view label;
 };
+// stage-literals: off (step names)
 constexpr StepName kStepNames[] = {
-    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},  // step names, not a stage id
-    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},  // not a stage id
-    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},  // not a stage id
+    {Step::Inputs, "inputs", "Inputs"},         {Step::Projections, "qkv", "Q/K/V"},
+    {Step::SplitHeads, "split", "Split heads"}, {Step::Scores, "scores", "Scores"},
+    {Step::Scaled, "scaled", "Scaled"},         {Step::Mask, "mask", "Mask"},
     {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
-    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},  // not a stage id
-    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},  // not a stage id
+    {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
+    {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
 };
+// stage-literals: on
 
 // Trace stage ids (and a few spellings people type) that name a step.
 struct StepAlias {

@@ -13,6 +13,11 @@ using detail::json;
 
 namespace {
 
+// The document's section of explicit weights (named like the stage, but a key).
+// stage-literals: off
+constexpr char kWeightsSection[] = "weights";
+// stage-literals: on
+
 [[noreturn]] void fail(std::string_view source, const std::string& what) {
   throw ParseError(std::string(source) + ": " + what);
 }
@@ -71,7 +76,7 @@ Session parse_session(std::string_view text, std::string_view source) {
                      "); this attnscope reads version " + std::to_string(kSessionVersion) +
                      ": update attnscope to open it");
   for (const auto& [key, value] : doc.items())
-    if (key != "attnscope_session" && key != "run" && key != "weights" && key != "view")  // the document's "weights" section, not a stage
+    if (key != "attnscope_session" && key != "run" && key != kWeightsSection && key != "view")
       fail(source,
            "unknown field '" + key + "' (a session has attnscope_session, run, weights, view)");
   if (!doc.contains("run") || !doc["run"].is_object())
@@ -81,8 +86,8 @@ Session parse_session(std::string_view text, std::string_view source) {
   // The run part is a config document: core's config parser checks every field.
   const RunSpec spec = parse_run_spec(doc["run"].dump(), source);
   resolve(spec, s.config, s.inputs);
-  if (doc.contains("weights")) {  // the section, not a stage
-    const json& w = doc["weights"];  // the section, not a stage
+  if (doc.contains(kWeightsSection)) {
+    const json& w = doc[kWeightsSection];
     if (!w.is_object()) fail(source, "weights must be an object of named matrices");
     const WeightSet set = parse_weights_json(w.dump(), source);
     s.weights =

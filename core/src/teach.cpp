@@ -94,14 +94,16 @@ const std::vector<BookMatrix>& book_matrices() {
                          {0.4304f, 0.6298f, 0.5510f},
                          {0.4671f, 0.5910f, 0.5266f},
                          {0.4177f, 0.6503f, 0.5645f}})},
-      {"W_query", "3.4.1", v1, Stage, stage_id::W_query, -1, false,  // the book's variable, not a stage id
+      // stage-literals: off (first fields: the book's variable names)
+      {"W_query", "3.4.1", v1, Stage, stage_id::W_query, -1, false,
        matrix_from_rows({{0.2961f, 0.5166f}, {0.2517f, 0.6886f}, {0.0740f, 0.8665f}})},
-      {"W_key", "3.4.1", v1, Stage, stage_id::W_key, -1, false,  // the book's variable, not a stage id
+      {"W_key", "3.4.1", v1, Stage, stage_id::W_key, -1, false,
        matrix_from_rows({{0.1366f, 0.1025f}, {0.1841f, 0.7264f}, {0.3153f, 0.6871f}})},
-      {"W_value", "3.4.1", v1, Stage, stage_id::W_value, -1, false,  // the book's variable, not a stage id
+      {"W_value", "3.4.1", v1, Stage, stage_id::W_value, -1, false,
        matrix_from_rows({{0.0756f, 0.1966f}, {0.3164f, 0.4017f}, {0.1186f, 0.8274f}})},
       {"query_2", "3.4.1", v1, Stage, stage_id::queries, 1, false, matrix_from_rows({{0.4306f, 1.4551f}})},
-      {"keys", "3.4.1", v1, Stage, stage_id::keys, -1, false,  // the book's variable, not a stage id
+      {"keys", "3.4.1", v1, Stage, stage_id::keys, -1, false,
+      // stage-literals: on
        matrix_from_rows({{0.3669f, 0.7646f},
                          {0.4433f, 1.1419f},
                          {0.4361f, 1.1156f},

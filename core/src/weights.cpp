@@ -60,7 +60,9 @@ std::optional<ParsedName> parse_name(std::string_view name) {
     name = rest.substr(1);
     p.head = h;
   }
-  if (name == "mask") {  // the module's mask buffer, not a stage
+  // stage-literals: off (the module's mask buffer)
+  if (name == "mask") {
+  // stage-literals: on
     p.ignored = true;
     return p;
   }

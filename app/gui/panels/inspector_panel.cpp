@@ -253,7 +253,9 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
   mono_push(s);
   const int n = static_cast<int>(b->weights.size());
   const std::string v_col = vn + col, product_col = display(s, "w·" + vn + col);
-  if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},  // an ImGui id, not a stage
+  // stage-literals: off (an ImGui id)
+  if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},
+  // stage-literals: on
                   table_size(n + 1, 12), 1)) {
     ImGuiListClipper clip;
     clip.Begin(n);

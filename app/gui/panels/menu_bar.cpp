@@ -173,7 +173,9 @@ void draw_menu_popups(AppState& state) {
       ImGui::TextUnformatted("3. Step through the stages with the strip at the top (or arrows).");
       ImGui::TextUnformatted("4. Click any cell: the inspector shows the arithmetic behind it.");
       ImGui::Spacing();
-      if (ImGui::BeginTable("keys", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {  // an ImGui id, not a stage
+      // stage-literals: off (an ImGui id)
+      if (ImGui::BeginTable("keys", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      // stage-literals: on
         for (const auto& s : kShortcuts) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();

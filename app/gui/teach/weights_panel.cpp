@@ -54,7 +54,9 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused, float
           return std::string(id) + "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
         };
         changed |=
-            drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);  // a word for messages, not a stage
+            // stage-literals: off (a word for messages)
+            drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);
+            // stage-literals: on
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
