@@ -60,6 +60,11 @@ BENCHMARK(ColorizeWeights)->Arg(6)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark
 void ColorizeMaskedScores(benchmark::State& state) {
   colorize_case(state, masked_scores(state.range(0)), figure::ScaleKind::Diverging);
 }
-BENCHMARK(ColorizeMaskedScores)->Arg(6)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(ColorizeMaskedScores)
+    ->Arg(6)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

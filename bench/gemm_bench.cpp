@@ -33,7 +33,8 @@ void set_flops(benchmark::State& state, Eigen::Index T) {
 void PackedProjection(benchmark::State& state) {
   const Eigen::Index T = state.range(0);
   const core::RowMatrix x = random_matrix(T, kDIn, 1), w = random_matrix(kDIn, kDOut, 2);
-  const gemm::PackedWeights panels = gemm::pack_weights(w);  // once per parameter set, as the engine
+  const gemm::PackedWeights panels =
+      gemm::pack_weights(w);  // once per parameter set, as the engine
   gemm::PackedRows tiles;
   core::RowMatrix y(T, kDOut);
   const core::RowMatrix no_bias;

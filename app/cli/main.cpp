@@ -83,7 +83,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
 struct Run {
   core::Config config;
   core::Inputs inputs;
-  std::optional<core::Parameters> weights;  // set when --weights was given
+  std::optional<core::Parameters> weights;   // set when --weights was given
   std::optional<core::RandomInputs> random;  // set when --random drew the inputs
 };
 
@@ -241,11 +241,13 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
                                std::to_string(figure::kMaxSvgCells) +
                                " cells; use --format npy or csv for large runs");
   if (o.figure.row_scale && !svg)
-    throw core::ParseError("--row-scale sets the colours of SVG figures; " + o.format +
-                           " files hold the values themselves (drop --row-scale, or use --format svg)");
+    throw core::ParseError(
+        "--row-scale sets the colours of SVG figures; " + o.format +
+        " files hold the values themselves (drop --row-scale, or use --format svg)");
   if (o.figure.decimals && !svg)
-    throw core::ParseError("--decimals sets the numbers in SVG figures' cells; " + o.format +
-                           " files hold the values themselves (drop --decimals, or use --format svg)");
+    throw core::ParseError(
+        "--decimals sets the numbers in SVG figures' cells; " + o.format +
+        " files hold the values themselves (drop --decimals, or use --format svg)");
   const std::optional<int> decimals = o.figure.checked_decimals();
   if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
   const fs::path dir(o.out_dir);
@@ -257,9 +259,9 @@ int run_export(const core::Trace& trace, const ExportOptions& o) {
   if (decimals) style.decimals = *decimals;
   const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
   const core::StageRenderer render =
-      svg ? [style](const core::Trace& t, const core::Stage& st) {
-              return figure::heatmap_svg(figure::stage_heatmap(t, st, style));
-            }
+      svg ? [style](const core::Trace& t,
+                    const core::Stage&
+                        st) { return figure::heatmap_svg(figure::stage_heatmap(t, st, style)); }
           : core::data_renderer(*format);
   for (const auto& p : core::export_stages(trace, stages, dir, ext, render, now))
     std::cout << p.string() << "\n";
@@ -420,8 +422,7 @@ void add_export_command(CLI::App& app, ExportCommand& c) {
   c.cmd->add_option("--format", c.exp.format, "svg, csv, npy or json (docs/file-formats.md)")
       ->required()
       ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
-  c.cmd->add_option("--out", c.exp.out_dir, "existing folder to write the files into")
-      ->required();
+  c.cmd->add_option("--out", c.exp.out_dir, "existing folder to write the files into")->required();
   c.cmd->add_option("--stage", c.exp.stage, "only this stage id (e.g. weights)");
   c.cmd->add_option("--head", c.exp.head, "only stages of this head (-1: whole-layer stages)");
   // Here they set the SVG figures only: say so first.

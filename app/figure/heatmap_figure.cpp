@@ -100,8 +100,8 @@ FigureLayout measure_layout(const Heatmap& h, const TextMeasure& measure, Scene&
   // many as fit, else none. (Cells under 24 px never hold "0.00": big
   // matrices skip the measuring.)
   if (h.show_values && cell >= 24)
-    sc.decimals = decimals_that_fit(cell, cell, h.decimals,
-                                    [&](int d) { return widest(d, value_size); }, value_size);
+    sc.decimals = decimals_that_fit(
+        cell, cell, h.decimals, [&](int d) { return widest(d, value_size); }, value_size);
 
   // Labels: every k-th when they would overlap.
   for (const auto& l : h.row_labels)
@@ -135,8 +135,8 @@ FigureLayout measure_layout(const Heatmap& h, const TextMeasure& measure, Scene&
 void add_titles(Scene& sc, const Heatmap& h, const FigureLayout& lay) {
   sc.texts.push_back({h.title, kMargin, 20, kTitleSize, kText, Anchor::Start, 0, true, "title"});
   if (!h.subtitle.empty())
-    sc.texts.push_back({h.subtitle, kMargin, 38, kSmallSize, kDim, Anchor::Start, 0, false,
-                        "subtitle"});
+    sc.texts.push_back(
+        {h.subtitle, kMargin, 38, kSmallSize, kDim, Anchor::Start, 0, false, "subtitle"});
   if (!lay.axes.empty())
     sc.texts.push_back({lay.axes, kMargin, lay.top - kSmallSize * 0.9f, kSmallSize, kDim,
                         Anchor::Start, 0, false, "axes"});
@@ -231,8 +231,9 @@ void add_colour_bar(Scene& sc, const Heatmap& h, const FigureLayout& lay,
   sc.gradients.push_back({bar_x, top, bar_w, bar_h, lay.map, kFrame, "colorbar"});
   const float tx = bar_x + bar_w + 5;
   // The bar's numbers with the cells' decimals (a row scale's ends are words).
-  const auto [hi, lo] = bar_labels(sc.range, h.kind, h.scope,
-                                   h.scope == ScaleScope::Row ? kBookDecimals : h.decimals, h.unicode);
+  const auto [hi, lo] =
+      bar_labels(sc.range, h.kind, h.scope, h.scope == ScaleScope::Row ? kBookDecimals : h.decimals,
+                 h.unicode);
   float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
   sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
                       "bar-label max"});
@@ -261,8 +262,8 @@ void add_colour_bar(Scene& sc, const Heatmap& h, const FigureLayout& lay,
   }
   if (h.scope == ScaleScope::Row) {
     const float y = bottom + 8 + kSmallSize * 0.6f;
-    sc.texts.push_back({kRowScopeNote, bar_x, y, kSmallSize, kDim, Anchor::Start, 0, false,
-                        "bar-label scope"});
+    sc.texts.push_back(
+        {kRowScopeNote, bar_x, y, kSmallSize, kDim, Anchor::Start, 0, false, "bar-label scope"});
     label_w = std::max(label_w, measure(kRowScopeNote, kSmallSize) - (tx - bar_x));
     bottom = y + kSmallSize * 0.6f;
   }

@@ -33,11 +33,11 @@ struct Heatmap {
   core::RowMatrix values;               // (rows, cols)
   ScaleKind kind = ScaleKind::Diverging;
   Palette palette = Palette::Standard;
-  bool show_values = true;  // numbers in cells (when they fit), as View > Numbers in cells
+  bool show_values = true;       // numbers in cells (when they fit), as View > Numbers in cells
   int decimals = kBookDecimals;  // places in cells (View > Decimals); fewer where they do not fit
   ScaleScope scope = ScaleScope::Matrix;  // Row: as View > Colour each row on its own scale
-  bool unicode = true;      // "−∞", "↓", "…"; false: ASCII spellings (fonts without them)
-  bool masks = true;  // -inf cells are the causal mask's ("−∞ masked"); false: overflow
+  bool unicode = true;  // "−∞", "↓", "…"; false: ASCII spellings (fonts without them)
+  bool masks = true;    // -inf cells are the causal mask's ("−∞ masked"); false: overflow
   int rows() const { return static_cast<int>(values.rows()); }
   int cols() const { return static_cast<int>(values.cols()); }
 };

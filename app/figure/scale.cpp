@@ -149,8 +149,7 @@ ValueRange value_range(const float* v, Eigen::Index n, ScaleKind kind) {
 float scale_position(float v, const ValueRange& range) {
   // In double: for values near float32's limit (a range of ±3e38) hi - lo
   // and v - lo overflow float to inf, and inf / inf is NaN.
-  const double t = (static_cast<double>(v) - range.lo) /
-                   (static_cast<double>(range.hi) - range.lo);
+  const double t = (static_cast<double>(v) - range.lo) / (static_cast<double>(range.hi) - range.lo);
   if (!(t >= 0.0)) return 0.0f;  // also NaN (a NaN or infinite v): the low end
   return static_cast<float>(std::min(t, 1.0));
 }
@@ -231,14 +230,15 @@ struct ColourTable {
 
 // The n cells from src on `range`, as RGBA into dst: in blocks that stay in
 // L1, indices first (vectorized), then the lookup.
-void colour_cells(const float* src, Eigen::Index n, const ValueRange& range, const ColourTable& table,
-                  std::uint8_t* dst) {
+void colour_cells(const float* src, Eigen::Index n, const ValueRange& range,
+                  const ColourTable& table, std::uint8_t* dst) {
   constexpr Eigen::Index kBlock = 2048;
   std::uint16_t index[kBlock];
   for (Eigen::Index k0 = 0; k0 < n; k0 += kBlock) {
     const Eigen::Index count = std::min(kBlock, n - k0);
     table_indices(src + k0, count, range, index);
-    for (Eigen::Index k = 0; k < count; ++k) std::memcpy(dst + (k0 + k) * 4, &table.rgba[index[k]], 4);
+    for (Eigen::Index k = 0; k < count; ++k)
+      std::memcpy(dst + (k0 + k) * 4, &table.rgba[index[k]], 4);
   }
 }
 
@@ -297,7 +297,8 @@ std::string compact_value(float v) {
 }
 
 bool holds_mask(std::string_view id) {
-  return id == core::stage_id::masked_scores || id == core::stage_id::scaled_scores || id == core::stage_id::mask;
+  return id == core::stage_id::masked_scores || id == core::stage_id::scaled_scores ||
+         id == core::stage_id::mask;
 }
 
 std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, bool unicode) {
@@ -305,12 +306,13 @@ std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, b
   const char* minus_inf = unicode ? "\xE2\x88\x92\xE2\x88\x9E" : "-inf";
   const char* plus_inf = unicode ? "+\xE2\x88\x9E" : "+inf";
   const char* both_inf = unicode ? "\xC2\xB1\xE2\x88\x9E" : "+-inf";
-  if (masks && range.neg_inf > 0) out.push_back({LegendEntry::Masked, std::string(minus_inf) + " masked"});
+  if (masks && range.neg_inf > 0)
+    out.push_back({LegendEntry::Masked, std::string(minus_inf) + " masked"});
   const long neg = masks ? 0 : range.neg_inf;
   if (neg > 0 || range.pos_inf > 0)
     out.push_back({LegendEntry::Overflow, std::string(neg > 0 && range.pos_inf > 0 ? both_inf
-                                                      : neg > 0                     ? minus_inf
-                                                                                    : plus_inf) +
+                                                      : neg > 0                    ? minus_inf
+                                                                                   : plus_inf) +
                                               " overflow"});
   if (range.nan > 0) out.push_back({LegendEntry::NotANumber, "nan"});
   return out;
@@ -326,7 +328,8 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
     return short_words ? BarLabels{"max", minus + "max"} : BarLabels{"row max", minus + "row max"};
   }
   const std::string low = range.data_min < 0.0f ? "min" : "0";
-  return short_words ? BarLabels{"max", low} : BarLabels{"row max", low == "0" ? low : "row " + low};
+  return short_words ? BarLabels{"max", low}
+                     : BarLabels{"row max", low == "0" ? low : "row " + low};
 }
 
 ScaleScope scale_scope(RowScale setting, bool token_by_token, long tokens) {
@@ -366,8 +369,8 @@ std::optional<RowScale> parse_row_scale(std::string_view id) {
 std::vector<std::string> row_scope_notes(RowScale setting, bool unicode) {
   const std::string base = kRowScopeNote;
   if (setting != RowScale::Auto) return {base + " (R to change)", base, "row scale"};
-  const std::string at = std::string(unicode ? "T \xE2\x89\xA5 " : "T >= ") +
-                         std::to_string(kAutoRowScaleTokens);
+  const std::string at =
+      std::string(unicode ? "T \xE2\x89\xA5 " : "T >= ") + std::to_string(kAutoRowScaleTokens);
   return {base + " (auto at " + at + ", R to change)", base + " (auto, R to change)", base,
           "row scale"};
 }

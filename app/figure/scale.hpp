@@ -144,7 +144,6 @@ inline constexpr const char* kRowScopeNote = "each row on its own scale";
 // T >= kAutoRowScaleTokens) and that R changes it.
 std::vector<std::string> row_scope_notes(RowScale setting, bool unicode = true);
 
-
 // How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
 // or 0 meaning "print nothing".
 int decimals_that_fit(float cell_w, float cell_h, float width_4dp, float width_2dp, float line_h);

@@ -58,8 +58,8 @@ std::vector<std::size_t> cluster_boundaries(std::string_view text) {
   return cuts;
 }
 
-std::string fit_text(std::string_view text, float max_width, const TextWidth& width,
-                     bool unicode, WhenNothingFits nothing) {
+std::string fit_text(std::string_view text, float max_width, const TextWidth& width, bool unicode,
+                     WhenNothingFits nothing) {
   if (width(text) <= max_width) return std::string(text);
   const std::string dots = unicode ? "\xE2\x80\xA6" : "..";
   const std::vector<std::size_t> cuts = cluster_boundaries(text);

@@ -29,7 +29,7 @@ enum class WhenNothingFits { Empty, Ellipsis };
 // `text` when it fits `max_width`; else its longest prefix ending at a
 // cluster boundary that fits with an ellipsis after it ("…", or ".." without
 // unicode); else "" or the ellipsis alone, as `nothing` says.
-std::string fit_text(std::string_view text, float max_width, const TextWidth& width,
-                     bool unicode, WhenNothingFits nothing);
+std::string fit_text(std::string_view text, float max_width, const TextWidth& width, bool unicode,
+                     WhenNothingFits nothing);
 
 }  // namespace attnscope::figure

@@ -1,13 +1,12 @@
 // app_state.cpp: the recompute point, selection upkeep.
 #include "app_state.hpp"
 
-#include "attnscope/weights.hpp"
-
 #include <algorithm>
 
 #include "attnscope/attention.hpp"
 #include "attnscope/inspect.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/weights.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -33,8 +32,8 @@ void AppState::recompute_if_dirty() {
     dirty = false;
     if (inputs_random && embeddings_hash(inputs.embeddings) != inputs_random_hash)
       inputs_random = false;  // edited since they were drawn
-    ++requested_version;  // jobs in flight are stale from here on
-    if (incoming) {       // ... and so is a result still being prepared
+    ++requested_version;      // jobs in flight are stale from here on
+    if (incoming) {           // ... and so is a result still being prepared
       incoming.reset();
       textures.drop_prepared();
     }

@@ -53,7 +53,7 @@ struct ViewState {
 
 struct UiState {
   Palette palette = Palette::Standard;
-  bool show_values = true;         // numbers in cells when they fit
+  bool show_values = true;  // numbers in cells when they fit
   // Each heatmap row coloured on its own scale (View menu, R): Auto does so
   // for the token-by-token matrices from figure::kAutoRowScaleTokens tokens.
   figure::RowScale row_scale = figure::RowScale::Auto;
@@ -72,13 +72,13 @@ struct UiState {
   bool welcome_dismissed = false;
   bool quit_requested = false;
 
-  std::string heads_refusal;               // why the last head count was refused ("" when none)
-  std::string typed_refusal;               // why a value typed into a slider was refused ("d_out ...")
-  std::string typing_slider;               // the slider whose Ctrl+click field holds typed text ("" none)
-  double typing_value = 0;                 // ... and the value that text reads as
-  std::string session_warning;             // the last session's restore: a banner until dismissed
-  std::string autosave_warning;            // saving the session fails: a banner until it works again
-  std::string embedding_refusal;           // why the last typed embedding value was refused
+  std::string heads_refusal;      // why the last head count was refused ("" when none)
+  std::string typed_refusal;      // why a value typed into a slider was refused ("d_out ...")
+  std::string typing_slider;      // the slider whose Ctrl+click field holds typed text ("" none)
+  double typing_value = 0;        // ... and the value that text reads as
+  std::string session_warning;    // the last session's restore: a banner until dismissed
+  std::string autosave_warning;   // saving the session fails: a banner until it works again
+  std::string embedding_refusal;  // why the last typed embedding value was refused
   // The value of the number being edited (an embedding or weight cell) when
   // its edit began; one is active at a time (drag_finite_cell).
   float edit_start = 0.0f;

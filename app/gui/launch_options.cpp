@@ -129,8 +129,7 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   figure_flags.row_scale->description(
       figure_flags.row_scale->get_description() +
       "; without this flag or --no-row-scale: automatic, on for scores and weights from T = 128");
-  app.add_flag("--no-row-scale", o.no_row_scale,
-               "one colour scale per heatmap, also at T >= 128")
+  app.add_flag("--no-row-scale", o.no_row_scale, "one colour scale per heatmap, also at T >= 128")
       ->excludes(figure_flags.row_scale);
   app.add_option("--scale", o.scale,
                  "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
@@ -174,7 +173,8 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
         char given[32];
         std::snprintf(given, sizeof given, "%g", static_cast<double>(f));
         throw core::ParseError(
-            std::string("--scale with --export-png must be 1, 2, 3 or 4 (the PNG scale), not ") + given);
+            std::string("--scale with --export-png must be 1, 2, 3 or 4 (the PNG scale), not ") +
+            given);
       }
       o.export_scale = static_cast<int>(f);
       o.scale.reset();
@@ -333,8 +333,8 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     const core::Stage& s = *m.outputs.front();
     if (i < 0 || j < 0 || i >= s.data().rows() || j >= s.data().cols())
       throw core::ParseError("--cell " + *o.cell + " is outside " + s.id + " (" +
-                             std::to_string(s.data().rows()) + "x" + std::to_string(s.data().cols()) +
-                             ")");
+                             std::to_string(s.data().rows()) + "x" +
+                             std::to_string(s.data().cols()) + ")");
     state.pinned = CellRef{s.id, s.head, i, j};
   }
 }

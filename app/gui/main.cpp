@@ -54,7 +54,8 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 void on_signal(int) { g_stop_signal = 1; }
 
 static_assert(gui::KeyboardQueue::kRelease == GLFW_RELEASE &&
-              gui::KeyboardQueue::kPress == GLFW_PRESS && gui::KeyboardQueue::kRepeat == GLFW_REPEAT);
+              gui::KeyboardQueue::kPress == GLFW_PRESS &&
+              gui::KeyboardQueue::kRepeat == GLFW_REPEAT);
 
 // Counted by every input callback; the loop draws frames while it grows.
 struct Wake {
@@ -425,8 +426,10 @@ void run_interactive(App& app) {
       wake.events = 0;
       continue;
     }
-    if (was_minimised) app.busy_frames = 3;  // restored: draw the window again at once
-    else if (!draw) continue;
+    if (was_minimised)
+      app.busy_frames = 3;  // restored: draw the window again at once
+    else if (!draw)
+      continue;
     const FrameDrawn drawn = draw_frame(app);
     if (autosave) {
       if (drawn.adopted) autosave->note_activity(Clock::now());  // fix_selection may move the step

@@ -12,8 +12,8 @@
 
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
-#include "attnscope/weights.hpp"
 #include "attnscope/stages.hpp"
+#include "attnscope/weights.hpp"
 #include "export/files.hpp"
 
 namespace attnscope::gui {
@@ -449,9 +449,9 @@ SessionRestore load_session(const std::filesystem::path& file, AppState& state, 
     if (version && *version > core::kSessionVersion) {
       out.newer_version = true;
       out.warning = "Your last session " + file.string() +
-                    " was saved by a newer attnscope (session format " +
-                    std::to_string(*version) + "; this attnscope reads format " +
-                    std::to_string(core::kSessionVersion) + ") and could not be restored. ";
+                    " was saved by a newer attnscope (session format " + std::to_string(*version) +
+                    "; this attnscope reads format " + std::to_string(core::kSessionVersion) +
+                    ") and could not be restored. ";
     } else {
       apply_session_json(text, file.string(), state);
       out.text = std::move(text);
@@ -471,8 +471,8 @@ SessionRestore load_session(const std::filesystem::path& file, AppState& state, 
   }
   try {
     out.set_aside_as = core::move_aside(file, ".bak");
-    out.warning += "It was kept as " + out.set_aside_as.string() +
-                   " and attnscope started from the defaults.";
+    out.warning +=
+        "It was kept as " + out.set_aside_as.string() + " and attnscope started from the defaults.";
     if (out.newer_version) out.warning += " Open it with the newer attnscope.";
   } catch (const core::FileError& e) {
     out.may_save = false;

@@ -8,8 +8,8 @@
 
 #include <cstdio>
 
-#include "attnscope/io.hpp"
 #include "attnscope/inspect.hpp"
+#include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
 #include "figure/stage_figure.hpp"
 
@@ -57,8 +57,8 @@ namespace {
 // "Q (6×2)" for the stage, or "?" when the trace lacks it.
 std::string sym(const core::Stage* s, std::string_view symbol = {}) {
   if (!s) return "?";
-  return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" + shape_text(s->data()) +
-         ")";
+  return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" +
+         shape_text(s->data()) + ")";
 }
 
 std::string fmt4(double v) { return core::fixed_text(v, 4); }
@@ -101,7 +101,8 @@ StepContext step_context(const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
   const core::Config& c = t.config;
   const bool simple = c.variant == core::Variant::Simple;
-  const core::Stage* keys = simple ? t.find(core::stage_id::inputs, -1) : t.find(core::stage_id::keys, h);
+  const core::Stage* keys =
+      simple ? t.find(core::stage_id::inputs, -1) : t.find(core::stage_id::keys, h);
   return StepContext{.t = t,
                      .h = h,
                      .simple = simple,
@@ -129,7 +130,8 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
       s.plain = "Each row is one token's embedding, a vector of d_in = " + std::to_string(t.d_in) +
                 " numbers. Attention will build a new vector for every token by mixing these rows.";
       s.formula = "X = embeddings";
-      s.shapes = sym(find(core::stage_id::inputs, -1)) + ": " + T + " tokens × d_in = " + std::to_string(t.d_in);
+      s.shapes = sym(find(core::stage_id::inputs, -1)) + ": " + T +
+                 " tokens × d_in = " + std::to_string(t.d_in);
       break;
 
     case Step::Projections: {
@@ -150,8 +152,9 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
         s.plain += " They are nn.Linear layers, so they start random.";
       s.formula = bias ? "Q = X·W_query + b_query    K = X·W_key + b_key    V = X·W_value + b_value"
                        : "Q = X·W_query    K = X·W_key    V = X·W_value";
-      s.shapes = sym(find(core::stage_id::inputs, -1)) + " · " + sym(find(core::stage_id::W_query, proj_head), core::stage_id::W_query) +
-                 " → " + sym(find(core::stage_id::queries, proj_head)) + "; the same for K and V";
+      s.shapes = sym(find(core::stage_id::inputs, -1)) + " · " +
+                 sym(find(core::stage_id::W_query, proj_head), core::stage_id::W_query) + " → " +
+                 sym(find(core::stage_id::queries, proj_head)) + "; the same for K and V";
       break;
     }
 
@@ -179,8 +182,8 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
             "embeddings point the same way, the bigger the score. Row i holds token i "
             "against all tokens.";
         s.formula = "ω_ij = x_i · x_j        ω = X·Xᵀ";
-        s.shapes = sym(find(core::stage_id::inputs, -1)) + " · Xᵀ (" + std::to_string(t.d_in) + "×" + T + ") → " +
-                   sym(find(core::stage_id::scores, -1));
+        s.shapes = sym(find(core::stage_id::inputs, -1)) + " · Xᵀ (" + std::to_string(t.d_in) +
+                   "×" + T + ") → " + sym(find(core::stage_id::scores, -1));
       } else {
         s.plain =
             "Every query is compared with every key by a dot product. Row i says how "
@@ -188,8 +191,8 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
             "are keys." +
             head_note;
         s.formula = "ω_ij = q_i · k_j        ω = Q·Kᵀ";
-        s.shapes =
-            sym(find(core::stage_id::queries, h)) + " · Kᵀ (" + d_k + "×" + T + ") → " + sym(find(core::stage_id::scores, h));
+        s.shapes = sym(find(core::stage_id::queries, h)) + " · Kᵀ (" + d_k + "×" + T + ") → " +
+                   sym(find(core::stage_id::scores, h));
       }
       break;
     default:  // the other groups' steps
@@ -253,7 +256,8 @@ StepText describe_scores_to_weights(Step step, const StepContext& x) {
           "get exactly zero weight and the other weights still sum to 1." +
           head_note;
       s.formula = "masked = ω.masked_fill(mask.bool(), −∞)";
-      s.shapes = sym(find(core::stage_id::scores, h)) + " + " + sym(find(core::stage_id::mask, h), core::stage_id::mask) + " → " +
+      s.shapes = sym(find(core::stage_id::scores, h)) + " + " +
+                 sym(find(core::stage_id::mask, h), core::stage_id::mask) + " → " +
                  sym(find(core::stage_id::masked_scores, h));
       break;
 
@@ -305,14 +309,16 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
                   ", nn.Dropout zeroes every weight: all context vectors become 0.";
       s.plain += head_note;
       s.formula = "dropped = weights ⊙ dropout_mask        dropout_mask_ij ∈ {0, 1/(1−p)}";
-      s.shapes = sym(find(core::stage_id::weights, h)) + " ⊙ " + sym(find(core::stage_id::dropout_mask, h), "dropout mask") +
-                 " → " + sym(find(core::stage_id::dropped_weights, h));
+      s.shapes = sym(find(core::stage_id::weights, h)) + " ⊙ " +
+                 sym(find(core::stage_id::dropout_mask, h), "dropout mask") + " → " +
+                 sym(find(core::stage_id::dropped_weights, h));
       break;
 
     case Step::Context: {
       const core::Stage* w = find(core::stage_id::dropped_weights, h);
       if (!w) w = find(core::stage_id::weights, h);
-      const core::Stage* v = simple ? find(core::stage_id::inputs, -1) : find(core::stage_id::values, h);
+      const core::Stage* v =
+          simple ? find(core::stage_id::inputs, -1) : find(core::stage_id::values, h);
       s.title = "Context vectors";
       s.plain = std::string("Each token's new vector is the sum of all ") +
                 (simple ? "input rows" : "value rows") +
@@ -335,8 +341,9 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
                       "context vectors side by side: head 0's columns first, then head 1's, ...";
       s.formula = mha ? "concat = context.transpose(1, 2).contiguous().view(T, d_out)"
                       : "output = torch.cat([head(x) for head in heads], dim=−1)";
-      s.shapes = std::to_string(t.heads_shown()) + " heads × " + sym(find(core::stage_id::context, 0), "Z_h") +
-                 " → " + sym(out, mha ? core::stage_id::concat : core::stage_id::output);
+      s.shapes = std::to_string(t.heads_shown()) + " heads × " +
+                 sym(find(core::stage_id::context, 0), "Z_h") + " → " +
+                 sym(out, mha ? core::stage_id::concat : core::stage_id::output);
       break;
     }
 
@@ -346,8 +353,10 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
           "A final linear layer (out_proj) mixes the heads' columns together, so every "
           "output column can combine what all heads found.";
       s.formula = "output = concat·W_out + b_out";
-      s.shapes = sym(find(core::stage_id::concat, -1)) + " · " + sym(find(core::stage_id::W_out, -1), core::stage_id::W_out) + " + " +
-                 sym(find(core::stage_id::b_out, -1), core::stage_id::b_out) + " → " + sym(find(core::stage_id::output, -1));
+      s.shapes = sym(find(core::stage_id::concat, -1)) + " · " +
+                 sym(find(core::stage_id::W_out, -1), core::stage_id::W_out) + " + " +
+                 sym(find(core::stage_id::b_out, -1), core::stage_id::b_out) + " → " +
+                 sym(find(core::stage_id::output, -1));
       break;
     default:  // the other groups' steps
       break;

@@ -33,13 +33,20 @@ struct StepAlias {
   Step step;
 };
 constexpr StepAlias kAliases[] = {
-    {"embeddings", Step::Inputs},       {"projections", Step::Projections},
-    {core::stage_id::queries, Step::Projections},     {core::stage_id::keys, Step::Projections},
-    {core::stage_id::values, Step::Projections},      {"split_heads", Step::SplitHeads},
-    {"heads", Step::SplitHeads},        {core::stage_id::scaled_scores, Step::Scaled},
-    {core::stage_id::masked_scores, Step::Masked},    {core::stage_id::weights, Step::Softmax},
-    {"attn_weights", Step::Softmax},    {core::stage_id::dropout_mask, Step::Dropout},
-    {core::stage_id::dropped_weights, Step::Dropout}, {"context_vec", Step::Context},
+    {"embeddings", Step::Inputs},
+    {"projections", Step::Projections},
+    {core::stage_id::queries, Step::Projections},
+    {core::stage_id::keys, Step::Projections},
+    {core::stage_id::values, Step::Projections},
+    {"split_heads", Step::SplitHeads},
+    {"heads", Step::SplitHeads},
+    {core::stage_id::scaled_scores, Step::Scaled},
+    {core::stage_id::masked_scores, Step::Masked},
+    {core::stage_id::weights, Step::Softmax},
+    {"attn_weights", Step::Softmax},
+    {core::stage_id::dropout_mask, Step::Dropout},
+    {core::stage_id::dropped_weights, Step::Dropout},
+    {"context_vec", Step::Context},
     {"out_proj", Step::OutProj},
 };
 
@@ -131,14 +138,18 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       add(m.outputs, core::stage_id::inputs, -1);
       break;
     case Step::Projections:
-      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.outputs, id, proj_head);
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values})
+        add(m.outputs, id, proj_head);
       add(m.inputs, core::stage_id::inputs, -1);
-      for (auto id : {core::stage_id::W_query, core::stage_id::W_key, core::stage_id::W_value, core::stage_id::b_query, core::stage_id::b_key, core::stage_id::b_value})
+      for (auto id : {core::stage_id::W_query, core::stage_id::W_key, core::stage_id::W_value,
+                      core::stage_id::b_query, core::stage_id::b_key, core::stage_id::b_value})
         add(m.inputs, id, proj_head);
       break;
     case Step::SplitHeads:
-      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.outputs, id, h);
-      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values}) add(m.inputs, id, -1);
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values})
+        add(m.outputs, id, h);
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values})
+        add(m.inputs, id, -1);
       break;
     case Step::Scores:
       add(m.outputs, core::stage_id::scores, h);
@@ -151,7 +162,10 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       break;
     case Step::Scaled:  // causal: the masked scores are what gets scaled
       add(m.outputs, core::stage_id::scaled_scores, h);
-      add(m.inputs, t.find(core::stage_id::masked_scores, h) ? core::stage_id::masked_scores : core::stage_id::scores, h);
+      add(m.inputs,
+          t.find(core::stage_id::masked_scores, h) ? core::stage_id::masked_scores
+                                                   : core::stage_id::scores,
+          h);
       break;
     case Step::Mask:
       add(m.outputs, core::stage_id::mask, h);
@@ -164,7 +178,10 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       break;
     case Step::Softmax:
       add(m.outputs, core::stage_id::weights, h);
-      add(m.inputs, t.find(core::stage_id::scaled_scores, h) ? core::stage_id::scaled_scores : core::stage_id::scores, h);
+      add(m.inputs,
+          t.find(core::stage_id::scaled_scores, h) ? core::stage_id::scaled_scores
+                                                   : core::stage_id::scores,
+          h);
       break;
     case Step::Dropout:
       add(m.outputs, core::stage_id::dropped_weights, h);
@@ -180,7 +197,10 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       add(m.inputs, simple ? core::stage_id::inputs : core::stage_id::values, simple ? -1 : h);
       break;
     case Step::Concat:
-      add(m.outputs, t.config.variant == core::Variant::Multihead ? core::stage_id::concat : core::stage_id::output, -1);
+      add(m.outputs,
+          t.config.variant == core::Variant::Multihead ? core::stage_id::concat
+                                                       : core::stage_id::output,
+          -1);
       for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, core::stage_id::context, k);
       break;
     case Step::OutProj:

@@ -59,13 +59,15 @@ void draw_warning_banner(const char* id, std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.45f, 0.28f, 0.05f, 1.0f));
   // As tall as the wrapped text (long paths, parse errors), within a third of the window.
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float wrap = std::max(ImGui::GetContentRegionAvail().x - 120 - 2 * style.WindowPadding.x, 1.0f);
+  const float wrap =
+      std::max(ImGui::GetContentRegionAvail().x - 120 - 2 * style.WindowPadding.x, 1.0f);
   const float text_h = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y;
   const float least = ImGui::GetFrameHeightWithSpacing() * 2.2f;
-  const float most = std::max(ImGui::GetMainViewport()->WorkSize.y / 3, least);  // never below least
+  const float most =
+      std::max(ImGui::GetMainViewport()->WorkSize.y / 3, least);  // never below least
   // The last line also holds the Dismiss button, a frame taller than text.
-  const float needed = text_h + 2 * (style.WindowPadding.y + style.FramePadding.y) +
-                       style.ItemSpacing.y;
+  const float needed =
+      text_h + 2 * (style.WindowPadding.y + style.FramePadding.y) + style.ItemSpacing.y;
   const float h = std::clamp(needed, least, most);
   ImGui::BeginChild(id, ImVec2(0, h), true, h < needed ? 0 : ImGuiWindowFlags_NoScrollbar);
   ImGui::PushTextWrapPos(std::max(ImGui::GetContentRegionAvail().x - 120, 1.0f));
@@ -83,12 +85,14 @@ void draw_warning_banner(const char* id, std::string& text) {
 // stays for later.
 void draw_welcome_card(AppState& state) {
   const ImGuiStyle& style = ImGui::GetStyle();
-  const std::string text = display(
-      state, "New here? The walkthrough leads you through chapter 3 step by step, with the "
-             "book's numbers.");
+  const std::string text =
+      display(state,
+              "New here? The walkthrough leads you through chapter 3 step by step, with the "
+              "book's numbers.");
   const float wrap = ImGui::GetContentRegionAvail().x - style.WindowPadding.x * 2;
   const float text_h = ImGui::CalcTextSize(text.c_str(), nullptr, false, wrap).y;
-  const float h = text_h + style.ItemSpacing.y + ImGui::GetFrameHeight() + style.WindowPadding.y * 2;
+  const float h =
+      text_h + style.ItemSpacing.y + ImGui::GetFrameHeight() + style.WindowPadding.y * 2;
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0.16f, 0.30f, 0.22f, 1.0f));
   ImGui::BeginChild("welcome", ImVec2(0, h), true, ImGuiWindowFlags_NoScrollbar);
   ImGui::PushTextWrapPos(0.0f);

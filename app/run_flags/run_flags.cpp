@@ -24,8 +24,8 @@ std::string variant_names() {
 }
 
 bool RunFlags::any() const {
-  return config || preset || variant || d_out || num_heads || dropout || seed || qkv_bias ||
-         eval || random || input_seed;
+  return config || preset || variant || d_out || num_heads || dropout || seed || qkv_bias || eval ||
+         random || input_seed;
 }
 
 std::optional<std::uint64_t> RunFlags::parsed_seed() const {
@@ -50,8 +50,7 @@ core::RunSpec RunFlags::spec() const {
   if (variant) {
     s.variant = core::parse_variant(*variant);
     if (!s.variant)
-      throw core::ParseError("unknown variant '" + *variant + "' (known: " + variant_names() +
-                             ")");
+      throw core::ParseError("unknown variant '" + *variant + "' (known: " + variant_names() + ")");
   }
   s.d_out = d_out;
   s.num_heads = num_heads;
@@ -69,9 +68,9 @@ RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& f) {
   made.config = cmd.add_option("--config", f.config,
                                "JSON config file (- reads standard input); see "
                                "docs/trace-format.md");
-  made.preset = cmd.add_option("--preset", f.preset,
-                               "built-in inputs: " + joined(core::preset_names()) +
-                                   " (default: book)");
+  made.preset =
+      cmd.add_option("--preset", f.preset,
+                     "built-in inputs: " + joined(core::preset_names()) + " (default: book)");
   cmd.add_option("--variant", f.variant, variant_names());
   cmd.add_option("--d-out", f.d_out, "output width of the query/key/value projections");
   cmd.add_option("--heads", f.num_heads, "number of attention heads");

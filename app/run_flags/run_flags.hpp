@@ -31,10 +31,10 @@ struct RunFlags {
   std::optional<int> d_out;            // --d-out N
   std::optional<int> num_heads;        // --heads H
   std::optional<double> dropout;       // --dropout P
-  std::optional<std::string> seed;  // --seed S: text for core::parse_seed (CLI11 would wrap "-1")
-  bool qkv_bias = false;            // --qkv-bias
-  bool eval = false;                // --eval
-  std::optional<std::string> random;      // --random T,D: torch.rand(T, D) inputs
+  std::optional<std::string> seed;    // --seed S: text for core::parse_seed (CLI11 would wrap "-1")
+  bool qkv_bias = false;              // --qkv-bias
+  bool eval = false;                  // --eval
+  std::optional<std::string> random;  // --random T,D: torch.rand(T, D) inputs
   std::optional<std::string> input_seed;  // --input-seed S: text, as --seed
 
   // True when any flag that changes the run was given.
@@ -63,7 +63,7 @@ RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& flags);
 
 // How heatmaps are drawn: the app's View menu, the CLI's SVG figures.
 struct FigureFlags {
-  bool row_scale = false;      // --row-scale: each row coloured on its own scale
+  bool row_scale = false;       // --row-scale: each row coloured on its own scale
   std::optional<int> decimals;  // --decimals N: places in cells
 
   // --decimals, checked against 1..6; throws core::ParseError.

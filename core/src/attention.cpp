@@ -4,10 +4,10 @@
 // header attention_internal.hpp joins them.
 #include "attnscope/attention.hpp"
 
-#include "attention_internal.hpp"
-
 #include <memory>
 #include <vector>
+
+#include "attention_internal.hpp"
 #include "attnscope/stages.hpp"
 
 namespace attnscope::core {
@@ -53,8 +53,8 @@ PreparedParameters::Layer prepare_layer(const Projection& p) {
 PreparedParameters prepare_parameters(const Parameters& params) {
   PreparedParameters prepared;
   for (const QkvProjections& qkv : params.qkv)
-    prepared.qkv.push_back(PreparedParameters::Qkv{
-        prepare_layer(qkv.query), prepare_layer(qkv.key), prepare_layer(qkv.value)});
+    prepared.qkv.push_back(PreparedParameters::Qkv{prepare_layer(qkv.query), prepare_layer(qkv.key),
+                                                   prepare_layer(qkv.value)});
   prepared.out = prepare_layer(params.out);
   return prepared;
 }
@@ -113,7 +113,8 @@ Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path)
 
 const Parameters& ParameterCache::get(const Config& config, int d_in, TorchGenerator& gen) {
   // Fields the module's constructor reads; dropout and training are forward-only.
-  const Key key{config.variant,   d_in, config.d_out, has_heads(config.variant) ? config.num_heads : 1,
+  const Key key{config.variant,  d_in,
+                config.d_out,    has_heads(config.variant) ? config.num_heads : 1,
                 config.qkv_bias, config.seed};
   if (!key_ || !(*key_ == key)) {
     TorchGenerator fresh(config.seed);

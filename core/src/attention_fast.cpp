@@ -13,16 +13,17 @@
 // - a few coarse parallel regions instead of Eigen's per-product threading:
 //   projection column blocks together with the dropout draws and parameter
 //   copies, then whole heads (or row blocks of one head), then out_proj.
-#include "attention_internal.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
 
+#include "attention_internal.hpp"
+
 #if defined(ATTNSCOPE_HAVE_OPENMP)
 #include <omp.h>
+
 #include "attnscope/stages.hpp"
 #endif
 
@@ -98,8 +99,8 @@ void run_block(const ProjectionInput& in, const ColumnBlock& b) {
 // `prepared` is p prepared, or null. The kernel runs where its sums cannot
 // overflow (gemm.hpp says why), else Eigen's product.
 void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& in,
-                       const Projection& p, const PreparedParameters::Layer* prepared,
-                       RowMatrix& y, int threads) {
+                       const Projection& p, const PreparedParameters::Layer* prepared, RowMatrix& y,
+                       int threads) {
   const bool kernel =
       in.packed && gemm::sums_stay_finite(in.packed->max_abs,
                                           prepared ? prepared->max_abs : gemm::max_abs(p.weight),
@@ -111,8 +112,8 @@ void add_column_blocks(std::vector<ColumnBlock>& blocks, const ProjectionInput& 
   const Eigen::Index units = (n + unit - 1) / unit;
   y.resize(in.x.rows(), n);
   // A multiple of the thread count, so that no thread is left with one block more.
-  const Eigen::Index count = std::min(
-      units, threads * std::max<Eigen::Index>(1, units / (threads * min_units)));
+  const Eigen::Index count =
+      std::min(units, threads * std::max<Eigen::Index>(1, units / (threads * min_units)));
   for (Eigen::Index b = 0; b < count; ++b) {
     const Eigen::Index begin = units * b / count * unit;
     const Eigen::Index end = std::min(n, units * (b + 1) / count * unit);
@@ -140,7 +141,8 @@ void run_jobs(std::vector<std::function<void()>>& jobs, int threads) {
 }
 
 double projection_flops(const RowMatrix& x, Eigen::Index out_cols) {
-  return 2.0 * static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(out_cols);
+  return 2.0 * static_cast<double>(x.rows()) * static_cast<double>(x.cols()) *
+         static_cast<double>(out_cols);
 }
 
 // x packed for the kernel into `storage`, or Eigen's product without one.
@@ -361,13 +363,19 @@ Stage parameter_stage(const char* id, int head, const RowMatrix& value,
 void push_projection_stages(std::vector<Stage>& out, const QkvProjections& qkv, int head,
                             const PreparedParameters::Qkv* prepared) {
   const auto* pq = prepared;
-  out.push_back(parameter_stage(stage_id::W_query, head, qkv.query.weight, pq ? &pq->query.weight : nullptr));
-  out.push_back(parameter_stage(stage_id::W_key, head, qkv.key.weight, pq ? &pq->key.weight : nullptr));
-  out.push_back(parameter_stage(stage_id::W_value, head, qkv.value.weight, pq ? &pq->value.weight : nullptr));
+  out.push_back(
+      parameter_stage(stage_id::W_query, head, qkv.query.weight, pq ? &pq->query.weight : nullptr));
+  out.push_back(
+      parameter_stage(stage_id::W_key, head, qkv.key.weight, pq ? &pq->key.weight : nullptr));
+  out.push_back(
+      parameter_stage(stage_id::W_value, head, qkv.value.weight, pq ? &pq->value.weight : nullptr));
   if (qkv.query.bias.size() > 0) {
-    out.push_back(parameter_stage(stage_id::b_query, head, qkv.query.bias, pq ? &pq->query.bias : nullptr));
-    out.push_back(parameter_stage(stage_id::b_key, head, qkv.key.bias, pq ? &pq->key.bias : nullptr));
-    out.push_back(parameter_stage(stage_id::b_value, head, qkv.value.bias, pq ? &pq->value.bias : nullptr));
+    out.push_back(
+        parameter_stage(stage_id::b_query, head, qkv.query.bias, pq ? &pq->query.bias : nullptr));
+    out.push_back(
+        parameter_stage(stage_id::b_key, head, qkv.key.bias, pq ? &pq->key.bias : nullptr));
+    out.push_back(
+        parameter_stage(stage_id::b_value, head, qkv.value.bias, pq ? &pq->value.bias : nullptr));
   }
 }
 
@@ -442,9 +450,8 @@ void run_first_phase(FirstPhase& first, const Config& config, const ProjectionIn
 
 }  // namespace
 
-void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
-                  const Parameters& params, const PreparedParameters* prepared,
-                  const HeadOptions& opt, TorchGenerator& gen) {
+void forward_fast(Trace& trace, const Config& config, const RowMatrix& x, const Parameters& params,
+                  const PreparedParameters* prepared, const HeadOptions& opt, TorchGenerator& gen) {
   const Eigen::Index T = x.rows();
   gemm::PackedRows x_storage;
   const ProjectionInput in = projection_input(x, x_storage);
@@ -506,12 +513,14 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
       kr = &out[out.size() - 2].data();
       vr = &out[out.size() - 1].data();
     }
-    const std::uint8_t* head_keep = keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
+    const std::uint8_t* head_keep =
+        keep.empty() ? nullptr : keep.data() + hs * static_cast<std::size_t>(T * T);
     attention_head_fast(out, head, *qr, *kr, *vr, opt, mask, head_keep, dropout_scale);
     if (split || wrapper) {
       const RowMatrix& context = out.back().data();
       concat.middleCols(h * width, width) = context;
-      if (packing_concat) concat_max_abs[hs] = gemm::pack_columns(context, h * width, concat_storage);
+      if (packing_concat)
+        concat_max_abs[hs] = gemm::pack_columns(context, h * width, concat_storage);
     }
   }
 
@@ -531,7 +540,8 @@ void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
       const ProjectionInput concat_in{concat, packing_concat ? &concat_storage : nullptr};
       RowMatrix output = project_fast(concat_in, params.out, prepared ? &prepared->out : nullptr);
       trace.stages.push_back(Stage{stage_id::concat, -1, std::move(concat)});
-      for (Stage& st : first.out_parameter_stages) trace.stages.push_back(std::move(st));  // W_out, b_out
+      for (Stage& st : first.out_parameter_stages)
+        trace.stages.push_back(std::move(st));  // W_out, b_out
       trace.stages.push_back(Stage{stage_id::output, -1, std::move(output)});
     }
   }

@@ -12,12 +12,11 @@
 // paths round the way it does; see the comments at each place.
 #pragma once
 
-#include "attnscope/attention.hpp"
-
-#include "gemm.hpp"
-
 #include <memory>
 #include <vector>
+
+#include "attnscope/attention.hpp"
+#include "gemm.hpp"
 
 namespace attnscope::core {
 
@@ -26,9 +25,9 @@ namespace attnscope::core {
 // as a matrix that every trace's W_* / b_* stage shares instead of copying.
 struct PreparedParameters {
   struct Layer {
-    gemm::PackedWeights packed;                     // empty without the kernel
-    float max_abs = 0.0f;                           // gemm::max_abs(weight)
-    std::shared_ptr<RowMatrix> weight, bias;        // the stages' matrices
+    gemm::PackedWeights packed;               // empty without the kernel
+    float max_abs = 0.0f;                     // gemm::max_abs(weight)
+    std::shared_ptr<RowMatrix> weight, bias;  // the stages' matrices
   };
   struct Qkv {
     Layer query, key, value;
@@ -41,9 +40,9 @@ namespace detail {
 
 // How one attention head treats its scores.
 struct HeadOptions {
-  bool causal = false;     // hide key j from query i when j > i
-  bool dropout_on = false; // nn.Dropout applies (training mode)
-  double dropout = 0.0;    // its probability
+  bool causal = false;      // hide key j from query i when j > i
+  bool dropout_on = false;  // nn.Dropout applies (training mode)
+  double dropout = 0.0;     // its probability
 };
 
 // Appends the stage (id, head) holding `data` to the trace.
@@ -81,9 +80,8 @@ void forward_multihead_reference(Trace& trace, const Config& config, const RowMa
 // ---------------------------------------------------------------------------
 // Fast forward pass (attention_fast.cpp): every variant but Simple.
 // `prepared` is params prepared, or null.
-void forward_fast(Trace& trace, const Config& config, const RowMatrix& x,
-                  const Parameters& params, const PreparedParameters* prepared,
-                  const HeadOptions& opt, TorchGenerator& gen);
+void forward_fast(Trace& trace, const Config& config, const RowMatrix& x, const Parameters& params,
+                  const PreparedParameters* prepared, const HeadOptions& opt, TorchGenerator& gen);
 
 }  // namespace detail
 }  // namespace attnscope::core

@@ -13,12 +13,12 @@
 // Arithmetic is float32, like the book's tensors. Where PyTorch's rounding
 // is observable (scale factor, softmax normalisation, dropout scale) we round
 // the way it does; see the comments at each place.
-#include "attention_internal.hpp"
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "attention_internal.hpp"
 #include "attnscope/stages.hpp"
 
 namespace attnscope::core {
@@ -186,8 +186,7 @@ RowMatrix self_attention_head(Trace& trace, int head, const RowMatrix& queries,
 
 // 3.5.1: masked_fill_ on the raw scores (mask.bool() -> -inf), then the
 // division by sqrt(d_k) inside the softmax (-inf / sqrt(d_k) stays -inf).
-RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scores,
-                                   float sqrt_dk) {
+RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scores, float sqrt_dk) {
   const Eigen::Index T = scores.rows();
   RowMatrix mask(T, T);       // (T, T) 1 where key j is in query i's future (j > i)
   RowMatrix masked = scores;  // (T, T) scores, -inf where j > i
@@ -207,8 +206,8 @@ RowMatrix causal_attention_weights(Trace& trace, int head, const RowMatrix& scor
 
 // 3.5.2: nn.Dropout: noise = bernoulli(1 - p) / (1 - p), in float; out = w * noise.
 // Off (eval mode, or p = 0) the mask is all ones and draws nothing.
-RowMatrix dropout_weights(Trace& trace, int head, const RowMatrix& weights,
-                          const HeadOptions& opt, TorchGenerator& gen) {
+RowMatrix dropout_weights(Trace& trace, int head, const RowMatrix& weights, const HeadOptions& opt,
+                          TorchGenerator& gen) {
   const Eigen::Index T = weights.rows();
   RowMatrix dropout_mask = RowMatrix::Ones(T, T);
   if (opt.dropout_on && opt.dropout > 0.0) {
@@ -273,8 +272,8 @@ void forward_wrapper_reference(Trace& trace, const Config& config, const RowMatr
   const Eigen::Index d_out = config.d_out;
   RowMatrix output(x.rows(), d_out * config.num_heads);  // (T, h*d_out) heads side by side
   for (int h = 0; h < config.num_heads; ++h)
-    output.middleCols(h * d_out, d_out) =
-        forward_single_head_reference(trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
+    output.middleCols(h * d_out, d_out) = forward_single_head_reference(
+        trace, h, x, params.qkv[static_cast<std::size_t>(h)], opt, gen);
   add_stage(trace, stage_id::output, -1, std::move(output));
 }
 

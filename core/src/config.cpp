@@ -65,8 +65,9 @@ std::string validate(const Config& config, const Inputs& inputs) {
   else if (d_in > kMaxDim)
     msg << "d_in (" << d_in << ") is too large: at most " << kMaxDim << " is supported";
   else if (static_cast<Eigen::Index>(inputs.tokens.size()) != T)
-    msg << inputs.tokens.size() << (inputs.tokens.size() == 1 ? " token name was" : " token names were")
-        << " given for " << T << (T == 1 ? " row" : " rows")
+    msg << inputs.tokens.size()
+        << (inputs.tokens.size() == 1 ? " token name was" : " token names were") << " given for "
+        << T << (T == 1 ? " row" : " rows")
         << " of embeddings: give exactly one token name per row";
   else if (!inputs.embeddings.allFinite())
     msg << "embeddings contain NaN or infinity: every value must be a finite number";

@@ -1,8 +1,6 @@
 // csv.cpp: the CSV table reader (parse_csv_table): RFC 4180 quoting,
 // numbers as Python's float() and numpy read them, an optional header row
 // and row labels.
-#include "attnscope/formats.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -13,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "attnscope/formats.hpp"
 #include "formats_internal.hpp"
 #include "json_matrix.hpp"
 

@@ -146,8 +146,10 @@ struct PipelineBounds {
     d_in = t.d_in;
     d_k = multihead ? c.d_out / std::max(c.num_heads, 1) : simple ? t.d_in : c.d_out;
     d_out = c.d_out;
-    wq = max_abs_all(t, stage_id::W_query), wk = max_abs_all(t, stage_id::W_key), wv = max_abs_all(t, stage_id::W_value);
-    bq = max_abs_all(t, stage_id::b_query), bk = max_abs_all(t, stage_id::b_key), bv = max_abs_all(t, stage_id::b_value);
+    wq = max_abs_all(t, stage_id::W_query), wk = max_abs_all(t, stage_id::W_key),
+    wv = max_abs_all(t, stage_id::W_value);
+    bq = max_abs_all(t, stage_id::b_query), bk = max_abs_all(t, stage_id::b_key),
+    bv = max_abs_all(t, stage_id::b_value);
     wout = max_abs_all(t, stage_id::W_out), bout = max_abs_all(t, stage_id::b_out);
     if (is_causal(c.variant) && c.training && c.dropout > 0 && c.dropout < 1)
       dropout_scale = 1.0 / (1.0 - c.dropout);
@@ -186,7 +188,9 @@ std::string embeddings_advice(const Trace& trace) {
 }
 
 Explanation explain_projection(const Trace& trace, const Stage& s) {
-  const std::string which = s.id == stage_id::queries ? "query" : s.id == stage_id::keys ? "key" : "value";
+  const std::string which = s.id == stage_id::queries ? "query"
+                            : s.id == stage_id::keys  ? "key"
+                                                      : "value";
   const int h = weights_head(trace, s);
   const Stage* w = trace.find("W_" + which, h);
   const Stage* b = trace.find("b_" + which, h);
@@ -251,10 +255,12 @@ Explanation explain(const Trace& trace, const Stage& s) {
         "Give every embedding a finite value (the editor and the importers refuse NaN and inf)"};
   if (is_parameter(s.id))
     return {"the weights " + s.id + " hold it", "Use weights whose values are all finite numbers"};
-  if (s.id == stage_id::queries || s.id == stage_id::keys || s.id == stage_id::values) return explain_projection(trace, s);
+  if (s.id == stage_id::queries || s.id == stage_id::keys || s.id == stage_id::values)
+    return explain_projection(trace, s);
   if (s.id == stage_id::scores) return explain_scores(trace, s);
   if (s.id == stage_id::context) return explain_context(trace, s);
-  if (s.id == stage_id::output && trace.config.variant == Variant::Multihead) return explain_output(trace);
+  if (s.id == stage_id::output && trace.config.variant == Variant::Multihead)
+    return explain_output(trace);
   // The other stages only rescale, mask, normalise or copy finite inputs.
   return {s.id + " produced it from finite inputs, which its arithmetic should never do",
           "This is a bug: please report it with the session file (File > Save session)"};
@@ -265,8 +271,8 @@ Explanation explain(const Trace& trace, const Stage& s) {
 bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col) {
   // The book masks the raw scores, then scales them: in a causal run both
   // stages hold the mask's -inf in the future.
-  const bool masked_stage =
-      stage.id == stage_id::masked_scores || (stage.id == stage_id::scaled_scores && is_causal(variant));
+  const bool masked_stage = stage.id == stage_id::masked_scores ||
+                            (stage.id == stage_id::scaled_scores && is_causal(variant));
   if (!masked_stage || col <= row) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;

@@ -95,7 +95,8 @@ float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out) {
   const Eigen::Index K = block.cols();
   float largest = 0.0f;  // of |block|; NaN compares false and is caught by the finite test
   bool finite = true;
-  auto scalar = [&](const float* src, Eigen::Index k, float* dst) {  // one value, or 0 past the rows
+  auto scalar = [&](const float* src, Eigen::Index k,
+                    float* dst) {  // one value, or 0 past the rows
     const float v = src ? src[k] : 0.0f;
     *dst = v;
     const float a = std::fabs(v);
@@ -154,7 +155,8 @@ void pack_tile(const float* src, Eigen::Index stride, Eigen::Index m, Eigen::Ind
   }
 #endif
   for (; k < K; ++k)
-    for (Eigen::Index i = 0; i < kTileRows; ++i) out[k * kTileRows + i] = i < m ? src[i * stride + k] : 0.0f;
+    for (Eigen::Index i = 0; i < kTileRows; ++i)
+      out[k * kTileRows + i] = i < m ? src[i * stride + k] : 0.0f;
 }
 
 PackedWeights pack_transposed(const RowMatrix& m) {
@@ -164,9 +166,11 @@ PackedWeights pack_transposed(const RowMatrix& m) {
   packed.data.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
   const Eigen::Index K = packed.rows;
   const Eigen::Index used = packed.cols - (packed.panels() - 1) * kPanelCols;  // of the last panel
-  if (packed.panels() > 0 && used < kPanelCols) {  // zero its columns past N; the rest is written below
+  if (packed.panels() > 0 &&
+      used < kPanelCols) {  // zero its columns past N; the rest is written below
     float* last = packed.data.data() + (packed.panels() - 1) * K * kPanelCols;
-    for (Eigen::Index k = 0; k < K; ++k) std::fill(last + k * kPanelCols + used, last + (k + 1) * kPanelCols, 0.0f);
+    for (Eigen::Index k = 0; k < K; ++k)
+      std::fill(last + k * kPanelCols + used, last + (k + 1) * kPanelCols, 0.0f);
   }
   for (Eigen::Index j0 = 0; j0 < packed.cols; j0 += 8) {  // 8 rows of m at a time
     float* dst = packed.data.data() + (j0 / kPanelCols) * K * kPanelCols + j0 % kPanelCols;
@@ -365,17 +369,20 @@ void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen:
   }
   alignas(64) float edge[kTileRows * kPanelCols];
   kernel_for(n, tile, panel, K, edge, kPanelCols);
-  for (Eigen::Index i = 0; i < m; ++i) std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, c + i * ldc);
+  for (Eigen::Index i = 0; i < m; ++i)
+    std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, c + i * ldc);
 }
 
-#else  // neither AVX-512 nor AVX2 with FMA: the engine uses Eigen; these portable loops keep the API whole
+#else  // neither AVX-512 nor AVX2 with FMA: the engine uses Eigen; these portable loops keep the
+       // API whole
 
 void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
                    Eigen::Index n, float* c, Eigen::Index ldc) {
   for (Eigen::Index i = 0; i < m; ++i)
     for (Eigen::Index j = 0; j < n; ++j) {
       float sum = 0.0f;
-      for (Eigen::Index k = 0; k < K; ++k) sum = std::fma(tile[k * kTileRows + i], panel[k * kPanelCols + j], sum);
+      for (Eigen::Index k = 0; k < K; ++k)
+        sum = std::fma(tile[k * kTileRows + i], panel[k * kPanelCols + j], sum);
       c[i * ldc + j] = sum;
     }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
 #include "attnscope/stages.hpp"
 
 namespace attnscope::core {

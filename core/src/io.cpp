@@ -6,13 +6,10 @@
 //   3. presets (embedded from assets/presets at build time)
 //   4. trace writers: JSON and text
 #include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
-
-#include "attnscope/files.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -24,14 +21,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attnscope/files.hpp"
 #include "attnscope/rng.hpp"
+#include "attnscope/stages.hpp"
 #include "json_matrix.hpp"
 #include "presets_data.hpp"
 
 namespace attnscope::core {
 
-using nlohmann::json;
 using detail::json_type_name;
+using nlohmann::json;
 
 namespace {
 
@@ -47,16 +46,17 @@ long long read_integer(const json& v, std::string_view source, const char* field
                        long long hi) {
   long long n = 0;
   if (v.is_number_integer() || v.is_number_unsigned()) {
-    if (v.is_number_unsigned() && v.get<unsigned long long>() >
-                                      static_cast<unsigned long long>(
-                                          std::numeric_limits<long long>::max()))
+    if (v.is_number_unsigned() &&
+        v.get<unsigned long long>() >
+            static_cast<unsigned long long>(std::numeric_limits<long long>::max()))
       fail(source, std::string(field) + " (" + v.dump() + ") is too large");
     n = v.get<long long>();
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d))
       fail(source, std::string(field) + " must be a whole number, got " + v.dump());
-    if (d < -9.0e18 || d > 9.0e18) fail(source, std::string(field) + " (" + v.dump() + ") is too large");
+    if (d < -9.0e18 || d > 9.0e18)
+      fail(source, std::string(field) + " (" + v.dump() + ") is too large");
     n = static_cast<long long>(d);
   } else {
     fail(source, std::string(field) + " must be a whole number, got " + json_type_name(v));
@@ -88,7 +88,8 @@ double read_number(const json& v, std::string_view source, const std::string& fi
 }
 
 bool read_bool(const json& v, std::string_view source, const char* field) {
-  if (!v.is_boolean()) fail(source, std::string(field) + " must be true or false, got " + json_type_name(v));
+  if (!v.is_boolean())
+    fail(source, std::string(field) + " must be true or false, got " + json_type_name(v));
   return v.get<bool>();
 }
 
@@ -100,7 +101,8 @@ std::vector<std::string> read_tokens(const json& v, std::string_view source) {
   std::vector<std::string> tokens;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
-      fail(source, "tokens[" + std::to_string(i) + "] must be a string, got " + json_type_name(v[i]));
+      fail(source,
+           "tokens[" + std::to_string(i) + "] must be a string, got " + json_type_name(v[i]));
     tokens.push_back(v[i].get<std::string>());
   }
   return tokens;
@@ -128,7 +130,9 @@ RowMatrix read_embeddings(const json& v, std::string_view source) {
         fail(source, "d_in (" + std::to_string(cols) + ") is too large: at most " +
                          std::to_string(kMaxDim) + " is supported");
     } else if (row.size() != cols) {
-      auto count = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " number" : " numbers"); };
+      auto count = [](std::size_t n) {
+        return std::to_string(n) + (n == 1 ? " number" : " numbers");
+      };
       fail(source, "embeddings are ragged: row " + std::to_string(r) + " has " + count(row.size()) +
                        " but row 0 has " + count(cols) + "; every row needs the same d_in");
     }
@@ -172,8 +176,7 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
   if (json_text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     fail(source, "is empty: expected a JSON object such as {\"embeddings\": [[0.1, 0.2]]}");
   const json doc = detail::parse_json_document(json_text, source);
-  if (!doc.is_object())
-    fail(source, "must be a JSON object ({...}), got " + json_type_name(doc));
+  if (!doc.is_object()) fail(source, "must be a JSON object ({...}), got " + json_type_name(doc));
 
   RunSpec spec;
   for (const auto& [key, value] : doc.items()) {
@@ -187,11 +190,13 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
     } else if (key == "embeddings") {
       spec.embeddings = read_embeddings(value, source);
     } else if (key == "variant") {
-      if (!value.is_string()) fail(source, "variant must be a string, got " + json_type_name(value));
+      if (!value.is_string())
+        fail(source, "variant must be a string, got " + json_type_name(value));
       const auto v = parse_variant(value.get<std::string>());
       if (!v) {
         std::string known;
-        for (auto k : kAllVariants) known += (known.empty() ? "" : ", ") + std::string(variant_id(k));
+        for (auto k : kAllVariants)
+          known += (known.empty() ? "" : ", ") + std::string(variant_id(k));
         fail(source, "unknown variant '" + value.get<std::string>() + "' (known: " + known + ")");
       }
       spec.variant = *v;
@@ -201,7 +206,8 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
       spec.num_heads = static_cast<int>(read_integer(value, source, "num_heads", 1, kMaxHeads));
     } else if (key == "dropout") {
       const double p = read_number(value, source, "dropout");
-      if (p < 0.0 || p > 1.0) fail(source, "dropout (" + value.dump() + ") must be between 0 and 1");
+      if (p < 0.0 || p > 1.0)
+        fail(source, "dropout (" + value.dump() + ") must be between 0 and 1");
       spec.dropout = p;
     } else if (key == "seed") {
       spec.seed = read_seed(value, source);
@@ -297,7 +303,8 @@ void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
   } else {
     throw ParseError(
         "no embeddings given: add \"embeddings\": [[...], ...] to the config, or name a preset "
-        "(known: " + known_presets() + ")");
+        "(known: " +
+        known_presets() + ")");
   }
   const auto T = static_cast<std::size_t>(inputs.embeddings.rows());
   if (spec.tokens) {
@@ -316,7 +323,8 @@ void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
-  for (std::size_t i = 0; i < kEmbeddedPresetCount; ++i) names.emplace_back(kEmbeddedPresets[i].name);
+  for (std::size_t i = 0; i < kEmbeddedPresetCount; ++i)
+    names.emplace_back(kEmbeddedPresets[i].name);
   return names;
 }
 
@@ -351,7 +359,8 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
   std::string s;
   s += "{\"attnscope_trace\": 1, \"variant\": " + json_quoted(variant_id(c.variant)) + ",\n";
   s += " \"tokens\": [";
-  for (std::size_t i = 0; i < trace.tokens.size(); ++i) s += (i ? ", " : "") + json_quoted(trace.tokens[i]);
+  for (std::size_t i = 0; i < trace.tokens.size(); ++i)
+    s += (i ? ", " : "") + json_quoted(trace.tokens[i]);
   s += "],\n";
   char dropout[32];
   std::snprintf(dropout, sizeof dropout, "%.17g", c.dropout);
@@ -369,8 +378,9 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
     s.clear();
     s += k ? ",\n  " : "\n  ";
     s += "{\"id\": " + json_quoted(st.id) + ", \"layer\": " + std::to_string(st.layer) +
-         ", \"head\": " + std::to_string(st.head) + ", \"shape\": [" + std::to_string(st.data().rows()) + ", " +
-         std::to_string(st.data().cols()) + "], \"data\": [";
+         ", \"head\": " + std::to_string(st.head) + ", \"shape\": [" +
+         std::to_string(st.data().rows()) + ", " + std::to_string(st.data().cols()) +
+         "], \"data\": [";
     for (Eigen::Index r = 0; r < st.data().rows(); ++r) {
       s += r ? ", [" : "[";
       for (Eigen::Index col = 0; col < st.data().cols(); ++col) {
@@ -387,8 +397,8 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
 
 void write_trace_text(const Trace& trace, std::ostream& out) {
   const Config& c = trace.config;
-  out << variant_book_name(c.variant) << " (" << variant_id(c.variant) << "): "
-      << trace.num_tokens() << " tokens, d_in " << trace.d_in;
+  out << variant_book_name(c.variant) << " (" << variant_id(c.variant)
+      << "): " << trace.num_tokens() << " tokens, d_in " << trace.d_in;
   if (has_weights(c.variant)) out << ", d_out " << c.d_out << ", seed " << c.seed;
   if (has_heads(c.variant)) out << ", " << c.num_heads << " heads";
   if (is_causal(c.variant))
@@ -415,7 +425,8 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     std::size_t label_w = 0;
     if (token_rows)
       for (Eigen::Index r = 0; r < rows; ++r)
-        label_w = std::max(label_w, std::min<std::size_t>(trace.tokens[static_cast<std::size_t>(r)].size(), 12));
+        label_w = std::max(
+            label_w, std::min<std::size_t>(trace.tokens[static_cast<std::size_t>(r)].size(), 12));
     auto label = [&](std::string_view s) {
       std::string l(s.substr(0, 12));
       l.resize(std::max(label_w, l.size()), ' ');
@@ -424,7 +435,8 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     if (token_cols) {
       out << label("") << "  ";
       for (Eigen::Index col = 0; col < cols; ++col) {
-        std::snprintf(buf, sizeof buf, " %8.8s", trace.tokens[static_cast<std::size_t>(col)].c_str());
+        std::snprintf(buf, sizeof buf, " %8.8s",
+                      trace.tokens[static_cast<std::size_t>(col)].c_str());
         out << buf;
       }
       out << (m.cols() > cols ? "  ..." : "") << "\n";

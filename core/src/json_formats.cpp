@@ -2,8 +2,6 @@
 // json_matrix.hpp (documents, matrices, numbers, UTF-8), shared by the
 // readers of formats, weights, sessions and configs, and the stage JSON
 // reader (parse_stage_json).
-#include "attnscope/formats.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -14,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "attnscope/formats.hpp"
 #include "formats_internal.hpp"
 #include "json_matrix.hpp"
 
@@ -142,7 +141,8 @@ RowMatrix json_matrix(const json& v, std::string_view source, const std::string&
   std::size_t cols = vector ? v.size() : 0;
   if (rows > kMaxEntries || cols > kMaxEntries)
     fail(source, where + " is too large (" + std::to_string(rows) + " x " + std::to_string(cols) +
-                     "): at most " + std::to_string(kMaxEntries) + " rows and columns are supported");
+                     "): at most " + std::to_string(kMaxEntries) +
+                     " rows and columns are supported");
   if (!vector) {
     for (std::size_t r = 0; r < rows; ++r) {
       const json& row = v[r];
@@ -273,7 +273,8 @@ StageFile parse_stage_json(std::string_view text, std::string_view source) {
     if (!t.is_string()) fail(source, "tokens must be a list of strings");
     out.tokens.push_back(t.get<std::string>());
   }
-  out.stage.mutable_data() = detail::json_matrix(doc["data"], source, "data", false, NonFinite::Allow);
+  out.stage.mutable_data() =
+      detail::json_matrix(doc["data"], source, "data", false, NonFinite::Allow);
   const json& shape = doc["shape"];
   if (!shape.is_array() || shape.size() != 2 || !shape[0].is_number_integer() ||
       !shape[1].is_number_integer() || shape[0].get<long long>() != out.stage.data().rows() ||

@@ -49,7 +49,8 @@ std::size_t trace_memory_bytes(const Config& config, long tokens, long d_in) {
       break;
     case Variant::SelfAttentionV1:
     case Variant::SelfAttentionV2:
-      floats += qkv(dout, bias && config.variant == Variant::SelfAttentionV2) + 3 * T * T + T * dout;
+      floats +=
+          qkv(dout, bias && config.variant == Variant::SelfAttentionV2) + 3 * T * T + T * dout;
       break;
     case Variant::Causal:
       floats += qkv(dout, bias) + T * T + 6 * T * T + T * dout;  // the mask, six T x T stages

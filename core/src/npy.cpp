@@ -1,7 +1,5 @@
 // npy.cpp: the NPY reader (parse_npy): format versions, dtypes and shapes
 // that numpy.save writes for a float matrix or vector.
-#include "attnscope/formats.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -12,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "attnscope/formats.hpp"
 #include "formats_internal.hpp"
 
 namespace attnscope::core {

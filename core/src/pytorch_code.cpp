@@ -14,8 +14,8 @@
 #include <functional>
 #include <stdexcept>
 
-#include "attnscope/weights.hpp"
 #include "attnscope/stages.hpp"
+#include "attnscope/weights.hpp"
 
 namespace attnscope::core {
 
@@ -284,9 +284,11 @@ std::string explicit_weights_section(const Config& config, const Parameters& par
     const std::string prefix = wrapper ? m + ".heads[" + std::to_string(h) + "]" : m;
     const std::string suffix = wrapper ? "_" + std::to_string(h) : "";
     const QkvProjections& q = params.qkv[h];
-    append_projection(out, prefix + ".W_query", stage_id::W_query + suffix, q.query, linear, copies);
+    append_projection(out, prefix + ".W_query", stage_id::W_query + suffix, q.query, linear,
+                      copies);
     append_projection(out, prefix + ".W_key", stage_id::W_key + suffix, q.key, linear, copies);
-    append_projection(out, prefix + ".W_value", stage_id::W_value + suffix, q.value, linear, copies);
+    append_projection(out, prefix + ".W_value", stage_id::W_value + suffix, q.value, linear,
+                      copies);
   }
   if (config.variant == Variant::Multihead)
     append_projection(out, m + ".out_proj", stage_id::W_out, params.out, true, copies);

@@ -40,7 +40,8 @@ inline std::uint32_t temper(std::uint32_t y) {
 Mt19937::Mt19937(std::uint32_t seed) {
   state_[0] = seed;  // init_genrand
   for (std::size_t i = 1; i < kN; ++i)
-    state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + static_cast<std::uint32_t>(i);
+    state_[i] =
+        1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + static_cast<std::uint32_t>(i);
 }
 
 void Mt19937::regenerate() {
@@ -48,8 +49,7 @@ void Mt19937::regenerate() {
   // Three loops with fixed dependence distances (1 ahead, 397 ahead, 227
   // behind), each of which the compiler can vectorize.
   for (std::size_t i = 0; i < kN - kM; ++i) mt[i] = twist(mt[i], mt[i + 1], mt[i + kM]);
-  for (std::size_t i = kN - kM; i < kN - 1; ++i)
-    mt[i] = twist(mt[i], mt[i + 1], mt[i + kM - kN]);
+  for (std::size_t i = kN - kM; i < kN - 1; ++i) mt[i] = twist(mt[i], mt[i + 1], mt[i + kM - kN]);
   mt[kN - 1] = twist(mt[kN - 1], mt[0], mt[kM - 1]);
   for (std::size_t i = 0; i < kN; ++i) tempered_[i] = temper(mt[i]);
   index_ = 0;

@@ -101,16 +101,18 @@ const std::vector<BookMatrix>& book_matrices() {
        matrix_from_rows({{0.1366f, 0.1025f}, {0.1841f, 0.7264f}, {0.3153f, 0.6871f}})},
       {"W_value", "3.4.1", v1, Stage, stage_id::W_value, -1, false,
        matrix_from_rows({{0.0756f, 0.1966f}, {0.3164f, 0.4017f}, {0.1186f, 0.8274f}})},
-      {"query_2", "3.4.1", v1, Stage, stage_id::queries, 1, false, matrix_from_rows({{0.4306f, 1.4551f}})},
+      {"query_2", "3.4.1", v1, Stage, stage_id::queries, 1, false,
+       matrix_from_rows({{0.4306f, 1.4551f}})},
       {"keys", "3.4.1", v1, Stage, stage_id::keys, -1, false,
-      // stage-literals: on
+       // stage-literals: on
        matrix_from_rows({{0.3669f, 0.7646f},
                          {0.4433f, 1.1419f},
                          {0.4361f, 1.1156f},
                          {0.2408f, 0.6706f},
                          {0.1827f, 0.3292f},
                          {0.3275f, 0.9642f}})},
-      {"attn_score_22", "3.4.1", v1, Stage, stage_id::scores, 1, false, matrix_from_rows({{1.8524f}}), 1},
+      {"attn_score_22", "3.4.1", v1, Stage, stage_id::scores, 1, false,
+       matrix_from_rows({{1.8524f}}), 1},
       {"attn_scores_2", "3.4.1", v1, Stage, stage_id::scores, 1, false,
        matrix_from_rows({{1.2705f, 1.8524f, 1.8111f, 1.0795f, 0.5577f, 1.5440f}})},
       {"attn_weights_2", "3.4.1", v1, Stage, stage_id::weights, 1, false,
@@ -146,7 +148,8 @@ const std::vector<BookMatrix>& book_matrices() {
                          {0.1935f, 0.1663f, 0.1666f, 0.1542f, 0.1666f, 0.1529f}})},
       // The book masks SelfAttention_v2's raw scores by hand, then the same
       // masked_fill_ runs inside CausalAttention: one print, two places.
-      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, stage_id::scores, -1, false, masked_printed},
+      {"masked (attn_scores)", "3.5.1", v2, MaskMinusInf, stage_id::scores, -1, false,
+       masked_printed},
       {"masked", "3.5.1", causal789, Stage, stage_id::masked_scores, -1, false, masked_printed},
       {"masked_simple_norm", "3.5.1", v2, TrilRenormalise, stage_id::weights, -1, false,
        matrix_from_rows({{1.0000f, 0, 0, 0, 0, 0},
@@ -212,8 +215,7 @@ bool book_applies(const BookMatrix& book, const Trace& trace) {
 }
 
 std::optional<RowMatrix> book_value(const BookMatrix& book, const Trace* trace) {
-  if (book.source == BookSource::DropoutOnes)
-    return apply_dropout(RowMatrix::Ones(6, 6), 0.5, 123);
+  if (book.source == BookSource::DropoutOnes) return apply_dropout(RowMatrix::Ones(6, 6), 0.5, 123);
   if (!trace) return std::nullopt;
   const Stage* s = trace->find(book.stage, -1);
   if (!s) return std::nullopt;
@@ -282,8 +284,8 @@ StageBookCheck check_book_stage(const Trace& trace, std::string_view stage_id) {
     const BookCheck c = check_book(*b, &trace);
     ++s.count;
     s.matches = s.matches && c.matches;
-    s.max_diff = std::max(s.max_diff, c.comparable ? c.max_diff
-                                                   : std::numeric_limits<float>::infinity());
+    s.max_diff =
+        std::max(s.max_diff, c.comparable ? c.max_diff : std::numeric_limits<float>::infinity());
     if (!s.names.empty()) s.names += ", ";
     s.names += std::string(b->name) + " §" + std::string(b->section);
   }
@@ -338,7 +340,7 @@ std::optional<SoftmaxUnfolded> unfold_softmax(const Trace& trace, int head, int 
     // A causal trace's scaled scores hold -inf where masked; the row shows
     // what the division gives there before the mask hides it.
     u.scaled[j] = keep_trace && scaled_stage && !u.masked[j] ? scaled_stage->data()(row, jj)
-                                                            : u.scores[j] / u.divisor;
+                                                             : u.scores[j] / u.divisor;
     if (!u.masked[j]) u.row_max = std::max(u.row_max, u.scaled[j]);
   }
   u.sum = 0;
@@ -431,7 +433,6 @@ std::string difference_caption(const ShownDifference& d) {
   if (d.rounding_only) return std::string("equal to float32 rounding (max |Δ| = ") + buf + ")";
   return std::string("largest |Δ| = ") + buf;
 }
-
 
 std::optional<MaskingWays> compare_masking(const Trace& trace, int head) {
   const std::optional<RowMatrix> logits = unmasked_logits(trace, stage_head(trace, head));
@@ -602,7 +603,8 @@ std::optional<HeadSplit> split_heads(const Trace& trace, std::string_view id) {
   s.transposed.resize(T * s.heads, dh);
   for (Eigen::Index h = 0; h < s.heads; ++h)
     for (Eigen::Index t = 0; t < T; ++t)
-      for (Eigen::Index d = 0; d < dh; ++d) s.transposed(h * T + t, d) = whole->data()(t, h * dh + d);
+      for (Eigen::Index d = 0; d < dh; ++d)
+        s.transposed(h * T + t, d) = whole->data()(t, h * dh + d);
   s.concat = concat->data();
   return s;
 }

@@ -15,8 +15,8 @@
 #include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
-#include "json_matrix.hpp"
 #include "attnscope/stages.hpp"
+#include "json_matrix.hpp"
 
 namespace attnscope::core {
 
@@ -32,8 +32,9 @@ namespace {
 // ---------------------------------------------------------------------------
 // 1. Names
 
-constexpr const char* kCanonical[] = {stage_id::W_query, stage_id::W_key,   stage_id::W_value, stage_id::b_query,
-                                      stage_id::b_key,   stage_id::b_value, stage_id::W_out,   stage_id::b_out};
+constexpr const char* kCanonical[] = {stage_id::W_query, stage_id::W_key, stage_id::W_value,
+                                      stage_id::b_query, stage_id::b_key, stage_id::b_value,
+                                      stage_id::W_out,   stage_id::b_out};
 
 const char* const kKnownNames =
     "W_query, W_key, W_value, b_query, b_key, b_value, W_out, b_out, or PyTorch's "
@@ -62,7 +63,7 @@ std::optional<ParsedName> parse_name(std::string_view name) {
   }
   // stage-literals: off (the module's mask buffer)
   if (name == "mask") {
-  // stage-literals: on
+    // stage-literals: on
     p.ignored = true;
     return p;
   }
@@ -316,7 +317,8 @@ class Checker {
         why =
             "multihead_wrapper's weights belong to its heads (\"heads\": [{...}, ...] or "
             "heads.<h>. names)";
-      else if (is_bias(t.name) && t.name != stage_id::b_out && config_.variant == Variant::SelfAttentionV1)
+      else if (is_bias(t.name) && t.name != stage_id::b_out &&
+               config_.variant == Variant::SelfAttentionV1)
         why = "SelfAttention_v1 has no biases";
       else if (is_bias(t.name) && t.name != stage_id::b_out)
         why = "qkv_bias is false; turn it on (qkv_bias true, --qkv-bias) to use biases";
@@ -476,8 +478,9 @@ std::string validate_parameters(const Parameters& params, const Config& config, 
                std::to_string(d_in) + "x" + std::to_string(config.d_out) +
                ": reset to the seeded weights";
       if (bias != (p.bias.size() > 0) || (bias && p.bias.cols() != config.d_out))
-        return std::string(names[k]) + (bias ? " needs a bias of 1x" + std::to_string(config.d_out)
-                                              : " has a bias but qkv_bias is off") +
+        return std::string(names[k]) +
+               (bias ? " needs a bias of 1x" + std::to_string(config.d_out)
+                     : " has a bias but qkv_bias is off") +
                ": reset to the seeded weights";
     }
   }

@@ -1,7 +1,5 @@
 // writers.cpp: one stage as file bytes (CSV, NPY, JSON, torch.tensor text)
 // and export_stages, which writes a set of stages as new files.
-#include "attnscope/formats.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -13,6 +11,7 @@
 #include <limits>
 
 #include "attnscope/files.hpp"
+#include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
 #include "json_matrix.hpp"
 

@@ -137,8 +137,8 @@ TEST(BookTrainable, Exercise31V2WeightsMovedIntoV1GiveV2Output) {
   const Parameters params = init_parameters(v2, 3, gen);
   // SelfAttention_v1 with W = Linear.weight.T: the trace orientation already is.
   TorchGenerator unused(0);
-  const Trace v1 = run_with_parameters(config_for(Variant::SelfAttentionV1, 2, 789),
-                                       book_inputs(), params, unused);
+  const Trace v1 = run_with_parameters(config_for(Variant::SelfAttentionV1, 2, 789), book_inputs(),
+                                       params, unused);
   expect_book_matrix(stage(v1, "context"), kV2Output, "sa_v1 with sa_v2's weights");
 }
 
@@ -216,8 +216,7 @@ TEST(BookCausal, StagesFollowTheBooksMaskThenScaleOrder) {
         order.push_back(s.id);
     const std::vector<std::string> book = {"scores", "mask", "masked_scores", "scaled_scores",
                                            "weights"};
-    EXPECT_EQ(order, book)
-        << variant_id(v);
+    EXPECT_EQ(order, book) << variant_id(v);
   }
 }
 

@@ -105,7 +105,8 @@ TEST(ReadTextFile, DirectoriesAndMissingFilesAreClearErrors) {
     read_text_file("/no/such/attnscope.json");
     FAIL() << "expected ParseError";
   } catch (const ParseError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot open '/no/such/attnscope.json'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("cannot open '/no/such/attnscope.json'"),
+              std::string::npos);
   }
 }
 
@@ -269,9 +270,10 @@ namespace {
 TEST(Config, SwitchingIntoAMultiHeadClassFromOneHeadGivesTheBooksTwoHeads) {
   EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 1, 2), 2);
   EXPECT_EQ(heads_after_switch(Variant::Simple, Variant::MultiheadWrapper, 1, 3), 2);
-  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 1, 3), 1);  // 3 / 2 is not whole
+  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 1, 3),
+            1);  // 3 / 2 is not whole
   EXPECT_EQ(heads_after_switch(Variant::MultiheadWrapper, Variant::Multihead, 1, 2), 1);  // chosen
-  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 4, 8), 4);  // kept
+  EXPECT_EQ(heads_after_switch(Variant::Causal, Variant::Multihead, 4, 8), 4);            // kept
   EXPECT_EQ(heads_after_switch(Variant::Multihead, Variant::Causal, 2, 2), 2);  // unused there
 }
 

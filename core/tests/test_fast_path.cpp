@@ -125,13 +125,13 @@ TEST(ParameterCache, GivesTheSameTraceAsAFreshRunAcrossEdits) {
     return true;
   };
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));  // miss
-  in.embeddings(2, 1) = 0.1f;                                              // edit inputs: hit
+  in.embeddings(2, 1) = 0.1f;                                            // edit inputs: hit
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
-  c.dropout = 0.2;                                                         // dropout: hit
+  c.dropout = 0.2;  // dropout: hit
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
-  c.seed = 9;                                                              // seed: miss
+  c.seed = 9;  // seed: miss
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
-  c.num_heads = 4;                                                         // heads: miss
+  c.num_heads = 4;  // heads: miss
   EXPECT_TRUE(same(run_attention(c, in, cache), run_attention(c, in)));
 }
 

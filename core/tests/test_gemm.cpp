@@ -59,9 +59,8 @@ TEST(Gemm, EveryElementIsOneFmaChainInKOrderThenBias) {
     Eigen::Index m, k, n;
   };
   // k past 64 (the AVX2 kernel's chunk) with a partial last chunk: 129, 300
-  const Shape shapes[] = {{1, 1, 1},     {7, 5, 3},      {8, 64, 48},    {9, 3, 49},
-                          {17, 33, 100}, {64, 768, 96},  {130, 20, 191}, {8, 129, 40},
-                          {11, 300, 56}};
+  const Shape shapes[] = {{1, 1, 1},     {7, 5, 3},      {8, 64, 48},  {9, 3, 49},   {17, 33, 100},
+                          {64, 768, 96}, {130, 20, 191}, {8, 129, 40}, {11, 300, 56}};
   unsigned seed = 1;
   for (const Shape& s : shapes) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + " . " + std::to_string(s.k) +
@@ -96,8 +95,8 @@ TEST(Gemm, InfinitiesAndNanPropagateAsInTheChain) {
 }
 
 TEST(Gemm, RunsOnlyWhereNoProductOrSumCanOverflow) {
-  EXPECT_TRUE(gemm::sums_stay_finite(1e19f, 1e19f, 1));    // 1e38 < FLT_MAX
-  EXPECT_FALSE(gemm::sums_stay_finite(1e19f, 1e19f, 4));   // 4e38 > FLT_MAX
+  EXPECT_TRUE(gemm::sums_stay_finite(1e19f, 1e19f, 1));   // 1e38 < FLT_MAX
+  EXPECT_FALSE(gemm::sums_stay_finite(1e19f, 1e19f, 4));  // 4e38 > FLT_MAX
   EXPECT_TRUE(gemm::sums_stay_finite(3.0f, 0.04f, 768));
   EXPECT_FALSE(gemm::sums_stay_finite(std::numeric_limits<float>::infinity(), 0.0f, 1));
   RowMatrix m = random_matrix(3, 3, 11);
@@ -137,7 +136,8 @@ TEST(Gemm, PackingKeepsEveryValueAndZeroPadsTheEdges) {
 // pack_rows moves whole 8 x 8 blocks with a vector transpose and the rest
 // one value at a time: both, with a partial last tile.
 TEST(Gemm, PackingByBlocksAndByValuesAgree) {
-  const RowMatrix x = random_matrix(19, 37, 8);  // 3 tiles (the last 3 tall); k 0..31 blocks, 32..36 values
+  const RowMatrix x =
+      random_matrix(19, 37, 8);  // 3 tiles (the last 3 tall); k 0..31 blocks, 32..36 values
   gemm::PackedRows px;
   gemm::pack_rows(x, px);
   ASSERT_EQ(px.tiles(), 3);
@@ -151,11 +151,13 @@ TEST(Gemm, PackingByBlocksAndByValuesAgree) {
   EXPECT_EQ(px.max_abs, gemm::max_abs(x));
   // A NaN or inf in the block part and in the value part both make max_abs +inf.
   for (Eigen::Index k : {Eigen::Index{3}, Eigen::Index{35}})
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
       RowMatrix y = x;
       y(17, k) = bad;
       gemm::pack_rows(y, px);
-      EXPECT_EQ(px.max_abs, std::numeric_limits<float>::infinity()) << "k " << k << " value " << bad;
+      EXPECT_EQ(px.max_abs, std::numeric_limits<float>::infinity())
+          << "k " << k << " value " << bad;
       EXPECT_FALSE(gemm::all_finite(y));
     }
   EXPECT_TRUE(gemm::all_finite(x));
@@ -187,7 +189,8 @@ TEST(Gemm, PackedTransposedPadsItsLastPanelWithZeros) {
   const gemm::PackedWeights keys_t = gemm::pack_transposed(keys);
   ASSERT_EQ(keys_t.panels(), 2);
   for (Eigen::Index k = 0; k < 20; ++k) {
-    for (Eigen::Index j = 0; j < 13; ++j) ASSERT_EQ(keys_t.panel(1)[k * gemm::kPanelCols + j], keys(48 + j, k));
+    for (Eigen::Index j = 0; j < 13; ++j)
+      ASSERT_EQ(keys_t.panel(1)[k * gemm::kPanelCols + j], keys(48 + j, k));
     for (Eigen::Index j = 13; j < gemm::kPanelCols; ++j)
       ASSERT_EQ(keys_t.panel(1)[k * gemm::kPanelCols + j], 0.0f) << "k " << k << ", column " << j;
   }
@@ -229,8 +232,7 @@ TEST(Gemm, TileProductsAreFmaChainsOverTheirFirstKSteps) {
       RowMatrix context = RowMatrix::Constant(8, width, 12345.0f);
       gemm::multiply_tile(tile.data(), panels.panel(0), K, gemm::kTileRows, width, context.data(),
                           context.cols());
-      const RowMatrix expected =
-          fma_chain(weights.leftCols(K), values.topRows(K), RowMatrix());
+      const RowMatrix expected = fma_chain(weights.leftCols(K), values.topRows(K), RowMatrix());
       expect_bitwise_equal(context, expected);
     }
   }

@@ -59,7 +59,8 @@ TEST_P(CausalVariant, UpperTriangleIsExactlyZero) {
     for (const Stage* s : stages_named(t, id))
       for (Eigen::Index i = 0; i < s->data().rows(); ++i)
         for (Eigen::Index j = i + 1; j < s->data().cols(); ++j)
-          EXPECT_EQ(s->data()(i, j), 0.0f) << id << " head " << s->head << " (" << i << "," << j << ")";
+          EXPECT_EQ(s->data()(i, j), 0.0f)
+              << id << " head " << s->head << " (" << i << "," << j << ")";
 }
 
 TEST_P(CausalVariant, DropoutKeepsValuesScaledByOneOverOneMinusP) {
@@ -87,7 +88,8 @@ TEST_P(NonCausalVariant, PermutingTokensPermutesOutputs) {
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937(5));
   Inputs shuffled = in;
-  for (int r = 0; r < 7; ++r) shuffled.embeddings.row(r) = in.embeddings.row(perm[static_cast<std::size_t>(r)]);
+  for (int r = 0; r < 7; ++r)
+    shuffled.embeddings.row(r) = in.embeddings.row(perm[static_cast<std::size_t>(r)]);
   const Config c = variant_config(GetParam());
   const Trace t1 = run_attention(c, in);
   const RowMatrix& out = stage(t1, "context");

@@ -17,7 +17,8 @@ std::size_t distinct_bytes(const Trace& trace) {
   std::set<const RowMatrix*> seen;
   std::size_t n = 0;
   for (const Stage& s : trace.stages)
-    if (seen.insert(&s.data()).second) n += static_cast<std::size_t>(s.data().size()) * sizeof(float);
+    if (seen.insert(&s.data()).second)
+      n += static_cast<std::size_t>(s.data().size()) * sizeof(float);
   return n;
 }
 
@@ -108,7 +109,8 @@ TEST(TraceMemory, TheBudgetFromTheEnvironmentIsInTheMegabytesTheMessagePrints) {
   EXPECT_NE(problem.find("and 100 MB is available"), std::string::npos) << problem;
 #if defined(__linux__)
   ASSERT_TRUE(ignored.has_value());
-  EXPECT_GT(*ignored, *capped) << "a value that is not a number is ignored (MemAvailable is > 100 MB)";
+  EXPECT_GT(*ignored, *capped)
+      << "a value that is not a number is ignored (MemAvailable is > 100 MB)";
   ASSERT_TRUE(huge.has_value());
   EXPECT_GT(*huge, *capped) << "a budget past size_t's range does not wrap around";
 #endif

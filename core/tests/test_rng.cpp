@@ -12,8 +12,8 @@ TEST(TorchGenerator, RandMatchesTorchRandBitForBit) {
   TorchGenerator gen(123);
   RowMatrix m(3, 2);
   gen.fill_uniform(m, 0.0f, 1.0f);
-  const float expected[] = {0.29611194133758545f, 0.516562283039093f, 0.2516707181930542f,
-                            0.6885567903518677f, 0.07397246360778809f, 0.866521954536438f};
+  const float expected[] = {0.29611194133758545f, 0.516562283039093f,   0.2516707181930542f,
+                            0.6885567903518677f,  0.07397246360778809f, 0.866521954536438f};
   for (int k = 0; k < 6; ++k) EXPECT_EQ(m.data()[k], expected[k]) << k;
 }
 
@@ -25,7 +25,7 @@ TEST(TorchGenerator, LinearInitMatchesNnLinearBitForBit) {
   TorchGenerator gen(789);
   const Parameters p = init_parameters(c, 3, gen);
   const RowMatrix torch_weight = p.qkv[0].query.weight.transpose();  // (out, in)
-  const float weight[] = {0.31605908274650574f, 0.45680856704711914f, 0.5118348598480225f,
+  const float weight[] = {0.31605908274650574f,  0.45680856704711914f, 0.5118348598480225f,
                           -0.16828539967536926f, -0.3378770351409912f, -0.0917738676071167f};
   for (int k = 0; k < 6; ++k) EXPECT_EQ(torch_weight.data()[k], weight[k]) << k;
   EXPECT_EQ(p.qkv[0].query.bias(0, 0), 0.4058058261871338f);
@@ -83,7 +83,8 @@ TEST(Mt19937, SameWordsAsStdMt19937AcrossManyBlocks) {
     Mt19937 fast(seed);
     std::mt19937 reference(seed);
     std::vector<std::uint32_t> bulk(3000);
-    for (int k = 0; k < 1000; ++k) ASSERT_EQ(fast(), reference()) << "seed " << seed << " word " << k;
+    for (int k = 0; k < 1000; ++k)
+      ASSERT_EQ(fast(), reference()) << "seed " << seed << " word " << k;
     fast.fill(bulk.data(), bulk.size());  // crosses block boundaries mid-fill
     for (std::size_t k = 0; k < bulk.size(); ++k)
       ASSERT_EQ(bulk[k], reference()) << "seed " << seed << " bulk word " << k;

@@ -1,11 +1,10 @@
 // test_teach.cpp: the teaching views' numbers (teach.hpp): book values and
 // checks, softmax unfolded, normalisation, masking, dropout, sizes, head
 // split, compare, parameters of a trace.
-#include "attnscope/teach.hpp"
-
 #include <cmath>
 #include <limits>
 
+#include "attnscope/teach.hpp"
 #include "attnscope/weights.hpp"
 #include "test_support.hpp"
 
@@ -169,7 +168,7 @@ TEST(TeachNormalise, WholeMatrixBothWaysRowsSumToOne) {
   ASSERT_TRUE(n);
   EXPECT_NEAR(n->naive(1, 1), 0.2278f, kBookTolerance);    // attn_weights_2_tmp
   EXPECT_NEAR(n->softmax(1, 1), 0.2379f, kBookTolerance);  // attn_weights_2
-  EXPECT_EQ(n->softmax, t.find("weights")->data());  // simple: softmax of unscaled scores
+  EXPECT_EQ(n->softmax, t.find("weights")->data());        // simple: softmax of unscaled scores
   for (int r = 0; r < 6; ++r) {
     EXPECT_NEAR(n->naive_row_sums[r], 1.0f, 1e-6f);
     EXPECT_NEAR(n->softmax_row_sums[r], 1.0f, 1e-6f);
@@ -323,7 +322,7 @@ TEST(TeachDifference, RoundingNoiseIsDrawnAsZeroAndSaidSo) {
   RowMatrix base = RowMatrix::Constant(2, 2, 0.5f);
   RowMatrix noisy = base;
   noisy(0, 1) = std::nextafter(0.5f, 1.0f);  // one ulp
-  noisy(1, 0) = 0.75f;                        // a real change
+  noisy(1, 0) = 0.75f;                       // a real change
   const ShownDifference s = shown_difference(noisy - base, base, noisy);
   EXPECT_EQ(s.shown(0, 1), 0.0f);
   EXPECT_EQ(s.shown(1, 0), 0.25f);
@@ -333,8 +332,8 @@ TEST(TeachDifference, RoundingNoiseIsDrawnAsZeroAndSaidSo) {
 }
 
 TEST(TeachParameters, ReadBackFromATraceTheyReproduceIt) {
-  for (Variant v : {Variant::SelfAttentionV1, Variant::Causal, Variant::MultiheadWrapper,
-                    Variant::Multihead}) {
+  for (Variant v :
+       {Variant::SelfAttentionV1, Variant::Causal, Variant::MultiheadWrapper, Variant::Multihead}) {
     Config c = config_for(v, 4, 123);
     c.num_heads = 2;
     c.qkv_bias = v != Variant::SelfAttentionV1;

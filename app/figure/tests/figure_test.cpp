@@ -291,7 +291,7 @@ TEST(RowScope, EachRowIsColouredOnItsOwnRange) {
   // Row 1's weights are row 0's divided by 50: on one scale they are all near
   // the bottom; each on its own range they get row 0's colours cell by cell.
   core::RowMatrix m(3, 3);
-  m << 0.0f, 0.5f, 1.0f,  //
+  m << 0.0f, 0.5f, 1.0f,   //
       0.0f, 0.01f, 0.02f,  //
       0.0f, 0.0f, 0.0f;    // a constant row: widened, never a division by 0
   const Colormap map = Colormap::Viridis;
@@ -322,9 +322,9 @@ TEST(RowScope, DivergingRowsAreSymmetricAndMaskedCellsKeepTheirColour) {
   const Colormap map = Colormap::RdBu;
   const RgbaImage img = colorize_rows(m, ScaleKind::Diverging, map);
   EXPECT_EQ(img.at(2, 0), masked_fill(map));
-  EXPECT_EQ(img.at(1, 1), on_scale(map, 0.0f));  // -0.2 is row 1's low end
-  EXPECT_EQ(img.at(0, 0), on_scale(map, 0.0f));  // -4 is row 0's
-  EXPECT_EQ(img.at(2, 1), on_scale(map, 0.5f));  // 0 in the middle
+  EXPECT_EQ(img.at(1, 1), on_scale(map, 0.0f));   // -0.2 is row 1's low end
+  EXPECT_EQ(img.at(0, 0), on_scale(map, 0.0f));   // -4 is row 0's
+  EXPECT_EQ(img.at(2, 1), on_scale(map, 0.5f));   // 0 in the middle
   EXPECT_EQ(img.at(0, 1), on_scale(map, 0.75f));  // 0.1 of 0.2
 }
 

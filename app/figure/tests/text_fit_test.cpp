@@ -21,8 +21,11 @@ namespace {
 bool valid_utf8(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    std::size_t len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3
-                                   : (b & 0xF8) == 0xF0 ? 4 : 0;
+    std::size_t len = b < 0x80             ? 1
+                      : (b & 0xE0) == 0xC0 ? 2
+                      : (b & 0xF0) == 0xE0 ? 3
+                      : (b & 0xF8) == 0xF0 ? 4
+                                           : 0;
     if (len == 0 || i + len > s.size()) return false;
     char32_t cp = len == 1 ? b : b & (0x7F >> len);
     for (std::size_t k = 1; k < len; ++k) {
@@ -54,20 +57,26 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {"a\xC3\xA9", {0, 1, 3}},                          // "aé"
-      {"\xC3\xA9x", {0, 2, 3}},                          // "éx"
-      {"a\xC3\xA9" "bc", {0, 1, 3, 4, 5}},               // "aébc"
-      {"\xC3\xA9xyz", {0, 2, 3, 4, 5}},                  // "éxyz"
-      {"caf\xC3\xA9", {0, 1, 2, 3, 5}},                  // "café"
+      {"a\xC3\xA9", {0, 1, 3}},  // "aé"
+      {"\xC3\xA9x", {0, 2, 3}},  // "éx"
+      {"a\xC3\xA9"
+       "bc",
+       {0, 1, 3, 4, 5}},                                                // "aébc"
+      {"\xC3\xA9xyz", {0, 2, 3, 4, 5}},                                 // "éxyz"
+      {"caf\xC3\xA9", {0, 1, 2, 3, 5}},                                 // "café"
       {"\xE6\xB3\xA8\xE6\x84\x8F\xE5\x8A\x9B\xE6\xA9\x9F\xE6\xA7\x8B",  // "注意力機構"
        {0, 3, 6, 9, 12, 15}},
-      {"\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD", {0, 8}},      // "👍🏽": thumbs up, skin tone
+      {"\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD", {0, 8}},  // "👍🏽": thumbs up, skin tone
       {"\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",  // "👨‍👩‍👧"
        {0, 18}},
-      {"e\xCC\x81", {0, 3}},                             // "e" + combining acute
-      {"xe\xCC\x81y", {0, 1, 4, 5}},                     // "xéy" with a combining acute
-      {"a\xEF\xB8\x8F" "b", {0, 4, 5}},                  // "a" + variation selector 16, "b"
-      {"e\xE2\x83\x97" "f", {0, 4, 5}},                  // "e" + combining right arrow above
+      {"e\xCC\x81", {0, 3}},          // "e" + combining acute
+      {"xe\xCC\x81y", {0, 1, 4, 5}},  // "xéy" with a combining acute
+      {"a\xEF\xB8\x8F"
+       "b",
+       {0, 4, 5}},  // "a" + variation selector 16, "b"
+      {"e\xE2\x83\x97"
+       "f",
+       {0, 4, 5}},  // "e" + combining right arrow above
   };
   return all;
 }
@@ -116,7 +125,9 @@ TEST(TextFit, ResultIsValidUtf8APrefixAtAClusterBoundaryAndFits) {
 
 TEST(TextFit, AccentsSurviveTheCut) {
   // "aébc" in 30 px: "aé…" (the old figure cut kept half of é: "a\xC3…").
-  EXPECT_EQ(figure::fit_text("a\xC3\xA9" "bc", 30, width, true, WhenNothingFits::Ellipsis),
+  EXPECT_EQ(figure::fit_text("a\xC3\xA9"
+                             "bc",
+                             30, width, true, WhenNothingFits::Ellipsis),
             "a\xC3\xA9" + kDots);
   // "éxyz" in 20 px: "é…" (the old app cut dropped é with x: "…").
   EXPECT_EQ(figure::fit_text("\xC3\xA9xyz", 20, width, true, WhenNothingFits::Empty),

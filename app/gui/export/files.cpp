@@ -101,8 +101,8 @@ std::string png_bytes(const AppState& state, const core::Trace& trace, const cor
                       int scale) {
   if (!state.files.render_png)
     throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
-  const RenderedImage img =
-      state.files.render_png(figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)), scale);
+  const RenderedImage img = state.files.render_png(
+      figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)), scale);
   std::string bytes = encode_png(img.width, img.height, img.rgba);
   if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
   return bytes;
@@ -126,7 +126,8 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
                                  std::to_string(cols) + ", too large for SVG (at most " +
                                  std::to_string(figure::kMaxSvgCells) +
                                  " cells): export it as PNG, NPY or CSV");
-      return figure::heatmap_svg(figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)));
+      return figure::heatmap_svg(
+          figure::stage_heatmap(trace, stage, figure_style(state, trace, stage)));
     }
     default:
       return core::stage_file_bytes(trace, stage, data_format_of(kind));

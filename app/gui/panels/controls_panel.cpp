@@ -290,8 +290,9 @@ void draw_seed(AppState& state) {
     state.mark_dirty();
   const bool seeded = weights || causal;
   if (!seeded && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("The seed draws the weights (and the dropout mask): simplified "
-                      "self-attention has neither, so it changes nothing.");
+    ImGui::SetTooltip(
+        "The seed draws the weights (and the dropout mask): simplified "
+        "self-attention has neither, so it changes nothing.");
   ImGui::SameLine();
   if (ImGui::Button("Roll")) {
     std::random_device rd;

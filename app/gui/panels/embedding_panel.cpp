@@ -67,9 +67,9 @@ bool drag_finite_cell(const char* id, float& cell, float& start, float speed, fl
   // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
   // zero (never "-0.0000"), and 1e30 as "1e+30" rather than 31 digits
   // clipped to the cell's width.
-  const char* format = std::fabs(v) >= figure::kCompactFrom ? "%.3g"
+  const char* format = std::fabs(v) >= figure::kCompactFrom                    ? "%.3g"
                        : core::fixed_text(v, 4) == "0.0000" && std::signbit(v) ? "0.0000"
-                                                                            : "%.4f";
+                                                                               : "%.4f";
   const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, format);
   if (ImGui::IsItemActivated()) start = before;
   if (!edited) return false;
@@ -78,8 +78,12 @@ bool drag_finite_cell(const char* id, float& cell, float& start, float speed, fl
     return true;
   }
   const std::string kept = figure::format_value(start, 4);
-  refused = name() + " cannot be " + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") + ": " +
-            kind + " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
+  refused = name() + " cannot be " +
+            (std::isnan(v) ? "NaN"
+             : v > 0       ? "+inf"
+                           : "-inf") +
+            ": " + kind +
+            " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
             "become ±inf). It stays " + kept + ".";
   if (cell == start) return false;
   cell = start;

@@ -58,10 +58,12 @@ void draw_heads_panel(AppState& state) {
     const PinMarks m = pin_marks(state, *s);
     spec.pin_row = m.pin_row;
     spec.pin_col = m.pin_col;
-    const float aspect = static_cast<float>(s->data().cols()) / static_cast<float>(s->data().rows());
+    const float aspect =
+        static_cast<float>(s->data().cols()) / static_cast<float>(s->data().rows());
     // The cells sit under the title line (draw_heatmap's compact layout): a
     // tile as wide as they are leaves no empty strip inside the focus frame.
-    const float cells_h = side - ImGui::GetTextLineHeight() - 4.0f * ImGui::GetFontSize() / kBaseFontPx;
+    const float cells_h =
+        side - ImGui::GetTextLineHeight() - 4.0f * ImGui::GetFontSize() / kBaseFontPx;
     const float w = std::clamp(cells_h * aspect, ImGui::GetFontSize() * 6, side * 1.6f);
     const HeatmapResult r = draw_heatmap(state, spec, ImVec2(w, side));
     if (r.clicked) {

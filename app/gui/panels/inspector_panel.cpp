@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -168,8 +168,9 @@ void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
   if (b->scaled) {
     heading(s, "then divide by √d_k");
     const float dividend = b->masked ? -std::numeric_limits<float>::infinity() : b->sum;
-    text_wrapped(s, num(s, dividend) + " ÷ " + num(s, b->sqrt_dk) + " = " + num(s, b->scaled_value) +
-                        "   (d_k = " + std::to_string(b->key.size()) + ")");
+    text_wrapped(s, num(s, dividend) + " ÷ " + num(s, b->sqrt_dk) + " = " +
+                        num(s, b->scaled_value) + "   (d_k = " + std::to_string(b->key.size()) +
+                        ")");
   }
 }
 
@@ -255,8 +256,8 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
   const std::string v_col = vn + col, product_col = display(s, "w·" + vn + col);
   // stage-literals: off (an ImGui id)
   if (begin_table("context", {"key j", "w_ij", v_col.c_str(), product_col.c_str()},
-  // stage-literals: on
                   table_size(n + 1, 12), 1)) {
+    // stage-literals: on
     ImGuiListClipper clip;
     clip.Begin(n);
     while (clip.Step())
@@ -296,7 +297,9 @@ void context_section(AppState& s, const core::Trace& t, int head, int i, int c) 
 
 // "q_i[c] is x_i · W[:, c] (+ b[c])", with both vectors from the trace.
 void projection_section(AppState& s, const core::Trace& t, const core::Stage& st, int i, int c) {
-  const std::string which = st.id == core::stage_id::queries ? "query" : st.id == core::stage_id::keys ? "key" : "value";
+  const std::string which = st.id == core::stage_id::queries ? "query"
+                            : st.id == core::stage_id::keys  ? "key"
+                                                             : "value";
   const int ph = t.config.variant == core::Variant::Multihead ? -1 : st.head;
   const core::Stage* x = t.find(core::stage_id::inputs);
   const core::Stage* w = t.find("W_" + which, ph);
@@ -320,7 +323,8 @@ void projection_section(AppState& s, const core::Trace& t, const core::Stage& st
 }
 
 void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int i, int c) {
-  if (st.id == core::stage_id::queries || st.id == core::stage_id::keys || st.id == core::stage_id::values) {
+  if (st.id == core::stage_id::queries || st.id == core::stage_id::keys ||
+      st.id == core::stage_id::values) {
     projection_section(s, t, st, i, c);
   } else if (st.id == core::stage_id::output && t.config.variant == core::Variant::Multihead) {
     const core::Stage* cc = t.find(core::stage_id::concat);
@@ -338,7 +342,8 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
       mono_pop(s);
     }
   } else if (st.id == core::stage_id::concat ||
-             (st.id == core::stage_id::output && t.config.variant == core::Variant::MultiheadWrapper)) {
+             (st.id == core::stage_id::output &&
+              t.config.variant == core::Variant::MultiheadWrapper)) {
     const int width = t.config.variant == core::Variant::Multihead
                           ? t.config.d_out / t.config.num_heads
                           : t.config.d_out;
@@ -406,9 +411,11 @@ void draw_inspector_panel(AppState& state) {
 
   const std::string& id = st->id;
   const int head = st->head;
-  if (id == core::stage_id::scores || id == core::stage_id::scaled_scores || id == core::stage_id::masked_scores || id == core::stage_id::mask) {
+  if (id == core::stage_id::scores || id == core::stage_id::scaled_scores ||
+      id == core::stage_id::masked_scores || id == core::stage_id::mask) {
     score_section(state, t, head, p.row, p.col);
-  } else if (id == core::stage_id::weights || id == core::stage_id::dropped_weights || id == core::stage_id::dropout_mask) {
+  } else if (id == core::stage_id::weights || id == core::stage_id::dropped_weights ||
+             id == core::stage_id::dropout_mask) {
     softmax_section(state, t, head, p.row, p.col);
     if (id != core::stage_id::weights) dropout_section(state, t, head, p.row, p.col);
   } else if (id == core::stage_id::context) {

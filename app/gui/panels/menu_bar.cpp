@@ -22,7 +22,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Home / End", "first / last stage"},
     {"Click a cell", "pin it in the inspector"},
     {"Esc", "unpin the cell"},
-    {"R", "colour each row on its own scale, or the whole matrix on one (auto: by row at T >= 128)"},
+    {"R",
+     "colour each row on its own scale, or the whole matrix on one (auto: by row at T >= 128)"},
     {"N or Enter / P or Backspace", "walkthrough: next / previous step"},
     {"Mouse wheel", "zoom a heatmap (at the pointer)"},
     {"Shift+wheel", "scroll a heatmap sideways (a wide matrix)"},
@@ -82,12 +83,13 @@ void draw_menu_bar(AppState& state) {
       toggle_row_scale(state);
     const bool automatic = state.ui.row_scale == figure::RowScale::Auto;
     const std::string auto_label =
-        std::string(state.ui.unicode ? "  automatically at T \xE2\x89\xA5 " : "  automatically at T >= ") +
+        std::string(state.ui.unicode ? "  automatically at T \xE2\x89\xA5 "
+                                     : "  automatically at T >= ") +
         std::to_string(figure::kAutoRowScaleTokens);
     if (ImGui::MenuItem(auto_label.c_str(), nullptr, automatic))
-      state.ui.row_scale = automatic
-                               ? (rows_on_own_scale(state) ? figure::RowScale::On : figure::RowScale::Off)
-                               : figure::RowScale::Auto;
+      state.ui.row_scale =
+          automatic ? (rows_on_own_scale(state) ? figure::RowScale::On : figure::RowScale::Off)
+                    : figure::RowScale::Auto;
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "Scores and weights: each row on its own scale from T = %ld tokens, where one shared\n"
@@ -175,7 +177,7 @@ void draw_menu_popups(AppState& state) {
       ImGui::Spacing();
       // stage-literals: off (an ImGui id)
       if (ImGui::BeginTable("keys", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
-      // stage-literals: on
+        // stage-literals: on
         for (const auto& s : kShortcuts) {
           ImGui::TableNextRow();
           ImGui::TableNextColumn();

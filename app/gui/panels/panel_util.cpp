@@ -1,10 +1,10 @@
 // panel_util.cpp: small pieces several panels share (see panels.hpp).
 #include <string>
 
+#include "attnscope/stages.hpp"
 #include "imgui_internal.h"  // the window's wrap position
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -49,7 +49,6 @@ void text_wrapped(const AppState& state, const std::string& text) {
   ImGui::SetCursorPosY(ImGui::GetCursorPosY() + gap_y);
 }
 
-
 PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
   PinMarks m;
   const CellRef& p = state.pinned;
@@ -66,15 +65,19 @@ PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
   if (core::is_token_by_token(p.stage)) {
     if (core::is_token_by_token(stage.id)) {
       m.mark_row = p.row;
-    } else if (stage.id == core::stage_id::queries || stage.id == core::stage_id::inputs || stage.id == core::stage_id::context) {
+    } else if (stage.id == core::stage_id::queries || stage.id == core::stage_id::inputs ||
+               stage.id == core::stage_id::context) {
       m.mark_row = p.row;
     } else if (stage.id == core::stage_id::keys) {
       m.mark_row = p.col;
     }
   } else if (p.stage == core::stage_id::context) {
     if (core::is_token_by_token(stage.id)) m.mark_row = p.row;
-    if (stage.id == core::stage_id::values || (stage.id == core::stage_id::inputs && stage.head == -1)) m.mark_col = p.col;
-  } else if (stage.data().rows() == state.trace->num_tokens() && stage.id != core::stage_id::W_out) {
+    if (stage.id == core::stage_id::values ||
+        (stage.id == core::stage_id::inputs && stage.head == -1))
+      m.mark_col = p.col;
+  } else if (stage.data().rows() == state.trace->num_tokens() &&
+             stage.id != core::stage_id::W_out) {
     m.mark_row = p.row;
   }
   return m;

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <string>
 
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -118,8 +118,8 @@ std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
   const auto& c = t.config;
   if (!core::has_heads(c.variant) || s.head >= 0) return bands;
   const bool multihead = c.variant == core::Variant::Multihead;
-  const bool split_ids =
-      s.id == core::stage_id::queries || s.id == core::stage_id::keys || s.id == core::stage_id::values || s.id == core::stage_id::concat;
+  const bool split_ids = s.id == core::stage_id::queries || s.id == core::stage_id::keys ||
+                         s.id == core::stage_id::values || s.id == core::stage_id::concat;
   if (!(multihead ? split_ids : s.id == core::stage_id::output)) return bands;
   const int width = multihead ? c.d_out / c.num_heads : c.d_out;
   if (width <= 0 || width * c.num_heads != s.data().cols()) return bands;
@@ -152,10 +152,8 @@ float cell_in_box(const core::Stage& s, float w, float h) {
   const float px = ImGui::GetFontSize() / 17.0f;
   const float line = ImGui::GetTextLineHeight();
   const auto cols = static_cast<float>(s.data().cols()), rows = static_cast<float>(s.data().rows());
-  const float beside =
-      std::min((w - 75 * px) / cols, (h - 4 * line - 30 * px) / rows);
-  const float below =
-      std::min((w - 70 * px) / cols, (h - 5 * line - 50 * px) / rows);
+  const float beside = std::min((w - 75 * px) / cols, (h - 4 * line - 30 * px) / rows);
+  const float below = std::min((w - 70 * px) / cols, (h - 5 * line - 50 * px) / rows);
   return std::min(std::max(beside, below), 110.0f * px);
 }
 
@@ -261,13 +259,14 @@ void draw_row_scale_toggle(AppState& state) {
   const core::Trace& t = *state.trace;
   const StepMatrices mats = step_matrices(state.step, t, state.head);
   bool token_by_token = false;
-  for (const core::Stage* m : mats.outputs) token_by_token = token_by_token || cols_are_tokens(*m, t);
+  for (const core::Stage* m : mats.outputs)
+    token_by_token = token_by_token || cols_are_tokens(*m, t);
   if (!token_by_token) return;
   const bool automatic = state.ui.row_scale == figure::RowScale::Auto;
   const char* label =
       automatic ? "Colour each row on its own scale (auto)" : "Colour each row on its own scale";
-  const float w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
-                  ImGui::CalcTextSize(label).x;
+  const float w =
+      ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
   // At the right end of the card's last line (inside its padding), or on a line of its own.
   const float pad = ImGui::GetStyle().WindowPadding.x;  // the card's, as draw_stage_panel gives it
   ImGui::SameLine();

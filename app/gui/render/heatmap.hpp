@@ -16,25 +16,25 @@ namespace attnscope::gui {
 using figure::bar_labels;
 using figure::BarLabels;
 using figure::cell_color;
-using figure::colorize;
 using figure::cell_for_text;
+using figure::colorize;
 using figure::decimals_that_fit;
-using figure::widest_number_text;
 using figure::format_value;
 using figure::holds_mask;
 using figure::LegendEntry;
 using figure::off_scale_legend;
 using figure::RgbaImage;
 using figure::row_range;
+using figure::RowScale;
 using figure::scale_kind_for;
 using figure::scale_position;
+using figure::scale_scope;
 using figure::ScaleKind;
 using figure::ScaleScope;
 using figure::text_color_on;
 using figure::value_range;
 using figure::ValueRange;
-using figure::RowScale;
-using figure::scale_scope;
+using figure::widest_number_text;
 
 // Show every k-th label so that labels `label_px` tall (or wide) never
 // overlap on cells `cell_px` apart: the smallest k >= 1 with k * cell >= label.

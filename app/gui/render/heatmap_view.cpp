@@ -14,12 +14,12 @@
 #include <cstdio>
 #include <optional>
 
+#include "attnscope/stages.hpp"
 #include "export/files_ui.hpp"
 #include "figure/text_fit.hpp"
 #include "fonts.hpp"
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -203,7 +203,8 @@ long tokens_now(const AppState& state) {
 }
 }  // namespace
 
-ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace, const core::Stage& stage) {
+ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace,
+                         const core::Stage& stage) {
   return figure::scale_scope(state.ui.row_scale, cols_are_tokens(stage, trace), trace.num_tokens());
 }
 
@@ -503,7 +504,9 @@ HeatmapInput handle_input(AppState& state, const HeatmapFrame& f, const HeatmapS
 
   // Shift+wheel (or a horizontal wheel) scrolls sideways instead of zooming.
   const float fit = lay.fit;
-  const float wheel_x = io.MouseWheelH != 0.0f ? io.MouseWheelH : io.KeyShift ? io.MouseWheel : 0.0f;
+  const float wheel_x = io.MouseWheelH != 0.0f ? io.MouseWheelH
+                        : io.KeyShift          ? io.MouseWheel
+                                               : 0.0f;
   if (in.hovered && wheel_x != 0.0f) {
     view.pan.x -= wheel_x * 5.0f * fit * view.zoom;
   } else if (in.hovered && io.MouseWheel != 0.0f) {

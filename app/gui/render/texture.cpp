@@ -22,14 +22,17 @@ RgbaImage reduced_image(Eigen::Index rows, Eigen::Index cols, int factor) {
   RgbaImage image;
   image.width = static_cast<int>((cols + factor - 1) / factor);
   image.height = static_cast<int>((rows + factor - 1) / factor);
-  image.pixels.resize(static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 4);
+  image.pixels.resize(static_cast<std::size_t>(image.width) *
+                      static_cast<std::size_t>(image.height) * 4);
   return image;
 }
 
 void add_band(const RgbaImage& band, int row0, int factor, RgbaImage& image) {
   if (band.pixels.empty()) return;  // a stage with no columns has no pixels to copy
   const auto at = [](const RgbaImage& img, int x, int y) {
-    return (static_cast<std::size_t>(y) * static_cast<std::size_t>(img.width) + static_cast<std::size_t>(x)) * 4;
+    return (static_cast<std::size_t>(y) * static_cast<std::size_t>(img.width) +
+            static_cast<std::size_t>(x)) *
+           4;
   };
   if (factor == 1) {
     std::memcpy(image.pixels.data() + at(image, 0, row0), band.pixels.data(), band.pixels.size());
@@ -107,7 +110,8 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
   const bool small = m.size() <= kSmallCells;
   const auto start = Clock::now();
   auto spent = [&] {
-    return frame_spent_ms_ + std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return frame_spent_ms_ +
+           std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   };
   // The first large stage of a frame always makes progress; later ones only
   // while the frame's budget lasts.
@@ -125,7 +129,8 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
     if (!small) frame_progressed_ = true;
   }
   const int factor = texel_factor(m.rows(), m.cols(), max_side);
-  if (w.has_range && w.image.pixels.empty() && m.size() > 0) w.image = reduced_image(m.rows(), m.cols(), factor);
+  if (w.has_range && w.image.pixels.empty() && m.size() > 0)
+    w.image = reduced_image(m.rows(), m.cols(), factor);
   const Eigen::Index band = band_rows(m.cols(), factor);
   while (w.has_range && w.rows_done < m.rows() && may_work()) {
     const Eigen::Index rows = std::min<Eigen::Index>(band, m.rows() - w.rows_done);
@@ -153,7 +158,8 @@ HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_ve
   not_ready.ready = false;
   not_ready.has_range = w.has_range;
   not_ready.range = w.range;
-  not_ready.progress = m.rows() > 0 ? static_cast<float>(w.rows_done) / static_cast<float>(m.rows()) : 0.0f;
+  not_ready.progress =
+      m.rows() > 0 ? static_cast<float>(w.rows_done) / static_cast<float>(m.rows()) : 0.0f;
   return not_ready;
 }
 

@@ -60,8 +60,8 @@ void draw_book_check(AppState& state) {
       ImGui::SameLine();
       ImGui::Indent(indent);  // continuation lines start under the first word
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      text_wrapped(state, std::string(b.name) + " §" + std::string(b.section) + ": run " +
-                              run_text(b.run));
+      text_wrapped(
+          state, std::string(b.name) + " §" + std::string(b.section) + ": run " + run_text(b.run));
       ImGui::PopStyleColor();
       ImGui::Unindent(indent);
     }

@@ -1,9 +1,9 @@
 // compare_panel.cpp: pin the current run as A, change anything, and see the
 // current run B beside it with B − A for any stage. Numbers: core::compare_stage.
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
 #include <algorithm>
 
+#include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
@@ -17,7 +17,8 @@ std::string describe(const core::Trace& t) {
   if (core::has_weights(t.config.variant)) s += ", d_out " + std::to_string(t.config.d_out);
   s += ", seed " + std::to_string(t.config.seed);
   if (core::has_heads(t.config.variant)) s += ", " + std::to_string(t.config.num_heads) + " heads";
-  if (core::is_causal(t.config.variant)) s += ", dropout " + num(static_cast<float>(t.config.dropout), 2);
+  if (core::is_causal(t.config.variant))
+    s += ", dropout " + num(static_cast<float>(t.config.dropout), 2);
   if (t.explicit_weights) s += ", edited weights";
   return s;
 }
@@ -35,8 +36,9 @@ void draw_compare(AppState& state) {
     ++ts.compare_pins;
   }
   if (!ts.compare_a) {
-    text_wrapped(state, "Pin a run, then change anything (seed 123 → 789, 2 → 4 heads, an "
-                        "embedding) and the current run B appears beside it with B − A.");
+    text_wrapped(state,
+                 "Pin a run, then change anything (seed 123 → 789, 2 → 4 heads, an "
+                 "embedding) and the current run B appears beside it with B − A.");
     ImGui::End();
     return;
   }
@@ -85,8 +87,8 @@ void draw_compare(AppState& state) {
                 "B: " + label(cur), box);
   ImGui::SameLine();
   // "diff_<stage>": labelled with the stage's tokens, on a signed scale.
-  teach_heatmap(state, "teach/cmp/d" + pin, core::difference_id(cur.first), cur.second, d->shown.shown,
-                "B − A", box);
+  teach_heatmap(state, "teach/cmp/d" + pin, core::difference_id(cur.first), cur.second,
+                d->shown.shown, "B − A", box);
   ImGui::End();
 }
 

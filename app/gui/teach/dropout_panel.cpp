@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -21,19 +21,22 @@ void draw_dropout_lab(AppState& state) {
   // The platform caveat first, in plain words: it decides whether the
   // masks below are the ones a learner's PyTorch draws.
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.75f, 0.4f, 1.0f));
-  text_wrapped(state, "Your PyTorch may drop other cells than these: PyTorch installed with "
-                      "pip on an Intel or AMD Linux PC draws its random masks another way. "
-                      "These are the book's, as PyTorch on an Apple-silicon Mac or Debian's "
-                      "python3-torch draws them.");
+  text_wrapped(state,
+               "Your PyTorch may drop other cells than these: PyTorch installed with "
+               "pip on an Intel or AMD Linux PC draws its random masks another way. "
+               "These are the book's, as PyTorch on an Apple-silicon Mac or Debian's "
+               "python3-torch draws them.");
   ImGui::PopStyleColor();
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Why: pip's PyTorch for x86 Linux is built with Intel's maths library "
-                      "(MKL),\nwhich draws dropout's random numbers in another order: the same "
-                      "seed\ndrops other cells. Averages over many seeds behave the same.");
+    ImGui::SetTooltip(
+        "Why: pip's PyTorch for x86 Linux is built with Intel's maths library "
+        "(MKL),\nwhich draws dropout's random numbers in another order: the same "
+        "seed\ndrops other cells. Averages over many seeds behave the same.");
   const auto v = core::dropout_view(t, state.head);
   if (!v) {
-    text_wrapped(state, "Dropout belongs to the causal variants (CausalAttention and the two "
-                        "multi-head modules). Pick one in the controls.");
+    text_wrapped(state,
+                 "Dropout belongs to the causal variants (CausalAttention and the two "
+                 "multi-head modules). Pick one in the controls.");
   } else {
     bool training = state.config.training;
     if (ImGui::Checkbox("training mode (uncheck: eval)", &training)) {
@@ -50,13 +53,15 @@ void draw_dropout_lab(AppState& state) {
     if (v->active)
       text_wrapped(state,
                    "Each weight is kept with probability 1 − p and then multiplied by 1/(1 − p) = "
-                   "1/(1 − " + num(static_cast<float>(v->p), 2) + ") = " + num(v->scale, 4) +
+                   "1/(1 − " +
+                       num(static_cast<float>(v->p), 2) + ") = " + num(v->scale, 4) +
                        "; the rest become 0. So a row no longer sums to 1 (see the sums), but on "
                        "average each weight is what it was, and the next layer sees the same "
                        "scale in training and in use.");
     else
-      text_wrapped(state, "Dropout is inactive (eval mode or p = 0): the keep mask is all ones "
-                          "and the weights pass through unchanged, as in a model in use.");
+      text_wrapped(state,
+                   "Dropout is inactive (eval mode or p = 0): the keep mask is all ones "
+                   "and the weights pass through unchanged, as in a model in use.");
     const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
     const ImVec2 box(w, w * 0.85f);
     const int h = core::stage_head(t, state.head);
@@ -89,9 +94,8 @@ void draw_dropout_lab(AppState& state) {
     const bool fits = weights && weights->data().rows() <= core::kDropoutAverageMaxTokens;
     ImGui::BeginDisabled(!fits || trivial);
     if (ImGui::Button("Average the dropped weights over these seeds")) {
-      ts.average = core::dropout_average(weights->data(), pa,
-                                         static_cast<std::uint64_t>(ts.average_first_seed),
-                                         ts.average_seeds);
+      ts.average = core::dropout_average(
+          weights->data(), pa, static_cast<std::uint64_t>(ts.average_first_seed), ts.average_seeds);
       ts.average_trace_version = state.trace_version;
       ts.average_p = pa;
       ++ts.average_count;
@@ -99,24 +103,24 @@ void draw_dropout_lab(AppState& state) {
     ImGui::EndDisabled();
     if (!fits) ImGui::TextDisabled("(up to %d tokens)", core::kDropoutAverageMaxTokens);
     if (trivial)
-      text_wrapped(state,
-                   pa <= 0.0 ? "With p = 0 nothing is dropped: every seed gives the weights "
-                               "themselves, so the average is the weights from the first seed "
-                               "on. Raise p to see the average converge."
-                             : "With p = 1 everything is dropped: every seed gives zeros, so the "
-                               "average is 0, not the weights (1/(1 − p) is undefined; PyTorch "
-                               "returns zeros). Lower p to see the average converge.");
+      text_wrapped(state, pa <= 0.0
+                              ? "With p = 0 nothing is dropped: every seed gives the weights "
+                                "themselves, so the average is the weights from the first seed "
+                                "on. Raise p to see the average converge."
+                              : "With p = 1 everything is dropped: every seed gives zeros, so the "
+                                "average is 0, not the weights (1/(1 − p) is undefined; PyTorch "
+                                "returns zeros). Lower p to see the average converge.");
     if (!trivial && ts.average && ts.average_trace_version == state.trace_version) {
       const auto& a = *ts.average;
       const int last = ts.average_first_seed + static_cast<int>(a.max_error.size()) - 1;
       text_wrapped(state, "Seeds " + std::to_string(ts.average_first_seed) + ".." +
-                              std::to_string(last) + ", p = " +
-                              num(static_cast<float>(ts.average_p), 2) +
+                              std::to_string(last) +
+                              ", p = " + num(static_cast<float>(ts.average_p), 2) +
                               ": the mean of the dropped weights approaches the weights; the "
-                              "largest gap fell from " + num(a.max_error.front()) + " to " +
-                              num(a.max_error.back()) + ".");
-      teach_heatmap(state, "teach/drop/avg" + std::to_string(ts.average_count), core::stage_id::weights, h,
-                    a.mean, "mean over seeds", box);
+                              "largest gap fell from " +
+                              num(a.max_error.front()) + " to " + num(a.max_error.back()) + ".");
+      teach_heatmap(state, "teach/drop/avg" + std::to_string(ts.average_count),
+                    core::stage_id::weights, h, a.mean, "mean over seeds", box);
       ImGui::SameLine();
       ImGui::PlotLines("##err", a.max_error.data(), static_cast<int>(a.max_error.size()), 0,
                        "largest |mean − weights| vs seeds", 0.0f, a.max_error.front(),
@@ -125,8 +129,9 @@ void draw_dropout_lab(AppState& state) {
   }
 
   ImGui::Separator();
-  text_wrapped(state, "The book's example (§3.5.2): torch.manual_seed(123), then nn.Dropout(0.5) "
-                      "on ones(6, 6) and on the causal weights of seed 789.");
+  text_wrapped(state,
+               "The book's example (§3.5.2): torch.manual_seed(123), then nn.Dropout(0.5) "
+               "on ones(6, 6) and on the causal weights of seed 789.");
   for (const core::BookMatrix& b : core::book_matrices())
     if (b.source == core::BookSource::DropoutOnes) {
       const auto m = core::book_value(b, &t);

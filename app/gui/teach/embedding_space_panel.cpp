@@ -108,12 +108,12 @@ void draw_embedding_space(AppState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
     ImGui::SliderInt("z dim", &ts.space_z, 0, d - 1);
   }
-  text_wrapped(state, ts.space_3d
-                          ? "Each dot is a token's embedding. Rotate with the right button to see "
-                            "which tokens point the same way: their dot products (scores) are large."
-                          : "Each dot is a token's embedding. Drag one: its row of the "
-                            "embeddings changes and every heatmap follows. Tokens pointing the "
-                            "same way from the origin have large dot products (scores).");
+  text_wrapped(
+      state, ts.space_3d ? "Each dot is a token's embedding. Rotate with the right button to see "
+                           "which tokens point the same way: their dot products (scores) are large."
+                         : "Each dot is a token's embedding. Drag one: its row of the "
+                           "embeddings changes and every heatmap follows. Tokens pointing the "
+                           "same way from the origin have large dot products (scores).");
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float side = std::max(120.0f, std::min(avail.x, avail.y));
@@ -127,8 +127,7 @@ void draw_embedding_space(AppState& state) {
 
   float extent = 1.0f;
   for (int r = 0; r < T; ++r)
-    for (int c : {ts.space_x, ts.space_y, ts.space_z})
-      extent = std::max(extent, std::abs(e(r, c)));
+    for (int c : {ts.space_x, ts.space_y, ts.space_z}) extent = std::max(extent, std::abs(e(r, c)));
   const View v{ImVec2(p0.x + side * 0.5f, p0.y + side * 0.5f), side * 0.42f / extent, ts.yaw,
                ts.pitch, ts.space_3d};
   const ImU32 axis = IM_COL32(120, 120, 130, 255);
@@ -153,7 +152,8 @@ void draw_embedding_space(AppState& state) {
   std::vector<ImVec2> points, sizes;
   std::vector<std::string> names;
   for (int r = 0; r < T; ++r) {
-    const ImVec2 q = project(v, e(r, ts.space_x), e(r, ts.space_y), ts.space_3d ? e(r, ts.space_z) : 0);
+    const ImVec2 q =
+        project(v, e(r, ts.space_x), e(r, ts.space_y), ts.space_3d ? e(r, ts.space_z) : 0);
     const ImU32 col = head_color(r % 8);
     dl->AddLine(v.origin, q, (col & 0x00ffffff) | 0x60000000);
     dl->AddCircleFilled(q, r == ts.space_drag ? 7.0f : 5.0f, col);

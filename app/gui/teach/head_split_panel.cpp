@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -47,8 +47,9 @@ void draw_head_split(AppState& state) {
   const core::Trace& t = *state.trace;
   const auto s = core::split_heads(t, core::stage_id::queries);
   if (!s) {
-    text_wrapped(state, "The split happens in MultiHeadAttention. Switch to it to see Q cut "
-                        "into heads (the book's example: d_out 2, 2 heads, seed 123).");
+    text_wrapped(state,
+                 "The split happens in MultiHeadAttention. Switch to it to see Q cut "
+                 "into heads (the book's example: d_out 2, 2 heads, seed 123).");
     if (ImGui::Button("Switch to the book's example")) {
       state.config.variant = core::Variant::Multihead;
       state.config.d_out = 2;
@@ -61,21 +62,19 @@ void draw_head_split(AppState& state) {
     return;
   }
   const int T = t.num_tokens();
-  text_wrapped(state,
-               "Q is computed once, " + std::to_string(T) + " × " + std::to_string(s->whole.cols()) +
-                   ". .view(b, T, " + std::to_string(s->heads) + ", " +
-                   std::to_string(s->head_dim) +
-                   ") moves no numbers: it only reads each row as " + std::to_string(s->heads) +
-                   " groups of " + std::to_string(s->head_dim) +
-                   " columns (the coloured bands). .transpose(1, 2) then stacks the groups "
-                   "head by head, so each head is a " + std::to_string(T) + " × " +
-                   std::to_string(s->head_dim) + " matrix of its own.");
+  text_wrapped(
+      state, "Q is computed once, " + std::to_string(T) + " × " + std::to_string(s->whole.cols()) +
+                 ". .view(b, T, " + std::to_string(s->heads) + ", " + std::to_string(s->head_dim) +
+                 ") moves no numbers: it only reads each row as " + std::to_string(s->heads) +
+                 " groups of " + std::to_string(s->head_dim) +
+                 " columns (the coloured bands). .transpose(1, 2) then stacks the groups "
+                 "head by head, so each head is a " +
+                 std::to_string(T) + " × " + std::to_string(s->head_dim) + " matrix of its own.");
   const float w = (ImGui::GetContentRegionAvail().x - 20) / 3.0f;
   const float font = ImGui::GetFontSize();
   const float min_cell = font * 2.2f;  // room for a colour, and for "h1" under a band
   const ImVec2 box(w, std::max(w, readable_height(T, min_cell, font * 7.0f)));
-  banded(state, "teach/heads/q", s->whole, "Q (T × h·d_head)", s->heads, s->head_dim,
-         false, box);
+  banded(state, "teach/heads/q", s->whole, "Q (T × h·d_head)", s->heads, s->head_dim, false, box);
   ImGui::SameLine();
   // The transposed (h × T × d_head) tensor as h blocks, each outlined and
   // titled in its head's colour (the same colours as the engine's tiles).
@@ -86,7 +85,8 @@ void draw_head_split(AppState& state) {
   const float tile_h = readable_height(T, min_cell, ImGui::GetTextLineHeightWithSpacing() + 8);
   // The blocks scroll inside the child when they do not all fit.
   const float block_h = std::max({(box.y - ImGui::GetCursorPosY()) /  // below the heading
-                                          static_cast<float>(s->heads) - 4.0f,
+                                          static_cast<float>(s->heads) -
+                                      4.0f,
                                   font * 4.0f, tile_h});
   for (int h = 0; h < s->heads; ++h) {
     const core::Stage block{core::stage_id::queries, h, s->transposed.middleRows(h * T, T)};
@@ -114,11 +114,12 @@ void draw_head_split(AppState& state) {
                    ImVec2(w, std::max(w / static_cast<float>(std::min(s->heads, 4)) - 8, tile_h)));
     }
   ImGui::EndGroup();
-  text_wrapped(state, "Each head attends on its own columns. Their contexts are transposed "
-                      "back and concatenated (left), then out_proj mixes the heads (right).");
+  text_wrapped(state,
+               "Each head attends on its own columns. Their contexts are transposed "
+               "back and concatenated (left), then out_proj mixes the heads (right).");
   const float bottom_h = std::max(w * 0.8f, readable_height(T, min_cell, font * 7.0f));
-  banded(state, "teach/heads/concat", s->concat, "concat (T × d_out)", s->heads, s->head_dim,
-         false, ImVec2(w, bottom_h));
+  banded(state, "teach/heads/concat", s->concat, "concat (T × d_out)", s->heads, s->head_dim, false,
+         ImVec2(w, bottom_h));
   ImGui::SameLine();
   if (const core::Stage* wo = t.find(core::stage_id::W_out, -1)) {
     HeatmapSpec spec;

@@ -10,8 +10,10 @@ void draw_learn_menu(AppState& state) {
   TeachState& t = state.teach;
   if (!ImGui::BeginMenu("Learn")) return;
   if (ImGui::MenuItem("Walkthrough of chapter 3", nullptr, t.walk_active)) {
-    if (t.walk_active) leave_walkthrough(state, true);
-    else start_walkthrough(state, t.walk_step);
+    if (t.walk_active)
+      leave_walkthrough(state, true);
+    else
+      start_walkthrough(state, t.walk_step);
   }
   if (ImGui::MenuItem("Book check", nullptr, t.show_book)) t.show_book = !t.show_book;
   ImGui::Separator();

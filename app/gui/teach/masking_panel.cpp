@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -46,8 +46,8 @@ void draw_masking(AppState& state) {
   ImGui::SameLine();
   // Differences within float32 rounding are drawn as 0: on a ±3e-8 scale
   // they would look like real ones.
-  teach_heatmap(state, "teach/mask/diff", core::difference_id(core::stage_id::weights), h, m->shown.shown,
-                "way 1 − way 2", box);
+  teach_heatmap(state, "teach/mask/diff", core::difference_id(core::stage_id::weights), h,
+                m->shown.shown, "way 1 − way 2", box);
   for (const core::BookMatrix& b : core::book_matrices())
     if (b.source == core::BookSource::TrilRenormalise && core::book_applies(b, t))
       book_badge(b, core::check_book(b, &t));
@@ -60,10 +60,10 @@ void draw_masking(AppState& state) {
   ImGui::SameLine();
   ImGui::BeginGroup();
   for (std::size_t r = 0; r < m->wrong_row_sums.size() && r < 32; ++r) {
-    const bool bad = std::find(m->wrong_rows.begin(), m->wrong_rows.end(),
-                               static_cast<int>(r)) != m->wrong_rows.end();
-    const std::string line = t.tokens[r] + ": row sum " + num(m->wrong_row_sums[r]) +
-                             (bad ? "  ≠ 1" : "  = 1");
+    const bool bad = std::find(m->wrong_rows.begin(), m->wrong_rows.end(), static_cast<int>(r)) !=
+                     m->wrong_rows.end();
+    const std::string line =
+        t.tokens[r] + ": row sum " + num(m->wrong_row_sums[r]) + (bad ? "  ≠ 1" : "  = 1");
     ImGui::TextColored(bad ? ImVec4(1.0f, 0.45f, 0.35f, 1.0f) : ImVec4(0.55f, 0.85f, 0.55f, 1.0f),
                        "%s", display(state, line).c_str());
   }

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -64,9 +64,9 @@ void draw_normalisation(AppState& state) {
   if (rs.clicked) ts.softmax_row = rs.row;
   ImGui::Text("Row %d (%s):", row, t.tokens[static_cast<std::size_t>(row)].c_str());
   if (state.ui.font_mono) ImGui::PushFont(state.ui.font_mono);
-  if (ImGui::BeginTable("norm", 4,
-                        ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                            ImGuiTableFlags_SizingFixedFit)) {
+  if (ImGui::BeginTable(
+          "norm", 4,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit)) {
     for (const char* c : {"key", "ω", "ω / Σω", "softmax(ω)"})
       ImGui::TableSetupColumn(display(state, c).c_str());
     ImGui::TableHeadersRow();

@@ -10,28 +10,31 @@ namespace {
 
 std::string grouped(long long n) {
   std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
   return s;
 }
 
 void shapes_table(AppState& state, const char* id, const std::vector<core::TensorShape>& shapes) {
-  if (!ImGui::BeginTable(id, 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                    ImGuiTableFlags_SizingFixedFit))
+  if (!ImGui::BeginTable(
+          id, 4,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit))
     return;
   for (const char* c : {"tensor", "shape", "copies", "numbers"}) ImGui::TableSetupColumn(c);
   ImGui::TableHeadersRow();
   for (const auto& s : shapes) {
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
-    if (s.parameter) ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.45f, 1.0f), "%s", display(state, s.name).c_str());
-    else ImGui::TextUnformatted(display(state, s.name).c_str());
+    if (s.parameter)
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.45f, 1.0f), "%s", display(state, s.name).c_str());
+    else
+      ImGui::TextUnformatted(display(state, s.name).c_str());
     ImGui::TableNextColumn();
     ImGui::Text("%d × %d", s.rows, s.cols);
     ImGui::TableNextColumn();
     ImGui::Text("%d", s.copies);
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(
-        grouped(static_cast<long long>(s.rows) * s.cols * s.copies).c_str());
+    ImGui::TextUnformatted(grouped(static_cast<long long>(s.rows) * s.cols * s.copies).c_str());
   }
   ImGui::EndTable();
 }
@@ -49,11 +52,11 @@ void draw_sizes(AppState& state) {
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::Text("This module: %s parameters", grouped(n.total).c_str());
   if (state.ui.font_heading) ImGui::PopFont();
-  ImGui::Text("W_query, W_key, W_value%s: %s   out_proj: %s",
-              t.config.qkv_bias ? " + biases" : "", grouped(n.qkv).c_str(),
-              grouped(n.out).c_str());
-  text_wrapped(state, "Parameter tensors are in yellow; the rest are activations, whose size "
-                      "grows with the number of tokens (the T × T ones quadratically).");
+  ImGui::Text("W_query, W_key, W_value%s: %s   out_proj: %s", t.config.qkv_bias ? " + biases" : "",
+              grouped(n.qkv).c_str(), grouped(n.out).c_str());
+  text_wrapped(state,
+               "Parameter tensors are in yellow; the rest are activations, whose size "
+               "grows with the number of tokens (the T × T ones quadratically).");
   shapes_table(state, "cur", core::tensor_shapes(t.config, t.d_in, t.num_tokens()));
   ImGui::Separator();
   const core::Config g = core::gpt2_layer_config();

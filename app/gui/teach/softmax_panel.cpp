@@ -77,7 +77,7 @@ void draw_softmax_unfolded(AppState& state) {
   if (ImGui::BeginTable("unfold", 8, kTable)) {
     // stage-literals: off (column headings)
     for (const char* h : {"key", "ω", "÷ divisor", "mask", "− max", "exp", "÷ sum", ""})
-    // stage-literals: on
+      // stage-literals: on
       ImGui::TableSetupColumn(display(state, h).c_str());
     ImGui::TableHeadersRow();
     for (std::size_t j = 0; j < u->scores.size(); ++j) {

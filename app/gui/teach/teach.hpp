@@ -30,8 +30,8 @@ struct WalkStep {
   Step step;
   const char* pin_stage;  // cell to highlight ("" none)
   int pin_row, pin_col;
-  const char* text;       // what is happening and why
-  const char* try_this;   // what to do next
+  const char* text;          // what is happening and why
+  const char* try_this;      // what to do next
   bool TeachState::*window;  // the Learn window it opens (TeachState::show_*), or nullptr
 };
 const std::vector<WalkStep>& walkthrough_steps();
@@ -53,7 +53,7 @@ struct WalkReturn {
   Step step = Step::Inputs;
   int head = 0;
   CellRef pinned;
-  std::vector<bool> windows;  // which Learn windows were open (kLearnWindows order)
+  std::vector<bool> windows;            // which Learn windows were open (kLearnWindows order)
   int softmax_row = 1, scale_mode = 0;  // Softmax unfolded's settings, which steps set
 };
 

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "attnscope/stages.hpp"
 #include "attnscope/teach.hpp"
 #include "attnscope/trace.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -32,19 +32,19 @@ struct TeachState {
   int learn_windows_placed = 0;
 
   // Open Learn windows.
-  bool show_softmax = false, show_normalisation = false, show_masking = false,
-       show_dropout = false, show_heads = false, show_compare = false, show_weights = false,
-       show_embedding = false, show_sizes = false, show_book = false;
+  bool show_softmax = false, show_normalisation = false, show_masking = false, show_dropout = false,
+       show_heads = false, show_compare = false, show_weights = false, show_embedding = false,
+       show_sizes = false, show_book = false;
 
   // Softmax unfolded.
   int softmax_row = 1;
-  int scale_mode = 0;            // 0 the trace's √d_k, 1 off (÷ 1), 2 custom
-  float custom_divisor = 1.0f;   // used when scale_mode == 2
+  int scale_mode = 0;           // 0 the trace's √d_k, 1 off (÷ 1), 2 custom
+  float custom_divisor = 1.0f;  // used when scale_mode == 2
 
   // Dropout lab: the average is computed on demand (a button), not per frame.
   int average_seeds = 100;
-  int average_first_seed = 1;               // the seeds are first .. first + n − 1
-  double average_p = 0.5;                   // the p it was computed with
+  int average_first_seed = 1;  // the seeds are first .. first + n − 1
+  double average_p = 0.5;      // the p it was computed with
   std::optional<core::DropoutAverage> average;
   std::uint64_t average_trace_version = 0;  // the trace it was computed for
   int average_count = 0;                    // bumps per computation (texture slot)

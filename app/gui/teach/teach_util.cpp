@@ -84,12 +84,12 @@ void stage_book_badge(const AppState& state, const core::Stage& s, ImVec2 at) {
   }
   dl->AddText(ImVec2(x, at.y), IM_COL32_WHITE, b.label.c_str());
   if (ImGui::IsMouseHoveringRect(at, end) && ImGui::IsWindowHovered())
-    ImGui::SetTooltip("%s", (std::string(b.check.matches
-                                             ? "Equals the book's printed values to 4 decimals: "
-                                             : "Largest difference from the book's printed "
-                                               "values: ") +
-                             b.check.names)
-                                .c_str());
+    ImGui::SetTooltip(
+        "%s", (std::string(b.check.matches ? "Equals the book's printed values to 4 decimals: "
+                                           : "Largest difference from the book's printed "
+                                             "values: ") +
+               b.check.names)
+                  .c_str());
 }
 
 void teach_heatmap(AppState& state, const std::string& slot, std::string id, int head,

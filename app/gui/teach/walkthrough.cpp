@@ -7,10 +7,10 @@
 #include <algorithm>
 
 #include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -37,8 +37,8 @@ constexpr bool TeachState::*kLearnWindows[] = {
 const std::vector<WalkStep>& walkthrough_steps() {
   using core::Variant;
   static const std::vector<WalkStep> kSteps = {
-      {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores, core::stage_id::scores,
-       1, 1,
+      {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores,
+       core::stage_id::scores, 1, 1,
        "Take \"journey\" as the query, x⁽²⁾. Its score with every token is a dot product, "
        "ω_2j = x⁽²⁾ · x_j, so the journey row of this matrix is the book's attn_scores_2. "
        "Vectors that point the same way get large scores.",
@@ -61,8 +61,8 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "Look at the inspector on the right: it lists each weight × input term of the "
        "highlighted cell. Click another cell of the journey row.",
        nullptr},
-      {"3.3.2", "All queries at once", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax, core::stage_id::weights,
-       4, 4,
+      {"3.3.2", "All queries at once", Variant::Simple, 2, 1, 123, 0.0, Step::Softmax,
+       core::stage_id::weights, 4, 4,
        "Doing this for every token is two matrix products: scores = X·Xᵀ and context = "
        "weights · X. Each row is one query's softmax, so every row sums to 1; the whole matrix "
        "is the book's attn_weights.",
@@ -97,8 +97,7 @@ const std::vector<WalkStep>& walkthrough_steps() {
        core::stage_id::context, 1, 0,
        "The context vector is now a weighted sum of value vectors, z⁽²⁾ = Σ_j α_2j v_j = "
        "[0.3061, 0.8210]. Doing every row at once gives the book's sa_v1(inputs).",
-       "Click the other column of the journey row and follow the terms in the inspector.",
-       nullptr},
+       "Click the other column of the journey row and follow the terms in the inspector.", nullptr},
       {"3.4.2", "The compact class, nn.Linear", Variant::SelfAttentionV2, 2, 1, 789, 0.0,
        Step::Context, core::stage_id::context, 1, 0,
        "SelfAttention_v2 uses nn.Linear layers instead of torch.rand matrices. Their Kaiming "
@@ -189,9 +188,11 @@ void apply_walk_step(AppState& state, int k) {
   state.head = 0;
   // Per-head stages of the head variants are pinned in head 0.
   const std::string_view pin = s.pin_stage;
-  const int head = core::has_heads(s.variant) && pin != core::stage_id::output && pin != core::stage_id::concat ? 0 : -1;
-  state.pinned = !pin.empty() ? CellRef{s.pin_stage, head, s.pin_row, s.pin_col}
-                              : CellRef{};
+  const int head =
+      core::has_heads(s.variant) && pin != core::stage_id::output && pin != core::stage_id::concat
+          ? 0
+          : -1;
+  state.pinned = !pin.empty() ? CellRef{s.pin_stage, head, s.pin_row, s.pin_col} : CellRef{};
   // The window the previous step opened closes unless this step needs it: it
   // would cover what this step talks about. Windows the learner opened stay.
   TeachState& t = state.teach;
@@ -290,8 +291,9 @@ void draw_walkthrough(AppState& state) {
   bool leave = false, keep = false;
   if (ImGui::Button("Leave")) leave = true;
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("End the walkthrough and go back to the run, stage and windows you had "
-                      "before it started.");
+    ImGui::SetTooltip(
+        "End the walkthrough and go back to the run, stage and windows you had "
+        "before it started.");
   ImGui::Separator();
 
   ImGui::BeginChild("walk text", ImVec2(0, 0), false);

@@ -2,15 +2,15 @@
 // (b_query/b_key/b_value when qkv_bias, b_out), every cell editable like the
 // embeddings. Edits go into AppState::explicit_parameters (the engine runs
 // them through core::run_with_explicit_parameters); "reset to seeded" clears it.
-#include "attnscope/teach.hpp"
-#include "attnscope/inspect.hpp"
 #include <algorithm>
 #include <string>
 #include <utility>
 
+#include "attnscope/inspect.hpp"
+#include "attnscope/stages.hpp"
+#include "attnscope/teach.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
-#include "attnscope/stages.hpp"
 
 namespace attnscope::gui {
 
@@ -56,7 +56,7 @@ bool edit_matrix(const char* id, core::RowMatrix& m, std::string& refused, float
         changed |=
             // stage-literals: off (a word for messages)
             drag_finite_cell("##v", m(r, c), start, 0.01f, -10.0f, 10.0f, name, "weights", refused);
-            // stage-literals: on
+        // stage-literals: on
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("[%d, %d]", r, c);
         ImGui::PopID();
       }
@@ -88,11 +88,13 @@ void draw_weights_editor(AppState& state) {
     return;
   }
   const core::Trace& t = *state.trace;
-  auto base = state.explicit_parameters ? std::optional<core::Parameters>(*state.explicit_parameters)
-                                        : core::parameters_of(t);
+  auto base = state.explicit_parameters
+                  ? std::optional<core::Parameters>(*state.explicit_parameters)
+                  : core::parameters_of(t);
   if (!base || t.config.variant != state.config.variant) {
-    text_wrapped(state, "The simplified attention has no weights: it compares the inputs "
-                        "directly. Pick SelfAttention_v1 or a later variant.");
+    text_wrapped(state,
+                 "The simplified attention has no weights: it compares the inputs "
+                 "directly. Pick SelfAttention_v1 or a later variant.");
     ImGui::End();
     return;
   }
@@ -123,12 +125,14 @@ void draw_weights_editor(AppState& state) {
   if (qkv.query.bias.size() > 0)
     changed |= edit_named(core::stage_id::b_query, "", qkv.query.bias, refusal, start);
   changed |= edit_named(core::stage_id::W_key, "", qkv.key.weight, refusal, start);
-  if (qkv.key.bias.size() > 0) changed |= edit_named(core::stage_id::b_key, "", qkv.key.bias, refusal, start);
+  if (qkv.key.bias.size() > 0)
+    changed |= edit_named(core::stage_id::b_key, "", qkv.key.bias, refusal, start);
   changed |= edit_named(core::stage_id::W_value, "", qkv.value.weight, refusal, start);
   if (qkv.value.bias.size() > 0)
     changed |= edit_named(core::stage_id::b_value, "", qkv.value.bias, refusal, start);
   if (t.config.variant == core::Variant::Multihead) {
-    changed |= edit_named(core::stage_id::W_out, "out_proj, d_out × d_out", p.out.weight, refusal, start);
+    changed |=
+        edit_named(core::stage_id::W_out, "out_proj, d_out × d_out", p.out.weight, refusal, start);
     if (p.out.bias.size() > 0)
       changed |= edit_named(core::stage_id::b_out, "out_proj bias", p.out.bias, refusal, start);
   }

@@ -359,8 +359,7 @@ TEST(LaunchOptions, BadValuesGetTheCliMessages) {
   EXPECT_NE(launch_error({"--config", "/nonexistent/x.json"}).find("cannot open"),
             std::string::npos);
   // An empty path is refused as attnscope-cli refuses it, not ignored.
-  EXPECT_EQ(launch_error({"--config", ""}),
-            "--config needs a file path (or - for standard input)");
+  EXPECT_EQ(launch_error({"--config", ""}), "--config needs a file path (or - for standard input)");
 }
 
 TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {

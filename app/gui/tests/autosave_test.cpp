@@ -162,8 +162,13 @@ TEST_F(AutosaveTest, EveryPartOfTheSessionReachesTheFile) {
       {"stage", [](AppState& s) { s.step = Step::Masked; },
        [](const AppState& s) { return s.step == Step::Masked; }},
       {"head", [](AppState& s) { s.head = 1; }, [](const AppState& s) { return s.head == 1; }},
-      {"pinned cell", [](AppState& s) { s.pinned = CellRef{"masked_scores", 1, 3, 2}; },
-       [](const AppState& s) { return s.pinned == CellRef{"masked_scores", 1, 3, 2}; }},
+      {"pinned cell",
+       [](AppState& s) {
+         s.pinned = CellRef{"masked_scores", 1, 3, 2};
+       },
+       [](const AppState& s) {
+         return s.pinned == CellRef{"masked_scores", 1, 3, 2};
+       }},
       {"colours", [](AppState& s) { s.ui.palette = Palette::Warm; },
        [](const AppState& s) { return s.ui.palette == Palette::Warm; }},
       {"numbers in cells", [](AppState& s) { s.ui.show_values = false; },

@@ -212,7 +212,8 @@ TEST(ComputeWorker, ATraceTooLargeForTheMemoryLeftIsRefusedAndTheLastOneStays) {
 
 // Polls up to 20 s (a sanitized build on a loaded machine is slow).
 bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 2000 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return done();
 }
 
@@ -268,7 +269,7 @@ TEST(ComputeWorker, ReleasingReturnsKeptMemoryToTheSystem) {
 #else
   core::keep_freed_memory_for_reuse();
   {
-    std::vector<std::vector<float>> blocks;
+    std::vector<std::vector<float> > blocks;
     for (int i = 0; i < 24; ++i) blocks.emplace_back(2u << 20, 1.0f);  // 24 x 8 MiB, touched
   }
   const long kept = resident_kb();

@@ -158,7 +158,8 @@ TEST_F(Files, SvgUsesThePaletteAndNumberSettingOnScreen) {
 
 TEST_F(Files, SvgColoursEachRowOnItsOwnScaleWhenTheScreenDoes) {
   const core::Stage& s = *state_.trace->find("weights", 0);
-  const auto rows = figure::colorize_rows(s.data(), figure::ScaleKind::Sequential, figure::Colormap::Viridis);
+  const auto rows =
+      figure::colorize_rows(s.data(), figure::ScaleKind::Sequential, figure::Colormap::Viridis);
   const auto range = figure::value_range(s.data(), figure::ScaleKind::Sequential);
   const auto whole = figure::colorize(s.data(), range, figure::Colormap::Viridis);
   // Row 1 of a causal weights matrix: on the matrix's scale its larger
@@ -179,8 +180,9 @@ TEST_F(Files, SvgColoursEachRowOnItsOwnScaleWhenTheScreenDoes) {
   ASSERT_EQ(fills.size(), static_cast<std::size_t>(s.data().size()));
   for (int r = 0; r < rows.height; ++r)
     for (int c = 0; c < rows.width; ++c)
-      EXPECT_NE(fills[static_cast<std::size_t>(r * rows.width + c)].find(figure::hex(rows.at(c, r))),
-                std::string::npos)
+      EXPECT_NE(
+          fills[static_cast<std::size_t>(r * rows.width + c)].find(figure::hex(rows.at(c, r))),
+          std::string::npos)
           << r << "," << c;
   EXPECT_NE(row_svg.find("row max"), std::string::npos);
   EXPECT_NE(row_svg.find(figure::kRowScopeNote), std::string::npos);

@@ -194,7 +194,7 @@ TEST_F(Headless, RandomMouseAndKeysInEveryVariantNeverBreakIt) {
 // window's 0 x 0, slivers, 1 x 1, and bigger than any monitor. Every panel,
 // banner and Learn window must lay out without a crash or an ImGui assertion.
 TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
-  const ImVec2 sizes[] = {{1, 1},   {50, 30},   {0, 0},      {2, 700},   {900, 2},
+  const ImVec2 sizes[] = {{1, 1},       {50, 30},   {0, 0},      {2, 700},    {900, 2},
                           {8000, 6000}, {320, 240}, {16384, 16}, {1600, 1000}};
   ImGuiIO& io = ImGui::GetIO();
   state.ui.session_warning = "Your last session could not be restored (test).";
@@ -242,7 +242,8 @@ TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
   EXPECT_GT(frame(), one) << "both banners are drawn";
   // Dismiss: the first "Dismiss" button from the top is the restore banner's.
   for (float y = 20; y < 200 && !state.ui.session_warning.empty(); y += 4)
-    for (float x = 1400; x < 1600 && !state.ui.session_warning.empty(); x += 10) click(ImVec2(x, y));
+    for (float x = 1400; x < 1600 && !state.ui.session_warning.empty(); x += 10)
+      click(ImVec2(x, y));
   EXPECT_TRUE(state.ui.session_warning.empty()) << "Dismiss clears the restore warning";
   EXPECT_FALSE(state.ui.autosave_warning.empty()) << "... and only that one";
 }
@@ -508,7 +509,6 @@ TEST_F(Headless, WithTheEngineOnAThreadTheLastTraceStaysUntilTheNewOneIsReady) {
   frames(3);
   EXPECT_EQ(state.textures.uploads(), uploads);
 }
-
 
 // A narrow box shortens a title by rule, never to an ambiguous "W…": the
 // three projection matrices (and two heads' context) stay distinguishable

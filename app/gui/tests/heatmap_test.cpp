@@ -148,8 +148,8 @@ TEST(Labels, StrideSkipsLabelsThatWouldOverlap) {
 TEST(Labels, AxisLabelsNeverOverlap) {
   auto check = [](int count, float cell, float extent, float gap, float lo, float hi) {
     const int stride = label_stride(cell, extent + gap);
-    const auto placed = place_axis_labels(0, count, stride, lo, cell, lo, hi, gap,
-                                          [&](int) { return extent; });
+    const auto placed =
+        place_axis_labels(0, count, stride, lo, cell, lo, hi, gap, [&](int) { return extent; });
     EXPECT_FALSE(placed.empty());
     for (std::size_t k = 0; k < placed.size(); ++k) {
       EXPECT_GE(placed[k].start, lo);
@@ -166,18 +166,19 @@ TEST(Labels, AxisLabelsNeverOverlap) {
   // Evenly spaced: every stride-th label, none skipped between.
   EXPECT_EQ(rows[1].index, label_stride(150.0f / 512.0f, 18.0f));
   EXPECT_EQ(rows[2].index, 2 * rows[1].index);
-  check(6, 40.0f, 16.0f, 2.0f, 0.0f, 240.0f);     // the book: every row, centred
+  check(6, 40.0f, 16.0f, 2.0f, 0.0f, 240.0f);  // the book: every row, centred
   EXPECT_FLOAT_EQ(check(6, 40.0f, 16.0f, 2.0f, 0.0f, 240.0f)[1].start, 40.0f + 12.0f);
   check(512, 700.0f / 512.0f, 28.0f, 4.0f, 0.0f, 700.0f);  // columns "t100" wide
   // Labels of different widths (t5, t50, t500): never closer than the gap.
-  const auto cols = place_axis_labels(0, 512, 7, 0.0f, 2.0f, 0.0f, 1024.0f, 4.0f,
-                                      [](int i) { return i < 10 ? 12.0f : i < 100 ? 18.0f : 24.0f; });
+  const auto cols = place_axis_labels(0, 512, 7, 0.0f, 2.0f, 0.0f, 1024.0f, 4.0f, [](int i) {
+    return i < 10 ? 12.0f : i < 100 ? 18.0f : 24.0f;
+  });
   for (std::size_t k = 1; k < cols.size(); ++k) {
     const float prev_w = cols[k - 1].index < 10 ? 12.0f : cols[k - 1].index < 100 ? 18.0f : 24.0f;
     EXPECT_GE(cols[k].start, cols[k - 1].start + prev_w + 4.0f - 0.01f) << cols[k].index;
   }
-  EXPECT_TRUE(place_axis_labels(0, 4, 1, 0.0f, 10.0f, 0.0f, 8.0f, 2.0f,
-                                [](int) { return 16.0f; }).empty())
+  EXPECT_TRUE(
+      place_axis_labels(0, 4, 1, 0.0f, 10.0f, 0.0f, 8.0f, 2.0f, [](int) { return 16.0f; }).empty())
       << "a span shorter than one label";
 }
 
@@ -270,7 +271,8 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
       cache.get("a", 1, w, ScaleKind::Sequential, Colormap::Viridis, 0, ScaleScope::Row);
   ASSERT_EQ(uploaded.size(), 2u);
   EXPECT_EQ(rows.range, whole.range);  // the colour bar's counts are the matrix's either way
-  EXPECT_EQ(uploaded[1].pixels, figure::colorize_rows(w.data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
+  EXPECT_EQ(uploaded[1].pixels,
+            figure::colorize_rows(w.data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
   EXPECT_NE(uploaded[0].at(0, 1), uploaded[1].at(0, 1));  // 0.02: near the bottom, then the top
   EXPECT_EQ(uploaded[1].at(0, 1), uploaded[1].at(0, 0));
 
@@ -283,7 +285,8 @@ TEST(TextureCache, SwitchingToRowScopeRecoloursEachRowOnItsOwnRange) {
   cache.commit_prepared(2);
   ASSERT_EQ(uploaded.size(), 3u);
   EXPECT_EQ(uploaded[2].pixels,
-            figure::colorize_rows(next.stages[0].data(), ScaleKind::Sequential, Colormap::Viridis).pixels);
+            figure::colorize_rows(next.stages[0].data(), ScaleKind::Sequential, Colormap::Viridis)
+                .pixels);
 }
 
 // The R key pressed while a recomputed trace is being prepared: what is
@@ -311,7 +314,7 @@ TEST(TextureCache, AScopeSwitchDuringAPreparationStartsItsColouringAgain) {
   core::Trace next;
   next.stages.push_back(core::Stage{"weights", -1, b});
   ASSERT_FALSE(cache.prepare(next, 2, 0.0));  // one band of the next trace, on the matrix's scale
-  show(1, sa, ScaleScope::Row);                // R: the trace on screen is coloured by row
+  show(1, sa, ScaleScope::Row);               // R: the trace on screen is coloured by row
   while (!cache.prepare(next, 2, 0.0)) {
   }
   cache.commit_prepared(2);
@@ -392,7 +395,8 @@ TEST(ReducedTexture, EachTexelIsTheRoundedMeanColourOfTheCellsItCovers) {
   const auto mean = [&](int r0, int nr, int c0, int nc, int k) {
     unsigned sum = 0;
     for (int r = r0; r < r0 + nr; ++r)
-      for (int c = c0; c < c0 + nc; ++c) sum += full.pixels[static_cast<std::size_t>((r * 5 + c) * 4 + k)];
+      for (int c = c0; c < c0 + nc; ++c)
+        sum += full.pixels[static_cast<std::size_t>((r * 5 + c) * 4 + k)];
     const auto n = static_cast<unsigned>(nr * nc);
     return static_cast<int>((sum + n / 2) / n);
   };
@@ -428,8 +432,10 @@ TEST(TextureCache, TilesGetAReducedTextureBothWhenDrawnAndWhenANewTraceIsPrepare
   // A thin diagonal: one cell in 1024 of each row is 1, the rest 0.
   const core::Stage eye{"weights", 0, core::RowMatrix::Identity(1024, 1024)};
   HeatmapTexture t;
-  for (int frame = 1; frame < 200 && !(t = cache.get("tile", 1, eye, ScaleKind::Sequential,
-                                                     Colormap::Viridis, 128)).ready; ++frame)
+  for (int frame = 1;
+       frame < 200 &&
+       !(t = cache.get("tile", 1, eye, ScaleKind::Sequential, Colormap::Viridis, 128)).ready;
+       ++frame)
     cache.collect(frame);
   ASSERT_TRUE(t.ready);
   ASSERT_EQ(uploads.size(), 1u);
@@ -472,7 +478,8 @@ TEST(TextureCache, TilesGetAReducedTextureBothWhenDrawnAndWhenANewTraceIsPrepare
   EXPECT_EQ(uploads.back().height, 128);
   cache.commit_prepared(2);
   const std::size_t committed = uploads.size();
-  const HeatmapTexture n = cache.get("tile", 2, next.stages[0], ScaleKind::Sequential, Colormap::Viridis, 128);
+  const HeatmapTexture n =
+      cache.get("tile", 2, next.stages[0], ScaleKind::Sequential, Colormap::Viridis, 128);
   EXPECT_TRUE(n.ready);
   EXPECT_EQ(uploads.size(), committed) << "the prepared texture is the one shown";
 }

@@ -13,6 +13,7 @@
 //     number fields take only 0-9 . + - * / e E, so "nan" and "inf" type
 //     nothing at all.
 #include <gtest/gtest.h>
+#include <unistd.h>  // getpid
 
 #include <cstring>
 #include <filesystem>
@@ -20,8 +21,6 @@
 #include <iterator>
 #include <string>
 #include <utility>
-
-#include <unistd.h>  // getpid
 
 #include "app_state.hpp"
 #include "headless_imgui.hpp"

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -222,7 +221,7 @@ TEST_F(Session, CorruptFileIsSetAsideAsBakWithAWarning) {
     EXPECT_FALSE(r.newer_version);
     EXPECT_FALSE(fs::exists(file));
     EXPECT_EQ(slurp(r.set_aside_as), junk);
-    fs::remove(r.set_aside_as);  // the next one is .bak again
+    fs::remove(r.set_aside_as);                  // the next one is .bak again
     EXPECT_EQ(s.inputs.tokens.front(), "Your");  // defaults kept
   }
 }
@@ -284,8 +283,7 @@ TEST_F(Session, ANewerFormatVersionIsKeptAsBakAndTheAppStartsFromDefaults) {
   EXPECT_NE(r.warning.find("newer attnscope (session format 2; this attnscope reads format 1)"),
             std::string::npos)
       << r.warning;
-  EXPECT_NE(r.warning.find("kept as " + (dir_ / "session.json.bak-1").string()),
-            std::string::npos)
+  EXPECT_NE(r.warning.find("kept as " + (dir_ / "session.json.bak-1").string()), std::string::npos)
       << r.warning;
   EXPECT_NE(r.warning.find("started from the defaults"), std::string::npos) << r.warning;
   EXPECT_EQ(slurp(dir_ / "session.json.bak-1"), text);  // byte for byte

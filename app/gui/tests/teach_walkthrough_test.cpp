@@ -22,9 +22,7 @@ namespace {
 
 class Teach : public ::testing::Test {
  protected:
-  void SetUp() override {
-    start_headless_imgui(state);
-  }
+  void SetUp() override { start_headless_imgui(state); }
   void TearDown() override { ImGui::DestroyContext(); }
   int frame() {
     ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
@@ -201,8 +199,8 @@ TEST_F(Teach, LearnWindowsOpenInTheCentreClearOfTheStepperAndTheWalkthrough) {
   const ImGuiWindow* walk = layout_child("/walkthrough_");
   ASSERT_NE(walk, nullptr);
   const ImRect walk_r = walk->Rect();
-  for (const char* name : {"Dropout lab", "Normalisation compared", "Head split",
-                           "Weights editor", "Softmax unfolded", "Book check"}) {
+  for (const char* name : {"Dropout lab", "Normalisation compared", "Head split", "Weights editor",
+                           "Softmax unfolded", "Book check"}) {
     const ImGuiWindow* w = ImGui::FindWindowByName(name);
     ASSERT_NE(w, nullptr) << name;
     const ImRect r = w->Rect();

@@ -50,8 +50,7 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
 
 // torch.manual_seed(config.seed); module = Class(...); module(inputs).
 // Precondition: validate(config, inputs) is empty.
-Trace run_attention(const Config& config, const Inputs& inputs,
-                    EnginePath path = EnginePath::Fast);
+Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path = EnginePath::Fast);
 
 // Remembers the module built for the last (variant, d_in, d_out, heads,
 // qkv_bias, seed) and the generator right after its construction, so that a

@@ -23,8 +23,8 @@ enum class Variant {
 };
 
 inline constexpr Variant kAllVariants[] = {
-    Variant::Simple,  Variant::SelfAttentionV1,  Variant::SelfAttentionV2,
-    Variant::Causal,  Variant::MultiheadWrapper, Variant::Multihead,
+    Variant::Simple, Variant::SelfAttentionV1,  Variant::SelfAttentionV2,
+    Variant::Causal, Variant::MultiheadWrapper, Variant::Multihead,
 };
 
 // The identifier used in configs and on the command line, e.g. "multihead".
@@ -56,12 +56,12 @@ inline constexpr int kMaxHeads = 64;
 // Hyper-parameters of one run; defaults are the config file's defaults.
 struct Config {
   Variant variant = Variant::Simple;
-  int d_out = 2;          // output width of each projection (per head for the wrapper)
-  int num_heads = 1;      // wrapper: number of stacked heads; multihead: d_out / head_dim
-  double dropout = 0.0;   // probability of zeroing an attention weight, in [0, 1]
+  int d_out = 2;             // output width of each projection (per head for the wrapper)
+  int num_heads = 1;         // wrapper: number of stacked heads; multihead: d_out / head_dim
+  double dropout = 0.0;      // probability of zeroing an attention weight, in [0, 1]
   std::uint64_t seed = 123;  // torch.manual_seed(seed) before the module is built
-  bool qkv_bias = false;  // nn.Linear(..., bias=qkv_bias) for v2 and later
-  bool training = true;   // dropout is active only in training mode
+  bool qkv_bias = false;     // nn.Linear(..., bias=qkv_bias) for v2 and later
+  bool training = true;      // dropout is active only in training mode
 };
 
 // The sequence attention runs on.

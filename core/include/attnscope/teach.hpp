@@ -29,12 +29,12 @@ namespace attnscope::core {
 
 // How a printed tensor is read off a trace.
 enum class BookSource {
-  Stage,           // a trace stage (optionally one row, optionally transposed)
-  NaiveNormalise,  // row `row` of scores divided by its sum (attn_weights_2_tmp)
-  TrilRenormalise, // weights · tril, each row divided by its sum (masked_simple_norm)
-  DropoutOnes,     // torch.manual_seed(123); nn.Dropout(0.5)(torch.ones(6, 6)): needs no trace
-  DropoutWeights,  // torch.manual_seed(123); nn.Dropout(0.5)(causal weights)
-  MaskMinusInf,    // the stage with every cell above the diagonal at −∞ (masked_fill)
+  Stage,            // a trace stage (optionally one row, optionally transposed)
+  NaiveNormalise,   // row `row` of scores divided by its sum (attn_weights_2_tmp)
+  TrilRenormalise,  // weights · tril, each row divided by its sum (masked_simple_norm)
+  DropoutOnes,      // torch.manual_seed(123); nn.Dropout(0.5)(torch.ones(6, 6)): needs no trace
+  DropoutWeights,   // torch.manual_seed(123); nn.Dropout(0.5)(causal weights)
+  MaskMinusInf,     // the stage with every cell above the diagonal at −∞ (masked_fill)
 };
 
 // The run (on the book's six tokens) that makes the book print a tensor.
@@ -46,15 +46,15 @@ struct BookRun {
 };
 
 struct BookMatrix {
-  std::string_view name;  // as the notebook calls it: "attn_scores", "context_vec_2"
+  std::string_view name;     // as the notebook calls it: "attn_scores", "context_vec_2"
   std::string_view section;  // the book's section, "3.3.1"
   BookRun run;               // the config it comes from
   BookSource source = BookSource::Stage;
-  std::string_view stage;    // trace stage id (Stage; the base stage of derived sources)
-  int row = -1;              // one row of the stage, or -1 for all of it
-  bool transposed = false;   // nn.Linear prints .weight, the trace holds it as used
-  RowMatrix printed;         // the values as printed (4 decimals; −∞ where masked)
-  int col = -1;              // with `row`: one cell (a printed scalar), or -1
+  std::string_view stage;   // trace stage id (Stage; the base stage of derived sources)
+  int row = -1;             // one row of the stage, or -1 for all of it
+  bool transposed = false;  // nn.Linear prints .weight, the trace holds it as used
+  RowMatrix printed;        // the values as printed (4 decimals; −∞ where masked)
+  int col = -1;             // with `row`: one cell (a printed scalar), or -1
 };
 
 // Every tensor chapter 3 prints that the app can reproduce, in book order.
@@ -72,7 +72,7 @@ std::optional<RowMatrix> book_value(const BookMatrix& book, const Trace* trace);
 struct BookCheck {
   bool comparable = false;  // book_value existed with the printed shape
   bool matches = false;     // every cell rounds to the printed value (±0.5e-4)
-  float max_diff = 0;       // largest |app − printed| (∞ when a printed −∞ is finite or back)
+  float max_diff = 0;  // largest |app − printed| (∞ when a printed −∞ is finite or back)
 };
 // Compares the app's value with the printed one. Printed −∞ cells compare
 // equal only to −∞; the finite cells by their difference.
@@ -85,10 +85,10 @@ std::vector<const BookMatrix*> book_matrices_for_stage(const Trace& trace,
 // Every book tensor read off stage `stage_id` of this trace, summed up for a
 // badge next to the matrix's title.
 struct StageBookCheck {
-  int count = 0;            // book tensors checked (0: the book prints none of this stage)
-  bool matches = false;     // all of them match
-  float max_diff = 0;       // largest difference over all of them
-  std::string names;        // "attn_scores_2 §3.3.1, attn_scores §3.3.2"
+  int count = 0;         // book tensors checked (0: the book prints none of this stage)
+  bool matches = false;  // all of them match
+  float max_diff = 0;    // largest difference over all of them
+  std::string names;     // "attn_scores_2 §3.3.1, attn_scores §3.3.2"
 };
 StageBookCheck check_book_stage(const Trace& trace, std::string_view stage_id);
 
@@ -181,10 +181,10 @@ std::optional<MaskingWays> compare_masking(const Trace& trace, int head);
 // 5. Dropout
 
 struct DropoutView {
-  bool active = false;        // training and 0 < p (else the weights pass unchanged)
-  double p = 0;               // the dropout rate
-  float scale = 1;            // 1 / (1 − p) as float, what kept weights are multiplied by
-  RowMatrix keep;             // (T, T) 1 kept, 0 dropped
+  bool active = false;  // training and 0 < p (else the weights pass unchanged)
+  double p = 0;         // the dropout rate
+  float scale = 1;      // 1 / (1 − p) as float, what kept weights are multiplied by
+  RowMatrix keep;       // (T, T) 1 kept, 0 dropped
   std::vector<float> row_sums_before;  // (T) rows of the weights: 1
   std::vector<float> row_sums_after;   // (T) rows of the dropped weights
 };
@@ -229,7 +229,7 @@ inline constexpr int kGpt2Context = 1024;
 struct TensorShape {
   std::string name;  // "W_query", "scores (per head)", "mask buffer"
   int rows = 0, cols = 0;
-  int copies = 1;    // heads that each hold one
+  int copies = 1;  // heads that each hold one
   bool parameter = false;
 };
 // Every tensor of the module for config, d_in and T tokens (a batch of one).
@@ -251,8 +251,8 @@ std::optional<HeadSplit> split_heads(const Trace& trace, std::string_view id);
 // 8. Compare
 
 struct StageDiff {
-  RowMatrix diff;      // (rows, cols) b − a, exact float subtraction
-  float max_abs = 0;   // max |b − a|
+  RowMatrix diff;     // (rows, cols) b − a, exact float subtraction
+  float max_abs = 0;  // max |b − a|
   bool same_shape = false;
   ShownDifference shown;  // diff as drawn (rounding noise as 0)
 };

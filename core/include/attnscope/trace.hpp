@@ -37,7 +37,9 @@ struct Stage {
 
   Stage() = default;
   Stage(std::string_view stage_id, int stage_head, RowMatrix matrix, int stage_layer = 0)
-      : id(stage_id), head(stage_head), layer(stage_layer),
+      : id(stage_id),
+        head(stage_head),
+        layer(stage_layer),
         data_(std::make_shared<RowMatrix>(std::move(matrix))) {}
   // A stage that shares `matrix` with whoever else holds it.
   Stage(std::string_view stage_id, int stage_head, std::shared_ptr<RowMatrix> matrix,
@@ -81,7 +83,9 @@ struct Trace {
   // The number of layers the stages span (1 for the chapter-3 classes).
   int num_layers() const;
   // The stage with this id and head (in layer 0), or nullptr.
-  const Stage* find(std::string_view id, int head = -1) const { return find(StageKey{0, head, id}); }
+  const Stage* find(std::string_view id, int head = -1) const {
+    return find(StageKey{0, head, id});
+  }
   // The stage at this key, or nullptr.
   const Stage* find(const StageKey& key) const;
   // A shared handle on the stage's matrix (no copy), or nullptr.
@@ -111,7 +115,9 @@ class TraceSource final : public StageSource {
   const std::vector<std::string>& tokens() const override { return trace_->tokens; }
   int num_layers() const override { return trace_->num_layers(); }
   int num_heads() const override { return trace_->heads_shown(); }
-  std::shared_ptr<const RowMatrix> stage(const StageKey& key) override { return trace_->share(key); }
+  std::shared_ptr<const RowMatrix> stage(const StageKey& key) override {
+    return trace_->share(key);
+  }
 
  private:
   std::shared_ptr<const Trace> trace_;
