@@ -14,8 +14,8 @@
 #include "attnscope/weights.hpp"
 #include "export/png.hpp"
 #include "figure/svg.hpp"
-#include "render/heatmap_view.hpp"
 #include "session.hpp"
+#include "view_scale.hpp"
 
 namespace attnscope::gui {
 

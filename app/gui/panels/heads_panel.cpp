@@ -4,8 +4,8 @@
 
 #include "fonts.hpp"
 #include "panels/panels.hpp"
-#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

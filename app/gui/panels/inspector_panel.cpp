@@ -19,8 +19,8 @@
 #include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
-#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

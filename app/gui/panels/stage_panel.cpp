@@ -9,9 +9,9 @@
 
 #include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
-#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "panels/panels.hpp"
-#include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

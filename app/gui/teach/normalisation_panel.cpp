@@ -6,8 +6,8 @@
 #include "attnscope/inspect.hpp"
 #include "attnscope/stages.hpp"
 #include "panels/panels.hpp"
-#include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

@@ -5,8 +5,8 @@
 
 #include "attnscope/io.hpp"
 #include "imgui_internal.h"  // RenderCheckMark
-#include "render/heatmap_view.hpp"
 #include "teach/teach.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 

@@ -16,9 +16,9 @@
 #include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
 #include "keyboard_queue.hpp"
 #include "panels/panels.hpp"
-#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "ui.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 namespace {

@@ -12,10 +12,10 @@
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"
-#include "render/heatmap_view.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
 #include "ui.hpp"
+#include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {
 namespace {

@@ -6,7 +6,7 @@
 //   3. interaction: hover, click, wheel zoom, drag pan
 //   4. drawing: image, −∞ hatching, grid, numbers, outlines
 //   5. axes and colour bar
-#include "render/heatmap_view.hpp"
+#include "widgets/heatmap_view.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -187,34 +187,6 @@ ColourBarExtent draw_colour_bar(ImDrawList* dl, ColourBarPlace p, Colormap map,
 }
 
 }  // namespace
-
-bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return !core::is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
-}
-
-bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return core::is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
-}
-
-namespace {
-// The sequence's length: the trace's, or the inputs' while there is none.
-long tokens_now(const AppState& state) {
-  return state.trace ? state.trace->num_tokens() : static_cast<long>(state.inputs.tokens.size());
-}
-}  // namespace
-
-ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace,
-                         const core::Stage& stage) {
-  return figure::scale_scope(state.ui.row_scale, cols_are_tokens(stage, trace), trace.num_tokens());
-}
-
-bool rows_on_own_scale(const AppState& state) {
-  return figure::scale_scope(state.ui.row_scale, true, tokens_now(state)) == ScaleScope::Row;
-}
-
-void toggle_row_scale(AppState& state) {
-  state.ui.row_scale = figure::toggled(state.ui.row_scale, tokens_now(state));
-}
 
 std::string fit_text(const std::string& text, float max_width, bool unicode) {
   const figure::TextWidth width = [](std::string_view t) {
