@@ -297,8 +297,8 @@ std::string compact_value(float v) {
 }
 
 bool holds_mask(std::string_view id) {
-  return id == core::stage_id::masked_scores || id == core::stage_id::scaled_scores ||
-         id == core::stage_id::mask;
+  const core::StageInfo* info = core::find_stage_info(id);
+  return info && info->holds_mask && core::difference_base(id) == id;  // a difference is not masked
 }
 
 std::vector<LegendEntry> off_scale_legend(const ValueRange& range, bool masks, bool unicode) {

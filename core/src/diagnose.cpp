@@ -271,8 +271,8 @@ Explanation explain(const Trace& trace, const Stage& s) {
 bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col) {
   // The book masks the raw scores, then scales them: in a causal run both
   // stages hold the mask's -inf in the future.
-  const bool masked_stage = stage.id == stage_id::masked_scores ||
-                            (stage.id == stage_id::scaled_scores && is_causal(variant));
+  const StageInfo* info = find_stage_info(stage.id);
+  const bool masked_stage = info && info->holds_mask && is_causal(variant);
   if (!masked_stage || col <= row) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;

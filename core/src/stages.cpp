@@ -12,7 +12,7 @@ using enum StageScale;
 using enum Axis;
 namespace id = stage_id;
 
-// id, symbol, short symbol, name, formula, scale, rows, cols, source
+// id, symbol, short symbol, name, formula, scale, rows, cols, source, holds mask
 constexpr StageInfo kCatalogue[] = {
     {id::inputs, "X", "X", "X (inputs)", "X: one embedding per token", Signed, Token, Dim, ""},
     {id::W_query, "W_query", "W_q", "W_query", "nn.Linear(d_in, d_out).weight, transposed",
@@ -33,11 +33,11 @@ constexpr StageInfo kCatalogue[] = {
     {id::values, "V", "V", "V (values)", "X · W_value (+ b_value)", Signed, Token, Dim, id::inputs},
     {id::scores, "ω", "ω", "ω (scores)", "Q · Kᵀ", Signed, Query, Key, id::queries},
     {id::mask, "mask", "mask", "mask (1 = future)", "1 where key j comes after query i (j > i)",
-     Mask, Query, Key, ""},
+     Mask, Query, Key, "", true},
     {id::masked_scores, "masked", "masked", "masked scores", "ω with −∞ where the mask is 1",
-     Signed, Query, Key, id::scores},
+     Signed, Query, Key, id::scores, true},
     {id::scaled_scores, "scaled", "scaled", "scaled scores", "÷ √d_k", Signed, Query, Key,
-     id::masked_scores},
+     id::masked_scores, true},
     {id::weights, "weights", "weights", "attention weights", "softmax of each row", Weights, Query,
      Key, id::scaled_scores},
     {id::dropout_mask, "dropout_mask", "keep mask", "dropout mask",

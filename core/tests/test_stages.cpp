@@ -89,6 +89,8 @@ TEST(StageCatalogue, UnknownIdsAreNotStagesAndDifferencesReadTheirBase) {
   EXPECT_FALSE(is_parameter(stage_id::queries));
   EXPECT_EQ(axis_noun(stage_info(stage_id::W_key).rows), "input dim");
   EXPECT_EQ(axis_title(stage_info(stage_id::W_key).rows), "in");
+  EXPECT_TRUE(stage_info(stage_id::masked_scores).holds_mask);
+  EXPECT_FALSE(stage_info(stage_id::weights).holds_mask);
 }
 
 TEST(LayeredTrace, StagesAreAddressedByLayerHeadAndId) {

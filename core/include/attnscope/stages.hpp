@@ -73,6 +73,8 @@ struct StageInfo {
   Axis rows, cols;
   std::string_view source;  // the stage it is computed from in the causal pipeline
                             // ("" for inputs, parameters and the mask); see stage_source
+  bool holds_mask = false;  // in a causal run its future cells are the mask's
+                            // (the mask itself, and the scores it filled with -inf)
 
   bool token_by_token() const { return cols == Axis::Key; }  // T x T: columns are keys
   bool parameter() const { return scale == StageScale::Parameter; }
