@@ -37,15 +37,8 @@ std::string error_of(const std::function<void()>& f) {
 // A trace of every variant with heads, bias and dropout, on the book's inputs.
 std::vector<Trace> every_variant() {
   std::vector<Trace> traces;
-  for (Variant v : kAllVariants) {
-    Config c;
-    c.variant = v;
-    c.d_out = 4;
-    c.num_heads = 2;
-    c.dropout = 0.5;
-    c.qkv_bias = true;
-    traces.push_back(run_attention(c, testing::book_inputs()));
-  }
+  for (Variant v : kAllVariants)
+    traces.push_back(run_attention(testing::every_option(v), testing::book_inputs()));
   return traces;
 }
 

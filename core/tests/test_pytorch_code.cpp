@@ -18,15 +18,7 @@ namespace {
 
 Inputs book() { return *find_preset("book"); }
 
-Config config_of(Variant v) {
-  Config c;
-  c.variant = v;
-  c.d_out = 4;
-  c.num_heads = 2;
-  c.dropout = 0.5;
-  c.seed = 789;
-  return c;
-}
+Config config_of(Variant v) { return testing::every_option(v, false, 789); }
 
 std::size_t at(const std::string& s, const std::string& what) {
   const std::size_t pos = s.find(what);

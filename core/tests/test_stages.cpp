@@ -11,19 +11,14 @@
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
+#include "test_support.hpp"
 
 namespace attnscope::core {
 namespace {
 
 // Every variant with every optional stage on: biases, two heads, dropout.
 Trace full_trace(Variant v) {
-  Config c;
-  c.variant = v;
-  c.d_out = 4;
-  c.num_heads = 2;
-  c.dropout = 0.5;
-  c.qkv_bias = true;
-  return run_attention(c, random_inputs(5, 3, 42));
+  return run_attention(testing::every_option(v), random_inputs(5, 3, 42));
 }
 
 TEST(StageCatalogue, EveryStageTheEngineMakesHasOneRow) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -30,6 +31,19 @@ inline void expect_book_matrix(const RowMatrix& actual, const RowMatrix& printed
 }
 
 inline Inputs book_inputs() { return *find_preset("book"); }
+
+// `v` with every optional part on: d_out 4 over two heads, dropout 0.5 in
+// training, qkv_bias (unless `bias` is false), under `seed`.
+inline Config every_option(Variant v, bool bias = true, std::uint64_t seed = 123) {
+  Config c;
+  c.variant = v;
+  c.d_out = 4;
+  c.num_heads = 2;
+  c.dropout = 0.5;
+  c.qkv_bias = bias;
+  c.seed = seed;
+  return c;
+}
 
 inline Config config_for(Variant v, int d_out, std::uint64_t seed) {
   Config c;

@@ -21,16 +21,7 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-Config config_of(Variant v, bool bias = true) {
-  Config c;
-  c.variant = v;
-  c.d_out = 4;
-  c.num_heads = 2;
-  c.dropout = 0.5;
-  c.qkv_bias = bias;
-  c.seed = 789;
-  return c;
-}
+Config config_of(Variant v, bool bias = true) { return testing::every_option(v, bias, 789); }
 
 // The parameters PyTorch's constructor draws for `c` on the book's inputs.
 Parameters seeded(const Config& c) {
