@@ -47,10 +47,9 @@ std::uint64_t TensorInfo::elements() const {
 
 std::size_t safetensors_dtype_size(std::string_view dtype) {
   static const std::pair<std::string_view, std::size_t> kSizes[] = {
-      {"BOOL", 1},     {"U8", 1},      {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"F8_E8M0", 1},  {"I16", 2},     {"U16", 2}, {"F16", 2},     {"BF16", 2},
-      {"I32", 4},      {"U32", 4},     {"F32", 4}, {"F64", 8},     {"I64", 8},
-      {"U64", 8},      {"C64", 8},
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},     {"U32", 4},
+      {"F32", 4},  {"F64", 8}, {"I64", 8}, {"U64", 8},     {"C64", 8},
   };
   for (const auto& [name, size] : kSizes)
     if (name == dtype) return size;
@@ -94,8 +93,9 @@ json parse_header_json(std::string_view text, std::string_view source) {
       default:
         break;
     }
-    if (too_deep) throw ParseError(std::string(source) + ": header nests deeper than " +
-                                   std::to_string(kMaxHeaderDepth) + " levels");
+    if (too_deep)
+      throw ParseError(std::string(source) + ": header nests deeper than " +
+                       std::to_string(kMaxHeaderDepth) + " levels");
     return true;
   };
   json doc;
@@ -231,7 +231,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string source = path.string();
   const int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(source, std::string("cannot open (") + std::strerror(errno) + ")");
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     fail(source, "is not a regular file");
@@ -253,8 +253,9 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 }
 
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
-  const auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
-                                   [](const TensorInfo& t, std::string_view n) { return t.name < n; });
+  const auto it =
+      std::lower_bound(tensors_.begin(), tensors_.end(), name,
+                       [](const TensorInfo& t, std::string_view n) { return t.name < n; });
   return it != tensors_.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -332,8 +333,7 @@ SafetensorsShards SafetensorsShards::open(const std::filesystem::path& index_pat
     fail(src, "has no \"weight_map\" object (tensor name -> shard file)");
   std::map<std::string, std::size_t> shard_index;  // file name -> shards_ position
   for (const auto& [name, file] : doc["weight_map"].items()) {
-    if (!file.is_string())
-      fail(src, "weight_map entry \"" + name + "\" is not a shard file name");
+    if (!file.is_string()) fail(src, "weight_map entry \"" + name + "\" is not a shard file name");
     const std::string shard = file.get<std::string>();
     const std::filesystem::path rel(shard);
     if (shard.empty() || rel.is_absolute() || rel.filename() != rel)

@@ -98,9 +98,9 @@ TEST(Safetensors, F32MatrixIsReadInPlaceFromTheMappedFile) {
 TEST(Safetensors, UnalignedF32IsCopiedNotViewed) {
   // A 5-byte header puts the buffer at byte 13: no float can be read in place.
   const auto f = core::SafetensorsFile::parse(
-      safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})" +
-                            std::string(1, ' '),
-                        f32_bytes({7})),
+      safetensors_bytes(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})" + std::string(1, ' '),
+          f32_bytes({7})),
       "odd.safetensors");
   EXPECT_EQ(f.matrix("a")(0, 0), 7.0f);
   try {
@@ -177,7 +177,8 @@ TEST(Safetensors, MalformedFilesNameTheProblem) {
       {one_tensor(R"({"dtype":"F32","data_offsets":[0,8]})"), "lacks \"shape\""},
       {one_tensor("[1]"), "is not an object"},
       {one_tensor(R"({"dtype":4,"shape":[2],"data_offsets":[0,8]})"), "\"dtype\" is not a string"},
-      {one_tensor(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"), "\"shape\" is not an array"},
+      {one_tensor(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"),
+       "\"shape\" is not an array"},
       {one_tensor(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})"), "non-negative"},
       {one_tensor(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})"), "not [begin, end]"},
       {one_tensor(R"({"dtype":"Q4","shape":[2],"data_offsets":[0,8]})"), "unknown dtype \"Q4\""},
@@ -197,7 +198,8 @@ TEST(Safetensors, MalformedFilesNameTheProblem) {
   for (const Case& c : cases) {
     const std::string msg = error_of(c.bytes);
     EXPECT_NE(msg.find("bad.safetensors"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(c.expected), std::string::npos) << "got: " << msg << "\nwant: " << c.expected;
+    EXPECT_NE(msg.find(c.expected), std::string::npos)
+        << "got: " << msg << "\nwant: " << c.expected;
   }
 }
 
@@ -225,8 +227,9 @@ TEST(Safetensors, ShardedIndexLooksUpEveryShard) {
   write_text(dir / "s2.safetensors",
              safetensors_bytes(padded(R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})"),
                                f32_bytes({4, 5})));
-  write_text(dir / "model.safetensors.index.json",
-             R"({"metadata":{"total_size":12},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors"}})");
+  write_text(
+      dir / "model.safetensors.index.json",
+      R"({"metadata":{"total_size":12},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors"}})");
   const auto s = core::SafetensorsShards::open(dir / "model.safetensors.index.json");
   EXPECT_EQ(s.names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(s.shards().size(), 2u);

@@ -23,15 +23,15 @@ enum class Gpt2Activation {
 std::string_view gpt2_activation_name(Gpt2Activation a);
 
 struct Gpt2Config {
-  int n_layer = 12;          // transformer blocks
-  int n_head = 12;           // heads per block
-  int n_embd = 768;          // model width d (divisible by n_head)
-  int n_positions = 1024;    // context length (rows of wpe)
-  int vocab_size = 50257;    // rows of wte
+  int n_layer = 12;        // transformer blocks
+  int n_head = 12;         // heads per block
+  int n_embd = 768;        // model width d (divisible by n_head)
+  int n_positions = 1024;  // context length (rows of wpe)
+  int vocab_size = 50257;  // rows of wte
   double layer_norm_epsilon = 1e-5;
   Gpt2Activation activation_function = Gpt2Activation::GeluNew;
-  int n_inner = 4 * 768;     // MLP width; null or absent in the file = 4 * n_embd
-  bool scale_attn_weights = true;                // scores / sqrt(head_dim)
+  int n_inner = 4 * 768;           // MLP width; null or absent in the file = 4 * n_embd
+  bool scale_attn_weights = true;  // scores / sqrt(head_dim)
   bool scale_attn_by_inverse_layer_idx = false;  // scores also / (layer + 1)
   bool tie_word_embeddings = true;               // LM head = wte unless lm_head.weight
 
