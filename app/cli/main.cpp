@@ -7,6 +7,7 @@
 //   attnscope-cli code   [--config FILE|-] [--preset NAME] [run flags]
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
+//   attnscope-cli model info PATH   (a GPT-2 folder or a .safetensors file)
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
 // plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S],
@@ -21,7 +22,8 @@
 //   3. export
 //   4. bench
 //   5. code
-//   6. the commands and main
+//   6. model info
+//   7. the commands and main
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -32,6 +34,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <streambuf>
 #include <string>
 #include <vector>
@@ -40,9 +43,11 @@
 #include "attnscope/diagnose.hpp"
 #include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
+#include "attnscope/gpt2_config.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
 #include "attnscope/pytorch_code.hpp"
+#include "attnscope/safetensors.hpp"
 #include "attnscope/weights.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
@@ -375,7 +380,88 @@ int run_code(const Run& run) {
 }
 
 // ---------------------------------------------------------------------------
-// 6. the commands and main
+// 6. model info
+
+// `s` as a JSON string literal (names come from the file: quotes, backslashes
+// and control characters are escaped; the reader has checked the UTF-8).
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string config_json(const core::Gpt2Config& c) {
+  auto flag = [](bool b) { return b ? "true" : "false"; };
+  char eps[32];
+  std::snprintf(eps, sizeof eps, "%.17g", c.layer_norm_epsilon);
+  return "{\"n_layer\": " + std::to_string(c.n_layer) +
+         ", \"n_head\": " + std::to_string(c.n_head) + ", \"n_embd\": " + std::to_string(c.n_embd) +
+         ", \"n_positions\": " + std::to_string(c.n_positions) +
+         ", \"vocab_size\": " + std::to_string(c.vocab_size) +
+         ", \"n_inner\": " + std::to_string(c.n_inner) + ", \"layer_norm_epsilon\": " + eps +
+         ", \"activation_function\": " +
+         json_string(core::gpt2_activation_name(c.activation_function)) +
+         ", \"scale_attn_weights\": " + flag(c.scale_attn_weights) +
+         ", \"scale_attn_by_inverse_layer_idx\": " + flag(c.scale_attn_by_inverse_layer_idx) +
+         ", \"tie_word_embeddings\": " + flag(c.tie_word_embeddings) + "}";
+}
+
+void write_tensors_json(const core::SafetensorsFile& file, bool& first, std::ostream& out) {
+  for (const core::TensorInfo& t : file.tensors()) {
+    out << (first ? "\n    " : ",\n    ") << "{\"name\": " << json_string(t.name)
+        << ", \"dtype\": " << json_string(t.dtype) << ", \"shape\": [";
+    for (std::size_t k = 0; k < t.shape.size(); ++k) out << (k ? ", " : "") << t.shape[k];
+    out << "], \"file\": " << json_string(fs::path(file.source()).filename().string()) << "}";
+    first = false;
+  }
+}
+
+// Prints a GPT-2 checkpoint's config and tensors as JSON: PATH is a folder
+// with config.json and model.safetensors (or model.safetensors.index.json and
+// its shards), or one .safetensors file (then "config" is null).
+int run_model_info(const std::string& path) {
+  std::error_code ec;
+  std::optional<core::Gpt2Config> config;
+  std::vector<core::SafetensorsFile> files;
+  if (fs::is_directory(path, ec)) {
+    const fs::path dir(path);
+    if (!fs::exists(dir / "config.json", ec))
+      throw core::ParseError(
+          path + ": no config.json in this folder (a Hugging Face GPT-2 folder has one)");
+    config = core::read_gpt2_config((dir / "config.json").string());
+    if (fs::exists(dir / "model.safetensors", ec))
+      files.push_back(core::SafetensorsFile::open(dir / "model.safetensors"));
+    else if (fs::exists(dir / "model.safetensors.index.json", ec))
+      files = core::SafetensorsShards::open(dir / "model.safetensors.index.json").shards();
+    else
+      throw core::ParseError(
+          path + ": no model.safetensors or model.safetensors.index.json in this folder");
+  } else {
+    files.push_back(core::SafetensorsFile::open(path));
+  }
+  std::ostringstream out;
+  out << "{\n  \"config\": " << (config ? config_json(*config) : "null") << ",\n  \"tensors\": [";
+  bool first = true;
+  for (const auto& f : files) write_tensors_json(f, first, out);
+  out << (first ? "]\n}\n" : "\n  ]\n}\n");
+  std::cout << out.str();
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// 7. the commands and main
 
 int bad_input(std::string message) {
   // One line, whatever the message quotes (a file name or a token may hold a
@@ -406,6 +492,11 @@ struct CodeCommand {
 struct BenchCommand {
   CLI::App* cmd = nullptr;
   BenchOptions bench;
+};
+struct ModelCommand {
+  CLI::App* cmd = nullptr;
+  CLI::App* info = nullptr;
+  std::string path;
 };
 
 void add_trace_command(CLI::App& app, TraceCommand& c) {
@@ -443,6 +534,17 @@ void add_bench_command(CLI::App& app, BenchCommand& c) {
   add_bench_options(*c.cmd, c.bench);
 }
 
+void add_model_command(CLI::App& app, ModelCommand& c) {
+  c.cmd = app.add_subcommand("model", "GPT-2 checkpoints (Hugging Face folders, .safetensors)");
+  c.cmd->require_subcommand(1);
+  c.info = c.cmd->add_subcommand(
+      "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
+  c.info
+      ->add_option("PATH", c.path,
+                   "a folder with config.json + model.safetensors, or a .safetensors file")
+      ->required();
+}
+
 // A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand
 // is required" for `attnscope-cli frob`; this names the word.
 int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
@@ -450,9 +552,9 @@ int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc
     const std::string first = argv[1];
     if (!first.empty() && first[0] == '-')
       return bad_input("unknown option '" + first +
-                       "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+                       "' (commands: trace, export, code, bench, model; run attnscope-cli --help)");
     return bad_input("unknown command '" + first +
-                     "' (commands: trace, export, code, bench; run attnscope-cli --help)");
+                     "' (commands: trace, export, code, bench, model; run attnscope-cli --help)");
   }
   std::string what = e.what();
   if (what.empty()) what = "bad arguments";
@@ -476,6 +578,8 @@ int attnscope_cli_main(int argc, char** argv) {
   add_export_command(app, exp);
   add_code_command(app, code);
   add_bench_command(app, bench);
+  ModelCommand model;
+  add_model_command(app, model);
 
   try {
     app.parse(argc, argv);
@@ -487,6 +591,7 @@ int attnscope_cli_main(int argc, char** argv) {
 
   try {
     if (bench.cmd->parsed()) return run_bench(bench.bench);
+    if (model.info->parsed()) return run_model_info(model.path);
     if (code.cmd->parsed()) return run_code(resolve_run(code.run));
     if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);
     return write_trace(run_trace(resolve_run(trace.run)), trace.format == "text");
