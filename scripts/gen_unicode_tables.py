@@ -38,6 +38,7 @@ def main():
     w("// lists inclusive code point ranges [first, last], sorted, not overlapping.\n")
     w('#include "unicode_tables.hpp"\n\n')
     w("namespace attnscope::core::unicode {\n")
+    w("// One range a line, as the generator writes them:\n// clang-format off\n")
     for name, pattern, what in CLASSES:
         rs = ranges(pattern)
         w(f"\n// {what} ({len(rs)} ranges)\n")
@@ -46,6 +47,7 @@ def main():
             w(f"    {{0x{a:X}, 0x{b:X}}},\n")
         w("};\n")
         w(f"const std::size_t {name[:-6]}RangeCount = sizeof({name}) / sizeof({name}[0]);\n")
+    w("// clang-format on\n")
     w("\n}  // namespace attnscope::core::unicode\n")
 
 

@@ -70,9 +70,9 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i, std::uint32_t& c
 
 bool in_ranges(std::uint32_t cp, const unicode::CodePointRange* ranges, std::size_t count) {
   const auto* end = ranges + count;
-  const auto* it = std::upper_bound(ranges, end, cp, [](std::uint32_t v, const unicode::CodePointRange& r) {
-    return v < r.first;
-  });
+  const auto* it = std::upper_bound(
+      ranges, end, cp,
+      [](std::uint32_t v, const unicode::CodePointRange& r) { return v < r.first; });
   return it != ranges && cp <= (it - 1)->last;
 }
 
@@ -91,8 +91,10 @@ const std::array<std::string, 256>& byte_chars() {
     std::array<std::string, 256> out;
     int n = 0;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      append_utf8(out[b], printable ? static_cast<std::uint32_t>(b) : static_cast<std::uint32_t>(256 + n++));
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      append_utf8(out[b], printable ? static_cast<std::uint32_t>(b)
+                                    : static_cast<std::uint32_t>(256 + n++));
     }
     return out;
   }();
@@ -185,7 +187,8 @@ void Gpt2Tokenizer::encode_piece(std::string_view text, std::size_t start, std::
     // bpe(): the piece's bytes as mapped characters, merged pair by pair,
     // lowest rank first, every occurrence of the pair left to right.
     std::vector<std::string> parts;
-    for (std::size_t b = piece_start; b < piece_end; ++b) parts.push_back(chars[static_cast<unsigned char>(text[b])]);
+    for (std::size_t b = piece_start; b < piece_end; ++b)
+      parts.push_back(chars[static_cast<unsigned char>(text[b])]);
     while (parts.size() > 1) {
       int best = std::numeric_limits<int>::max();
       std::size_t best_at = 0;
@@ -211,7 +214,8 @@ void Gpt2Tokenizer::encode_piece(std::string_view text, std::size_t start, std::
     for (const auto& part : parts) {
       const auto it = id_of_.find(part);
       if (it == id_of_.end())
-        throw ParseError("the vocabulary has no token \"" + part + "\" although its merges make it");
+        throw ParseError("the vocabulary has no token \"" + part +
+                         "\" although its merges make it");
       const std::string& bytes = bytes_of_id_[static_cast<std::size_t>(it->second)];
       out.push_back({it->second, bytes, offset, offset + bytes.size()});
       offset += bytes.size();
@@ -236,12 +240,14 @@ namespace {
 
 // Parses encoder.json / vocab.json into the tokenizer's two id tables.
 void read_vocabulary(std::unordered_map<std::string, int>& id_of,
-                     std::vector<std::string>& bytes_of_id, const std::string& text, const std::string& path) {
+                     std::vector<std::string>& bytes_of_id, const std::string& text,
+                     const std::string& path) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw ParseError(path + ": not valid JSON (" + e.what() + "): expected GPT-2's encoder.json / vocab.json");
+    throw ParseError(path + ": not valid JSON (" + e.what() +
+                     "): expected GPT-2's encoder.json / vocab.json");
   }
   if (!doc.is_object() || doc.empty())
     throw ParseError(path + ": expected a JSON object mapping token strings to ids");
@@ -250,8 +256,8 @@ void read_vocabulary(std::unordered_map<std::string, int>& id_of,
   for (const auto& [key, value] : doc.items()) {
     if (!value.is_number_integer() || value.get<long long>() < 0 ||
         value.get<long long>() >= static_cast<long long>(doc.size()))
-      throw ParseError(path + ": token \"" + key + "\" has id " + value.dump() + "; ids must be 0.." +
-                       std::to_string(doc.size() - 1));
+      throw ParseError(path + ": token \"" + key + "\" has id " + value.dump() +
+                       "; ids must be 0.." + std::to_string(doc.size() - 1));
     const auto id = static_cast<std::size_t>(value.get<long long>());
     if (seen[id]) throw ParseError(path + ": id " + std::to_string(id) + " is given to two tokens");
     seen[id] = true;
@@ -276,7 +282,8 @@ void read_vocabulary(std::unordered_map<std::string, int>& id_of,
 }
 
 // Parses vocab.bpe / merges.txt: "#version" line, then "left right" per line by rank.
-void read_merges(std::unordered_map<std::string, int>& rank_of, const std::string& text, const std::string& path) {
+void read_merges(std::unordered_map<std::string, int>& rank_of, const std::string& text,
+                 const std::string& path) {
   std::size_t line_start = 0;
   int line_number = 0;
   int rank = 0;
@@ -300,16 +307,19 @@ void read_merges(std::unordered_map<std::string, int>& rank_of, const std::strin
 
 }  // namespace
 
-Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& encoder_json_path, const std::string& vocab_bpe_path) {
+Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& encoder_json_path,
+                                  const std::string& vocab_bpe_path) {
   Gpt2Tokenizer tok;
-  read_vocabulary(tok.id_of_, tok.bytes_of_id_, read_text_file(encoder_json_path), encoder_json_path);
+  read_vocabulary(tok.id_of_, tok.bytes_of_id_, read_text_file(encoder_json_path),
+                  encoder_json_path);
   read_merges(tok.rank_of_, read_text_file(vocab_bpe_path), vocab_bpe_path);
   const auto eot = tok.id_of_.find(std::string(kEndOfText));
   tok.end_of_text_id_ = eot == tok.id_of_.end() ? -1 : eot->second;
   return tok;
 }
 
-Gpt2Tokenizer Gpt2Tokenizer::load_hf(const std::string& vocab_json_path, const std::string& merges_txt_path) {
+Gpt2Tokenizer Gpt2Tokenizer::load_hf(const std::string& vocab_json_path,
+                                     const std::string& merges_txt_path) {
   return load(vocab_json_path, merges_txt_path);
 }
 
@@ -320,8 +330,9 @@ Gpt2Tokenizer Gpt2Tokenizer::load_dir(const std::string& dir) {
     return load((base / "encoder.json").string(), (base / "vocab.bpe").string());
   if (fs::exists(base / "vocab.json") && fs::exists(base / "merges.txt"))
     return load_hf((base / "vocab.json").string(), (base / "merges.txt").string());
-  throw ParseError(dir + ": no GPT-2 vocabulary here: expected encoder.json + vocab.bpe (OpenAI) or "
-                         "vocab.json + merges.txt (Hugging Face)");
+  throw ParseError(dir +
+                   ": no GPT-2 vocabulary here: expected encoder.json + vocab.bpe (OpenAI) or "
+                   "vocab.json + merges.txt (Hugging Face)");
 }
 
 std::string Gpt2Tokenizer::assets_dir() {
@@ -334,12 +345,72 @@ const Gpt2Tokenizer& Gpt2Tokenizer::builtin() {
     const std::string dir = (std::filesystem::path(assets_dir()) / "gpt2").string();
     if (!std::filesystem::exists(std::filesystem::path(dir) / "encoder.json") ||
         !std::filesystem::exists(std::filesystem::path(dir) / "vocab.bpe"))
-      throw ParseError("GPT-2's vocabulary is missing: " + dir +
-                       " needs encoder.json and vocab.bpe; set ATTNSCOPE_ASSETS to the folder holding gpt2/");
+      throw ParseError(
+          "GPT-2's vocabulary is missing: " + dir +
+          " needs encoder.json and vocab.bpe; set ATTNSCOPE_ASSETS to the folder holding gpt2/");
     return load((std::filesystem::path(dir) / "encoder.json").string(),
                 (std::filesystem::path(dir) / "vocab.bpe").string());
   }();
   return tok;
+}
+
+std::string printable_token(std::string_view bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t len = utf8_sequence(bytes, i, cp);
+    if (len == 0) {
+      static const char* hex = "0123456789ABCDEF";
+      const auto b = static_cast<unsigned char>(bytes[i]);
+      out += "<0x";
+      out += hex[b >> 4];
+      out += hex[b & 0xF];
+      out += '>';
+      ++i;
+    } else {
+      out.append(bytes.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string tokens_json(const std::vector<Token>& tokens) {
+  nlohmann::json ids = nlohmann::json::array();
+  nlohmann::json texts = nlohmann::json::array();
+  nlohmann::json spans = nlohmann::json::array();
+  for (const auto& t : tokens) {
+    ids.push_back(t.id);
+    texts.push_back(printable_token(t.text));
+    spans.push_back({t.start, t.end});
+  }
+  return "{\"ids\": " + ids.dump() + ", \"tokens\": " + texts.dump(-1, ' ', false) +
+         ", \"spans\": " + spans.dump() + "}";
+}
+
+std::vector<std::string> parse_json_string_lines(std::string_view text, std::string_view source) {
+  std::vector<std::string> out;
+  std::size_t line_start = 0;
+  int line_number = 0;
+  while (line_start < text.size()) {
+    std::size_t line_end = text.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    const std::string_view line = text.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    nlohmann::json value;
+    try {
+      value = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      value = nullptr;
+    }
+    if (!value.is_string())
+      throw ParseError(std::string(source) + ": line " + std::to_string(line_number) +
+                       " is not a JSON string (--jsonl reads one JSON string per line)");
+    out.push_back(value.get<std::string>());
+  }
+  return out;
 }
 
 }  // namespace attnscope::core

@@ -5,6 +5,8 @@
 #include "unicode_tables.hpp"
 
 namespace attnscope::core::unicode {
+// One range a line, as the generator writes them:
+// clang-format off
 
 // \p{L}: letters (684 ranges)
 const CodePointRange kLetterRanges[] = {
@@ -860,5 +862,6 @@ const CodePointRange kSpaceRanges[] = {
     {0x3000, 0x3000},
 };
 const std::size_t kSpaceRangeCount = sizeof(kSpaceRanges) / sizeof(kSpaceRanges[0]);
+// clang-format on
 
 }  // namespace attnscope::core::unicode

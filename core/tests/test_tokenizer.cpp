@@ -44,8 +44,8 @@ TEST(Gpt2Tokenizer, ContractionsSplitOffOnlyLowercaseSuffixes) {
 
 TEST(Gpt2Tokenizer, WhitespaceRunsLeaveTheirLastSpaceToTheNextWord) {
   // "  b": " " then " b"; "\t\td": two tabs alone; "\n\n x  ": "\n\n" then " x", "  " at the end.
-  EXPECT_EQ(ids("a  b   c\t\td \n\n x  "),
-            (std::vector<int>{64, 220, 275, 220, 220, 269, 197, 197, 67, 220, 628, 2124, 220, 220}));
+  EXPECT_EQ(ids("a  b   c\t\td \n\n x  "), (std::vector<int>{64, 220, 275, 220, 220, 269, 197, 197,
+                                                             67, 220, 628, 2124, 220, 220}));
   // U+0085, U+00A0, U+2028 and U+3000 are whitespace to the pattern.
   EXPECT_EQ(ids("x\u0085y\u00a0\u2028 z\u3000 9"),
             (std::vector<int>{87, 126, 227, 88, 1849, 447, 101, 1976, 5099, 222, 860}));
@@ -64,18 +64,19 @@ TEST(Gpt2Tokenizer, SpansCoverTheTextsBytesInOrder) {
     offset = t.end;
   }
   EXPECT_EQ(offset, text.size());
-  EXPECT_EQ(got, (std::vector<int>{2616, 38776, 40304, 10545, 251, 109, 12859, 105, 30325, 222, 41840, 102, 447,
-                                   235, 8582, 240, 119}));
+  EXPECT_EQ(got, (std::vector<int>{2616, 38776, 40304, 10545, 251, 109, 12859, 105, 30325, 222,
+                                   41840, 102, 447, 235, 8582, 240, 119}));
   EXPECT_EQ(tokens[1].text, "\xc3\xafve");  // "ïve"
-  EXPECT_EQ(tokens[3].text, " \xe6");      // " " and the first byte of 東
-  EXPECT_EQ(tokens[4].text, "\x9d");       // its middle byte
+  EXPECT_EQ(tokens[3].text, " \xe6");       // " " and the first byte of 東
+  EXPECT_EQ(tokens[4].text, "\x9d");        // its middle byte
 }
 
 TEST(Gpt2Tokenizer, DecodeOfEncodeGivesTheTextBack) {
   const auto& tok = Gpt2Tokenizer::builtin();
-  for (const std::string text : {"", " ", "Hello, world!", "  leading and trailing  ", "tabs\t\tand\r\nlines\n",
-                                 "<|endoftext|><|endoftext|>", "<|endoftext", "ÀÉÎõü ñ 1234567 ½ ٣",
-                                 "e\u0301\u0302 \u200d\ufeff 🏳️‍🌈"}) {
+  for (const std::string text :
+       {"", " ", "Hello, world!", "  leading and trailing  ", "tabs\t\tand\r\nlines\n",
+        "<|endoftext|><|endoftext|>", "<|endoftext", "ÀÉÎõü ñ 1234567 ½ ٣",
+        "e\u0301\u0302 \u200d\ufeff 🏳️‍🌈"}) {
     std::vector<int> got;
     for (const auto& t : tok.encode(text)) got.push_back(t.id);
     EXPECT_EQ(tok.decode(got), text);
@@ -85,16 +86,18 @@ TEST(Gpt2Tokenizer, DecodeOfEncodeGivesTheTextBack) {
 
 TEST(Gpt2Tokenizer, InvalidUtf8IsRefusedNamingTheByteOffset) {
   const auto& tok = Gpt2Tokenizer::builtin();
-  for (const auto& [text, offset] : std::vector<std::pair<std::string, int>>{{"ab\xff", 2},
-                                                                             {"caf\xc3", 3},
-                                                                             {"\xc0\xaf", 0},
-                                                                             {"x\xed\xa0\x80", 1},
-                                                                             {"ok <|endoftext|>\x80", 16}}) {
+  for (const auto& [text, offset] :
+       std::vector<std::pair<std::string, int>>{{"ab\xff", 2},
+                                                {"caf\xc3", 3},
+                                                {"\xc0\xaf", 0},
+                                                {"x\xed\xa0\x80", 1},
+                                                {"ok <|endoftext|>\x80", 16}}) {
     try {
       (void)tok.encode(text);
       ADD_FAILURE() << "accepted invalid UTF-8";
     } catch (const ParseError& e) {
-      EXPECT_NE(std::string(e.what()).find("not valid UTF-8 at byte " + std::to_string(offset)), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("not valid UTF-8 at byte " + std::to_string(offset)),
+                std::string::npos)
           << e.what();
     }
   }
@@ -102,7 +105,20 @@ TEST(Gpt2Tokenizer, InvalidUtf8IsRefusedNamingTheByteOffset) {
   EXPECT_THROW((void)tok.decode({-1}), ParseError);
 }
 
-void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+TEST(Gpt2Tokenizer, JsonShowsPartialCharactersAsHexBytes) {
+  EXPECT_EQ(printable_token(" \xe6"), " <0xE6>");
+  EXPECT_EQ(printable_token("\x9d\xb1ok\xc3\xa9\xe4\xba"), "<0x9D><0xB1>oké<0xE4><0xBA>");
+  EXPECT_EQ(tokens_json(Gpt2Tokenizer::builtin().encode("Hi \"東")),
+            R"({"ids": [17250,366,30266,109], "tokens": ["Hi"," \"","<0xE6><0x9D>","<0xB1>"], )"
+            R"("spans": [[0,2],[2,4],[4,6],[6,7]]})");
+  EXPECT_EQ(parse_json_string_lines("\"a\\nb\"\n\n\"\\u00e9\"\n", "x"),
+            (std::vector<std::string>{"a\nb", "é"}));
+  EXPECT_THROW((void)parse_json_string_lines("\"a\"\n3\n", "x"), ParseError);
+}
+
+void write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 std::string load_error(const testing::TempDir& dir) {
   try {

@@ -19,7 +19,7 @@ namespace attnscope::core {
 // One token of an encoded text.
 struct Token {
   int id = 0;
-  std::string text;  // the token's bytes (may be part of a UTF-8 character)
+  std::string text;       // the token's bytes (may be part of a UTF-8 character)
   std::size_t start = 0;  // byte span [start, end) in the encoded text
   std::size_t end = 0;
 };
@@ -30,9 +30,11 @@ class Gpt2Tokenizer {
 
   // OpenAI's files: encoder.json (token string -> id) and vocab.bpe (merges,
   // first line "#version: ..."). Throws ParseError naming the file.
-  static Gpt2Tokenizer load(const std::string& encoder_json_path, const std::string& vocab_bpe_path);
+  static Gpt2Tokenizer load(const std::string& encoder_json_path,
+                            const std::string& vocab_bpe_path);
   // A Hugging Face folder's vocab.json and merges.txt (the same data).
-  static Gpt2Tokenizer load_hf(const std::string& vocab_json_path, const std::string& merges_txt_path);
+  static Gpt2Tokenizer load_hf(const std::string& vocab_json_path,
+                               const std::string& merges_txt_path);
   // A folder holding encoder.json + vocab.bpe, or vocab.json + merges.txt.
   static Gpt2Tokenizer load_dir(const std::string& dir);
   // GPT-2's vocabulary from assets/gpt2 (see assets_dir()); loaded once.
@@ -53,10 +55,23 @@ class Gpt2Tokenizer {
   void encode_piece(std::string_view text, std::size_t start, std::size_t end,
                     std::vector<Token>& out) const;
 
-  std::unordered_map<std::string, int> id_of_;  // byte-mapped token string -> id
-  std::vector<std::string> bytes_of_id_;        // id -> the token's bytes
+  std::unordered_map<std::string, int> id_of_;    // byte-mapped token string -> id
+  std::vector<std::string> bytes_of_id_;          // id -> the token's bytes
   std::unordered_map<std::string, int> rank_of_;  // "left right" (byte-mapped) -> merge rank
-  int end_of_text_id_ = -1;  // -1: the vocabulary has no "<|endoftext|>"
+  int end_of_text_id_ = -1;                       // -1: the vocabulary has no "<|endoftext|>"
 };
+
+// A token's bytes as UTF-8 text for people: complete characters as they
+// are, every byte of an incomplete one (a token may hold part of a
+// character) as "<0xHH>". E.g. " \xe6" -> " <0xE6>".
+std::string printable_token(std::string_view bytes);
+
+// One line of JSON: {"ids": [...], "tokens": [...], "spans": [[start, end], ...]}
+// with tokens as printable_token() and spans as byte offsets into the text.
+std::string tokens_json(const std::vector<Token>& tokens);
+
+// JSON lines: every non-empty line of `text` must be one JSON string; returns
+// them in order. Throws ParseError naming `source` and the line.
+std::vector<std::string> parse_json_string_lines(std::string_view text, std::string_view source);
 
 }  // namespace attnscope::core
