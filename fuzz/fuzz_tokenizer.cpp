@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<int> ids;
   std::size_t offset = 0;
   for (const auto& t : tokens) {
-    if (t.start != offset || t.end != t.start + t.text.size() || text.substr(t.start, t.end - t.start) != t.text)
+    if (t.start != offset || t.end != t.start + t.text.size() ||
+        text.substr(t.start, t.end - t.start) != t.text)
       std::abort();
     if (tok.token_bytes(t.id) != t.text) std::abort();
     offset = t.end;
