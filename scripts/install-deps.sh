@@ -25,7 +25,7 @@ packages=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy libxml2-utils clang-format
+  python3 python3-numpy python3-regex libxml2-utils clang-format
 )
 if [ "$want_gui" = 1 ]; then
   packages+=(libglfw3-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri

@@ -8,6 +8,7 @@
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
 //   attnscope-cli model info PATH   (a GPT-2 folder or a .safetensors file)
+//   attnscope-cli tokenize [--vocab DIR] (--text TEXT | --text-file FILE|-) [--jsonl]
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
 // plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S],
@@ -23,7 +24,8 @@
 //   4. bench
 //   5. code
 //   6. model info
-//   7. the commands and main
+//   7. tokenize
+//   8. the commands and main
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -48,6 +50,7 @@
 #include "attnscope/memory.hpp"
 #include "attnscope/pytorch_code.hpp"
 #include "attnscope/safetensors.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "attnscope/weights.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
@@ -461,7 +464,45 @@ int run_model_info(const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------
-// 7. the commands and main
+// 7. tokenize
+
+struct TokenizeOptions {
+  std::optional<std::string> vocab;      // --vocab DIR (default: assets/gpt2)
+  std::optional<std::string> text;       // --text TEXT
+  std::optional<std::string> text_file;  // --text-file FILE|-
+  bool jsonl = false;                    // --jsonl: one JSON string in, one object out, per line
+};
+
+// GPT-2's tokens of the text as one line of JSON (docs/file-formats.md).
+int run_tokenize(const TokenizeOptions& o) {
+  if (o.text.has_value() == o.text_file.has_value())
+    throw core::ParseError("tokenize needs exactly one of --text TEXT and --text-file FILE");
+  const std::string text = o.text ? *o.text : core::read_text_file(*o.text_file);
+  const std::string source = o.text ? std::string("--text") : *o.text_file;
+  std::optional<core::Gpt2Tokenizer> loaded;
+  if (o.vocab) loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
+  const core::Gpt2Tokenizer& tok = loaded ? *loaded : core::Gpt2Tokenizer::builtin();
+  std::string out;
+  if (o.jsonl) {
+    int line = 0;
+    for (const auto& item : core::parse_json_string_lines(text, source)) {
+      ++line;
+      try {
+        out += core::tokens_json(tok.encode(item)) + "\n";
+      } catch (const core::ParseError& e) {
+        throw core::ParseError(source + ": string " + std::to_string(line) + ": " + e.what());
+      }
+    }
+  } else {
+    out = core::tokens_json(tok.encode(text)) + "\n";
+  }
+  std::cout << out;
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// 8. the commands and main
 
 int bad_input(std::string message) {
   // One line, whatever the message quotes (a file name or a token may hold a
@@ -497,6 +538,10 @@ struct ModelCommand {
   CLI::App* cmd = nullptr;
   CLI::App* info = nullptr;
   std::string path;
+};
+struct TokenizeCommand {
+  CLI::App* cmd = nullptr;
+  TokenizeOptions tok;
 };
 
 void add_trace_command(CLI::App& app, TraceCommand& c) {
@@ -545,16 +590,30 @@ void add_model_command(CLI::App& app, ModelCommand& c) {
       ->required();
 }
 
+void add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
+  c.cmd =
+      app.add_subcommand("tokenize", "print GPT-2's token ids, tokens and byte spans of a text");
+  c.cmd->add_option(
+      "--vocab", c.tok.vocab,
+      "folder with encoder.json + vocab.bpe or vocab.json + merges.txt (default: GPT-2's, "
+      "assets/gpt2 or $ATTNSCOPE_ASSETS/gpt2)");
+  c.cmd->add_option("--text", c.tok.text, "the text to tokenize (UTF-8)");
+  c.cmd->add_option("--text-file", c.tok.text_file, "file holding the text ('-': stdin)");
+  c.cmd->add_flag("--jsonl", c.tok.jsonl,
+                  "the text is JSON lines, one JSON string each; print one JSON object per string");
+}
+
 // A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand
 // is required" for `attnscope-cli frob`; this names the word.
 int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const std::string kCommands = "trace, export, code, bench, tokenize, model";
   if (argc > 1 && !app.get_subcommands().size()) {
     const std::string first = argv[1];
     if (!first.empty() && first[0] == '-')
-      return bad_input("unknown option '" + first +
-                       "' (commands: trace, export, code, bench, model; run attnscope-cli --help)");
-    return bad_input("unknown command '" + first +
-                     "' (commands: trace, export, code, bench, model; run attnscope-cli --help)");
+      return bad_input("unknown option '" + first + "' (commands: " + kCommands +
+                       "; run attnscope-cli --help)");
+    return bad_input("unknown command '" + first + "' (commands: " + kCommands +
+                     "; run attnscope-cli --help)");
   }
   std::string what = e.what();
   if (what.empty()) what = "bad arguments";
@@ -574,12 +633,14 @@ int attnscope_cli_main(int argc, char** argv) {
   ExportCommand exp;
   CodeCommand code;
   BenchCommand bench;
+  TokenizeCommand tokenize;
   add_trace_command(app, trace);
   add_export_command(app, exp);
   add_code_command(app, code);
   add_bench_command(app, bench);
   ModelCommand model;
   add_model_command(app, model);
+  add_tokenize_command(app, tokenize);
 
   try {
     app.parse(argc, argv);
@@ -592,6 +653,7 @@ int attnscope_cli_main(int argc, char** argv) {
   try {
     if (bench.cmd->parsed()) return run_bench(bench.bench);
     if (model.info->parsed()) return run_model_info(model.path);
+    if (tokenize.cmd->parsed()) return run_tokenize(tokenize.tok);
     if (code.cmd->parsed()) return run_code(resolve_run(code.run));
     if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);
     return write_trace(run_trace(resolve_run(trace.run)), trace.format == "text");
