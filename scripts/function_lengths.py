@@ -23,8 +23,9 @@ FUNCTION_TAIL = re.compile(
 SCOPE_HEAD = re.compile(r"\b(namespace|class|struct|union|extern)\b[^()]*$")
 
 
-def blank_comments_and_strings(text):
-    """Same length and line breaks, with comments and literals as spaces."""
+def blank_comments_and_strings(text, keep_strings=False):
+    """Same length and line breaks, with comments and literals as spaces
+    (string literals kept as they are when keep_strings)."""
     out = []
     i, n = 0, len(text)
     while i < n:
@@ -56,7 +57,8 @@ def blank_comments_and_strings(text):
             while j < n and text[j] != quote and text[j] != "\n":
                 j += 2 if text[j] == "\\" else 1
             j = min(j + 1, n)
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            keep = keep_strings and quote == '"'
+            out.append(text[i:j] if keep else re.sub(r"[^\n]", " ", text[i:j]))
             i = j
         else:
             out.append(text[i])

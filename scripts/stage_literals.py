@@ -17,36 +17,21 @@ import pathlib
 import re
 import sys
 
-ids = "inputs W_query W_key W_value b_query b_key b_value queries keys values scores mask masked_scores scaled_scores weights dropout_mask dropped_weights context concat W_out b_out output".split()
-lit = re.compile(r'"(' + '|'.join(ids) + r')"')
-def code_spans(line, in_block):
-    # yields (start,end) of code regions in line outside comments and other string literals
-    out=[]; i=0; n=len(line); start=0
-    while i<n:
-        if in_block:
-            j=line.find('*/',i)
-            if j<0: return out, True
-            i=j+2; start=i; in_block=False; continue
-        c=line[i]
-        if line.startswith('//',i):
-            out.append((start,i)); return out, False
-        if line.startswith('/*',i):
-            out.append((start,i)); in_block=True; i+=2; continue
-        if c=="'":
-            j=i+1
-            while j<n and line[j]!="'":
-                j+= 2 if line[j]=='\\' else 1
-            i=j+1; continue
-        if c=='"':
-            j=i+1
-            while j<n and line[j]!='"':
-                j+= 2 if line[j]=='\\' else 1
-            i=j+1; continue
-        i+=1
-    out.append((start,n)); return out, in_block
+from function_lengths import blank_comments_and_strings
+
+CATALOGUE = pathlib.Path("core/include/attnscope/stages.hpp")
+
+
+def stage_ids():
+    """The ids the catalogue gives a constant: inline constexpr char weights[] = "weights";"""
+    ids = re.findall(r'inline constexpr char (\w+)\[\] = "\1";', CATALOGUE.read_text(encoding="utf-8"))
+    if not ids:
+        sys.exit(f"error: found no stage_id constants in {CATALOGUE}; has its form changed?")
+    return ids
 
 
 def main():
+    literal = re.compile(r'"(' + "|".join(stage_ids()) + r')"')
     found = 0
     for arg in sys.argv[1:]:
         root = pathlib.Path(arg)
@@ -54,23 +39,22 @@ def main():
         for f in files:
             if f.suffix not in (".cpp", ".hpp", ".h") or "tests" in f.parts or f.stem == "stages":
                 continue
-            blk = False
+            text = f.read_text(encoding="utf-8", errors="replace")
+            code = blank_comments_and_strings(text, keep_strings=True).split("\n")
             off = False
-            for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").split("\n"), 1):
+            for n, (line, code_line) in enumerate(zip(text.split("\n"), code), 1):
                 if "// stage-literals: off" in line:
                     off = True
                 elif "// stage-literals: on" in line:
                     off = False
-                spans, blk_next = code_spans(line, blk)
-                for m in lit.finditer(line):
-                    if off or "not a stage" in line:
-                        continue
-                    if any(a <= m.start() < b for a, b in spans):
-                        print(f"error: {f}:{n}: stage id {m.group(0)} spelt as a literal; use "
-                              f"stage_id::{m.group(1)} (attnscope/stages.hpp), or say "
-                              f"'// not a stage id' on the line (see this script's help)", file=sys.stderr)
-                        found += 1
-                blk = blk_next
+                if off or "not a stage" in line:
+                    continue
+                for m in literal.finditer(code_line):
+                    print(f"error: {f}:{n}: stage id {m.group(0)} spelt as a literal; use "
+                          f"stage_id::{m.group(1)} (attnscope/stages.hpp), or say "
+                          f"'// not a stage id' on the line (see this script's help)",
+                          file=sys.stderr)
+                    found += 1
     return 1 if found else 0
 
 
