@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attnscope/config.hpp"
+#include "attnscope/io.hpp"
 #include "attnscope/rng.hpp"
 
 namespace attnscope::core {
@@ -62,6 +63,25 @@ RowMatrix chapter2_embeddings(std::span<const int> ids, int d_in, std::uint64_t 
     gen.normal_select(static_cast<std::size_t>(context_length) * d, 0.0, 1.0, index,
                       positions.data());
     inputs += positions;  // float32 sums, as PyTorch adds the two (T, d_in) tensors
+  }
+  return inputs;
+}
+
+Inputs chapter2_text_inputs(std::string_view text, int d_in, std::uint64_t seed, int context_length,
+                            const Gpt2Tokenizer& tokenizer) {
+  const std::vector<Token> tokens = tokenizer.encode(text);
+  if (tokens.empty()) throw ParseError("the text gives no tokens: type at least one character");
+  Inputs inputs;
+  std::vector<int> ids;
+  for (const Token& t : tokens) {
+    ids.push_back(t.id);
+    inputs.tokens.push_back(printable_token(t.text));
+  }
+  try {
+    inputs.embeddings = chapter2_embeddings(ids, d_in, seed, context_length,
+                                            static_cast<int>(tokenizer.vocab_size()));
+  } catch (const std::invalid_argument& e) {
+    throw ParseError(e.what());
   }
   return inputs;
 }

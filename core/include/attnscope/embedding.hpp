@@ -13,8 +13,11 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
+#include "attnscope/config.hpp"
 #include "attnscope/matrix.hpp"
+#include "attnscope/tokenizer.hpp"
 
 namespace attnscope::core {
 
@@ -27,5 +30,18 @@ inline constexpr int kGpt2VocabSize = 50257;
 // or d_in above kMaxDim, T above kMaxTokens, T above context_length.
 RowMatrix chapter2_embeddings(std::span<const int> ids, int d_in, std::uint64_t seed,
                               int context_length = 0, int vocab_size = kGpt2VocabSize);
+
+// The defaults of a text run: d_in 3 keeps the chapter-3 matrices as small as
+// the book's own example (chapter 2 uses 256); seed 123 is the book's.
+inline constexpr int kDefaultTextDim = 3;
+inline constexpr std::uint64_t kDefaultEmbedSeed = 123;
+
+// A typed text as a run's inputs: GPT-2's tokens of `text` (labelled with
+// printable_token, so " journey" keeps its space) and chapter2_embeddings of
+// their ids. Throws ParseError (io.hpp) for text that is not UTF-8, gives no
+// token, or has more tokens than context_length (when > 0) or kMaxTokens.
+Inputs chapter2_text_inputs(std::string_view text, int d_in, std::uint64_t seed,
+                            int context_length = 0,
+                            const Gpt2Tokenizer& tokenizer = Gpt2Tokenizer::builtin());
 
 }  // namespace attnscope::core
