@@ -125,11 +125,13 @@ struct Run {
   core::Inputs inputs;
   std::optional<core::Parameters> weights;   // set when --weights was given
   std::optional<core::RandomInputs> random;  // set when --random drew the inputs
+  std::optional<core::TextInputs> text;      // set when --text / --text-file gave them
 };
 
-// --text / --text-file: the inputs they give, after refusing every other
-// source of inputs; nullopt without them. Throws core::ParseError.
-std::optional<core::Inputs> text_inputs(const RunOptions& opts, const core::RunSpec& spec) {
+// --text / --text-file: the tokens and embedding settings they give, after
+// refusing every other source of inputs; nullopt without them. Throws
+// core::ParseError.
+std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::RunSpec& spec) {
   const TextOptions& t = opts.text;
   if (!t.given()) {
     for (const auto& [given, flag] : {std::pair{t.d_in.has_value(), "--d-in"},
@@ -166,13 +168,14 @@ std::optional<core::Inputs> text_inputs(const RunOptions& opts, const core::RunS
   const std::uint64_t seed =
       t.embed_seed ? core::parse_seed(*t.embed_seed, "--embed-seed") : core::kDefaultEmbedSeed;
   const std::string text = t.text ? *t.text : core::read_text_file(*t.text_file);
-  const std::size_t count = core::Gpt2Tokenizer::builtin().encode(text).size();
+  core::TextInputs typed = core::tokenize_text(text, d_in, seed, positions);
+  const std::size_t count = typed.ids.size();
   if (positions > 0 && count > static_cast<std::size_t>(positions))
     throw core::ParseError(name + " gives " + std::to_string(count) + " tokens but --positions " +
                            std::to_string(positions) + " has room for " +
                            std::to_string(positions) + ": raise --positions to at least " +
                            std::to_string(count) + ", or shorten the text");
-  return core::chapter2_text_inputs(text, d_in, seed, positions);
+  return typed;
 }
 
 // Config file first, then the flags on top, then the imports; throws core::ParseError.
@@ -186,9 +189,11 @@ Run resolve_run(const RunOptions& opts) {
     spec = core::parse_run_spec(core::read_text_file(*config_path), source);
   }
   spec = core::merge(std::move(spec), o.spec());
-  if (std::optional<core::Inputs> typed = text_inputs(opts, spec)) {
-    spec.tokens = std::move(typed->tokens);
-    spec.embeddings = std::move(typed->embeddings);
+  std::optional<core::TextInputs> typed = text_inputs(opts, spec);
+  if (typed) {
+    core::Inputs embedded = core::chapter2_inputs(*typed);
+    spec.tokens = std::move(embedded.tokens);
+    spec.embeddings = std::move(embedded.embeddings);
   }
 
   if (o.input_seed && !o.random)
@@ -232,6 +237,7 @@ Run resolve_run(const RunOptions& opts) {
   Run run;
   core::resolve(spec, run.config, run.inputs);
   run.random = random_drawn;
+  run.text = std::move(typed);
 
   if (!opts.weights.empty()) {
     core::WeightSet set;
@@ -459,8 +465,10 @@ int run_bench(const BenchOptions& o) {
 // imported weights if any, the forward pass and print() of its output.
 int run_code(const Run& run) {
   const core::Parameters* weights = run.weights ? &*run.weights : nullptr;
-  // Random inputs as the two lines that draw them, not T x D numbers.
+  // Random inputs as the two lines that draw them, a text's as chapter 2's
+  // embedding layers, not T x D numbers.
   std::cout << (run.random ? core::pytorch_script(run.config, *run.random, weights)
+                : run.text ? core::pytorch_script(run.config, *run.text, weights)
                            : core::pytorch_script(run.config, run.inputs, weights));
   std::cout.flush();
   return std::cout ? 0 : 1;

@@ -67,22 +67,30 @@ RowMatrix chapter2_embeddings(std::span<const int> ids, int d_in, std::uint64_t 
   return inputs;
 }
 
-Inputs chapter2_text_inputs(std::string_view text, int d_in, std::uint64_t seed, int context_length,
-                            const Gpt2Tokenizer& tokenizer) {
-  const std::vector<Token> tokens = tokenizer.encode(text);
-  if (tokens.empty()) throw ParseError("the text gives no tokens: type at least one character");
-  Inputs inputs;
-  std::vector<int> ids;
-  for (const Token& t : tokens) {
-    ids.push_back(t.id);
-    inputs.tokens.push_back(printable_token(t.text));
+TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed, int context_length,
+                         const Gpt2Tokenizer& tokenizer) {
+  TextInputs out;
+  for (const Token& t : tokenizer.encode(text)) {
+    out.ids.push_back(t.id);
+    out.tokens.push_back(printable_token(t.text));
   }
+  if (out.ids.empty()) throw ParseError("the text gives no tokens: type at least one character");
+  out.d_in = d_in;
+  out.seed = seed;
+  out.context_length = context_length;
+  out.vocab_size = static_cast<int>(tokenizer.vocab_size());
+  return out;
+}
+
+Inputs chapter2_inputs(const TextInputs& text) {
+  Inputs inputs;
   try {
-    inputs.embeddings = chapter2_embeddings(ids, d_in, seed, context_length,
-                                            static_cast<int>(tokenizer.vocab_size()));
+    inputs.embeddings =
+        chapter2_embeddings(text.ids, text.d_in, text.seed, text.context_length, text.vocab_size);
   } catch (const std::invalid_argument& e) {
     throw ParseError(e.what());
   }
+  inputs.tokens = text.tokens;
   return inputs;
 }
 

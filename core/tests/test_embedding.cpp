@@ -5,6 +5,7 @@
 // with ids = GPT-2's tokens of "Your journey starts with one step".
 #include <bit>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attnscope/embedding.hpp"
@@ -49,6 +50,19 @@ TEST(Chapter2Embeddings, PositionalEmbeddingIsDrawnAfterTheTokenTable) {
   expect_bits(chapter2_embeddings(kJourney, 1, 123, 6),
               {0x3d96c1f0u, 0xbf60b9dbu, 0xbea88cfeu, 0xbedb364cu, 0xbfcfbf62u, 0xbfe4fe10u},
               "d_in 1, 6 positions");
+}
+
+TEST(Chapter2Embeddings, TextGivesGpt2TokensAndTheirRows) {
+  const TextInputs text = tokenize_text("Your journey starts with one step", 4, 123, 8);
+  EXPECT_EQ(text.ids, kJourney);
+  EXPECT_EQ(text.tokens,
+            (std::vector<std::string>{"Your", " journey", " starts", " with", " one", " step"}));
+  EXPECT_EQ(text.vocab_size, kGpt2VocabSize);
+  const Inputs inputs = chapter2_inputs(text);
+  EXPECT_EQ(inputs.tokens, text.tokens);
+  EXPECT_EQ(inputs.embeddings, chapter2_embeddings(kJourney, 4, 123, 8));
+  EXPECT_THROW(tokenize_text("", 4, 123), ParseError);
+  EXPECT_THROW(chapter2_inputs(tokenize_text("a b c", 4, 123, 2)), ParseError);
 }
 
 TEST(Chapter2Embeddings, RefusesWhatTorchWouldRefuse) {

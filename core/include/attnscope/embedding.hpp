@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "attnscope/config.hpp"
 #include "attnscope/matrix.hpp"
@@ -36,12 +38,25 @@ RowMatrix chapter2_embeddings(std::span<const int> ids, int d_in, std::uint64_t 
 inline constexpr int kDefaultTextDim = 3;
 inline constexpr std::uint64_t kDefaultEmbedSeed = 123;
 
-// A typed text as a run's inputs: GPT-2's tokens of `text` (labelled with
-// printable_token, so " journey" keeps its space) and chapter2_embeddings of
-// their ids. Throws ParseError (io.hpp) for text that is not UTF-8, gives no
-// token, or has more tokens than context_length (when > 0) or kMaxTokens.
-Inputs chapter2_text_inputs(std::string_view text, int d_in, std::uint64_t seed,
-                            int context_length = 0,
-                            const Gpt2Tokenizer& tokenizer = Gpt2Tokenizer::builtin());
+// A typed text's tokens and how chapter 2 embeds them.
+struct TextInputs {
+  std::vector<int> ids;             // GPT-2's token ids
+  std::vector<std::string> tokens;  // their texts as printable_token (" journey" keeps its space)
+  int d_in = kDefaultTextDim;
+  std::uint64_t seed = kDefaultEmbedSeed;  // torch.manual_seed before the layers
+  int context_length = 0;                  // 0: no positional embedding
+  int vocab_size = kGpt2VocabSize;
+};
+
+// GPT-2's tokens of `text` with the embedding settings. Throws ParseError
+// (io.hpp) for text that is not UTF-8 or gives no token.
+TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed,
+                         int context_length = 0,
+                         const Gpt2Tokenizer& tokenizer = Gpt2Tokenizer::builtin());
+
+// The run's inputs: the tokens and chapter2_embeddings of their ids. Throws
+// ParseError with chapter2_embeddings' message (too many tokens for
+// context_length or kMaxTokens, d_in out of range).
+Inputs chapter2_inputs(const TextInputs& text);
 
 }  // namespace attnscope::core
