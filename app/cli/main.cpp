@@ -184,6 +184,9 @@ Run resolve_run(const RunOptions& opts) {
   core::RunSpec spec;
   std::optional<core::RandomInputs> random_drawn;
   const std::optional<std::string> config_path = o.config_path();
+  if (config_path && *config_path == "-" && opts.text.text_file == "-")
+    throw core::ParseError(
+        "--text-file - and --config - both read standard input: give one of them a file");
   if (config_path) {
     const std::string source = *config_path == "-" ? "standard input" : *config_path;
     spec = core::parse_run_spec(core::read_text_file(*config_path), source);

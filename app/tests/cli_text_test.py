@@ -100,6 +100,7 @@ def test_bad_combinations_name_both_flags():
         (["--d-in", "4"], "--d-in shapes the embeddings of --text"),
         (["--text", "a", "--d-in", "0"], "--d-in (0)"),
         (["--text", ""], "no tokens"),
+        (["--text-file", "-", "--config", "-"], "both read standard input"),
     ]
     for args, want in cases:
         rc, out, err = cli("trace", *args)
