@@ -83,7 +83,8 @@ int run_model_info(const std::string& path) {
     files.push_back(core::SafetensorsFile::open(path));
   }
   std::ostringstream out;
-  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null") << ",\n  \"tensors\": [";
+  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null")
+      << ",\n  \"tensors\": [";
   bool first = true;
   for (const auto& f : files) write_tensors_json(f, first, out);
   out << (first ? "]\n}\n" : "\n  ]\n}\n");
@@ -137,8 +138,9 @@ std::vector<int> parse_ids(const std::string& list) {
 std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model) {
   const int given = c.text.has_value() + c.text_file.has_value() + c.ids.has_value();
   if (given != 1)
-    throw core::ParseError("give the text with exactly one of --text TEXT, --text-file FILE and "
-                           "--ids 1,2,3");
+    throw core::ParseError(
+        "give the text with exactly one of --text TEXT, --text-file FILE and "
+        "--ids 1,2,3");
   std::vector<int> ids;
   if (c.ids) {
     ids = parse_ids(*c.ids);
@@ -156,8 +158,8 @@ std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model)
   if (ids.size() > limit) {
     if (!c.keep_last)
       throw core::ParseError("the text is " + std::to_string(ids.size()) + " tokens but " +
-                             model.name() + " reads at most n_positions = " +
-                             std::to_string(limit) +
+                             model.name() +
+                             " reads at most n_positions = " + std::to_string(limit) +
                              "; shorten it, or pass --keep-last to keep its last " +
                              std::to_string(limit) + " tokens");
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
@@ -166,7 +168,8 @@ std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model)
 }
 
 std::shared_ptr<const core::Gpt2Model> load(const ModelCommands& c) {
-  return core::Gpt2Model::load(c.path, c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
+  return core::Gpt2Model::load(c.path,
+                               c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
 }
 
 core::ModelStageSelection selection(const ModelCommands& c) {
@@ -201,8 +204,7 @@ int run_model_generate(const ModelCommands& c) {
   std::string out = "{\"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   out += "], \"new_ids\": [";
-  for (std::size_t i = 0; i < added.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(added[i]);
+  for (std::size_t i = 0; i < added.size(); ++i) out += (i ? ", " : "") + std::to_string(added[i]);
   out += "], \"text\": " + json_string(text) + "}\n";
   return print(out);
 }
@@ -279,10 +281,11 @@ int run_model_bench(const ModelCommands& c) {
   std::printf("model=%s layers=%d heads=%d d=%d tokens=%d %s load_ms=%.1f\n", model->name().c_str(),
               cfg.n_layer, cfg.n_head, cfg.n_embd, c.tokens,
               c.append ? "append of the last token to the others" : "full forward", load_ms);
-  std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f gflop=%.2f gflops=%.1f "
-              "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
-              c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
-              static_cast<double>(kept) / (1 << 20), peak_rss_mb());
+  std::printf(
+      "runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f gflop=%.2f gflops=%.1f "
+      "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
+      c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
+      static_cast<double>(kept) / (1 << 20), peak_rss_mb());
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }
@@ -331,8 +334,8 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   add_selection_options(*c.trace, c);
   c.trace->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
       ->check(CLI::IsMember({"json", "text"}));
-  c.generate = c.cmd->add_subcommand(
-      "generate", "continue a text greedily (the book's generate_text_simple)");
+  c.generate = c.cmd->add_subcommand("generate",
+                                     "continue a text greedily (the book's generate_text_simple)");
   add_text_options(*c.generate, c);
   c.generate->add_option("--tokens", c.tokens, "how many tokens to add")->required();
   c.generate->add_option("--format", c.generate_format, "text (the whole text) or json (ids)")
@@ -346,8 +349,9 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.exp->add_option("--out", c.exp_options.out_dir, "existing folder to write the files into")
       ->required();
   c.bench = c.cmd->add_subcommand(
-      "bench", "time the full forward (every head's weights kept, last logits); last line "
-               "median_ms=...");
+      "bench",
+      "time the full forward (every head's weights kept, last logits); last line "
+      "median_ms=...");
   c.bench->add_option("MODEL", c.path, "a model folder or file")->required();
   c.bench->add_option("--config", c.config, "config file (default: beside the weights)");
   c.bench->add_option("--tokens", c.tokens, "T, the number of tokens")->required();
