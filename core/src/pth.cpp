@@ -63,7 +63,7 @@ enum class Kind : std::uint8_t {
 
 // One stack slot. Int and Bool keep their value in `i`; Str, Bytes, the
 // containers, Storage and Tensor an index into the machine's tables; Global
-// a Callable (and the storage type's index in `f_index`).
+// a Callable (and the storage type's index in `index`).
 struct Value {
   Kind kind = Kind::None;
   std::int64_t i = 0;
@@ -463,7 +463,8 @@ void Machine::do_global(std::string_view module, std::string_view name) {
                       " is not supported (F32, F16, BF16, F64 and integer/bool storages are)");
   fail(source_, "is not a state_dict: it calls " + shown +
                     " (a state_dict's pickle calls only collections.OrderedDict, "
-                    "torch._utils._rebuild_tensor_v2 and torch storage types)");
+                    "torch._utils._rebuild_tensor_v2 and torch storage types); save one with "
+                    "torch.save(model.state_dict(), PATH)");
 }
 
 void Machine::do_reduce() {
@@ -559,14 +560,20 @@ using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
            "is a legacy torch.save file (a bare pickle, as PyTorch < 1.6 or "
            "_use_new_zipfile_serialization=False write), not a zip archive; re-save it with "
            "torch.save(model.state_dict(), PATH) from PyTorch 1.6 or newer");
-    fail(source, "is not a zip archive, so not a file torch.save wrote");
+    fail(source, "is not a zip archive (or a damaged one), so not a file torch.save wrote");
   }
   fail(source, "is not a readable zip archive (" + why + ")");
 }
 
-// One entry's bytes, at most `max_bytes`; stored or deflated only.
-std::vector<unsigned char> read_entry(zip_t* z, zip_uint64_t index, const std::string& name,
+// One entry's bytes, at most `max_bytes`; stored or deflated only. Sizes are
+// checked against the archive's before anything is allocated.
+struct Archive {
+  zip_t* zip;
+  std::uint64_t bytes;  // the archive's size
+};
+std::vector<unsigned char> read_entry(Archive a, zip_uint64_t index, const std::string& name,
                                       std::uint64_t max_bytes, std::string_view source) {
+  zip_t* z = a.zip;
   zip_stat_t st;
   zip_stat_init(&st);
   if (zip_stat_index(z, index, 0, &st) != 0 ||
@@ -577,6 +584,10 @@ std::vector<unsigned char> read_entry(zip_t* z, zip_uint64_t index, const std::s
     fail(source, "zip entry " + name + " is compressed with method " +
                      std::to_string(st.comp_method) +
                      " (torch.save stores entries uncompressed; deflate is read too)");
+  if (st.comp_size > a.bytes || (st.comp_method == ZIP_CM_STORE && st.size != st.comp_size))
+    fail(source, "zip entry " + name + " claims " + std::to_string(st.size) + " bytes (" +
+                     std::to_string(st.comp_size) + " stored) in a " + std::to_string(a.bytes) +
+                     "-byte archive: damaged or truncated");
   if (st.comp_method == ZIP_CM_DEFLATE && st.size / kMaxDeflateRatio > st.comp_size)
     fail(source, "zip entry " + name + " claims " + std::to_string(st.size) + " bytes from " +
                      std::to_string(st.comp_size) + " compressed ones, more than deflate can");
@@ -682,20 +693,23 @@ std::uint64_t PthTensor::elements() const {
   return n;
 }
 
-PthFile PthFile::load(::zip* z, std::string source) {
+PthFile PthFile::load(::zip* z, std::uint64_t archive_bytes, std::string source) {
+  const Archive archive{z, archive_bytes};
   PthFile f;
   f.source_ = std::move(source);
   const std::string_view src = f.source_;
   const std::string prefix = archive_prefix(z, src);
   if (const zip_int64_t bo = entry(z, prefix + "byteorder"); bo >= 0) {
-    const auto order = read_entry(z, static_cast<zip_uint64_t>(bo), prefix + "byteorder", 16, src);
+    const auto order =
+        read_entry(archive, static_cast<zip_uint64_t>(bo), prefix + "byteorder", 16, src);
     if (std::string(order.begin(), order.end()) != "little")
       fail(src, "stores its tensors big-endian (" + prefix +
                     "byteorder); attnscope reads little-endian .pth files only");
   }
   const zip_int64_t pkl = entry(z, prefix + "data.pkl");
-  const auto pickle_bytes =
-      read_entry(z, static_cast<zip_uint64_t>(pkl), prefix + "data.pkl", kMaxPthPickleBytes, src);
+  if (pkl < 0) fail(src, "cannot find " + prefix + "data.pkl in the archive by name");
+  const auto pickle_bytes = read_entry(archive, static_cast<zip_uint64_t>(pkl), prefix + "data.pkl",
+                                       kMaxPthPickleBytes, src);
   Machine m(
       std::string_view(reinterpret_cast<const char*>(pickle_bytes.data()), pickle_bytes.size()),
       src);
@@ -738,7 +752,7 @@ PthFile PthFile::load(::zip* z, std::string source) {
         fail(src, "tensor \"" + t.name + "\" needs the storage " + name +
                       ", which is not in the archive");
       bytes = std::make_shared<const Bytes>(
-          read_entry(z, static_cast<zip_uint64_t>(at), name, UINT64_MAX, src));
+          read_entry(archive, static_cast<zip_uint64_t>(at), name, UINT64_MAX, src));
     }
     check_fits(t, st, bytes->size(), src);
     f.tensors_.push_back(std::move(t));
@@ -764,7 +778,7 @@ PthFile PthFile::parse(std::string bytes, std::string source) {
     fail_open(source, &error, data, bytes.size());
   }
   zip_error_fini(&error);
-  return load(z.get(), std::move(source));
+  return load(z.get(), bytes.size(), std::move(source));
 }
 
 PthFile PthFile::open(const std::filesystem::path& path) {
@@ -785,7 +799,7 @@ PthFile PthFile::open(const std::filesystem::path& path) {
     zip_error_init_with_code(&error, code);
     fail_open(source, &error, head, got);
   }
-  return load(z.get(), source);
+  return load(z.get(), std::filesystem::file_size(path, ec), source);
 }
 
 const PthTensor* PthFile::find(std::string_view name) const {

@@ -88,6 +88,7 @@ def main():
     save("list.pth", [1, 2.5, "three"])
     save("optimizer_only.pth", opt.state_dict())
     save("calls_print.pth", {"w": torch.ones(2), "hook": CallsPrint()})
+    save("whole_model.pth", model)
 
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)

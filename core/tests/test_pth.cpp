@@ -13,6 +13,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -182,6 +183,33 @@ TEST(Pth, RefusesWhatIsNotATorchZip) {
   EXPECT_REFUSED(good.substr(0, good.size() - 30), "zip archive");
 }
 
+// Sets the uncompressed and compressed sizes of `name` in its local and
+// central zip headers to `size`.
+std::string with_entry_size(std::string zip, const std::string& name, std::uint32_t size) {
+  const auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) zip[at + k] = static_cast<char>((v >> (8 * k)) & 0xff);
+  };
+  for (const auto& [sig, sizes, name_at] : {std::tuple{std::string("PK\x03\x04"), 18, 30},
+                                            std::tuple{std::string("PK\x01\x02"), 20, 46}})
+    for (std::size_t at = zip.find(sig); at != std::string::npos; at = zip.find(sig, at + 1))
+      if (zip.compare(at + name_at, name.size(), name) == 0) {
+        put32(at + sizes, size);
+        put32(at + sizes + 4, size);
+      }
+  return zip;
+}
+
+TEST(Pth, RefusesEntriesLargerThanTheArchive) {
+  const std::string good = pth(one_tensor(6, 0, {6}, {1}), f32_bytes(kSix));
+  const std::string huge = error_of(with_entry_size(good, "archive/data/0", 0xfffffff0u));
+  EXPECT_NE(huge.find("bad.pth: "), std::string::npos) << huge;
+  EXPECT_NE(huge.find("zip"), std::string::npos) << huge;
+  EXPECT_REFUSED(make_zip({{"archive/data.pkl", one_tensor(6, 0, {6}, {1})},
+                           {"archive/data/0", f32_bytes(kSix)},
+                           {"archive/byteorder", "big"}}),
+                 "stores its tensors big-endian");
+}
+
 TEST(Pth, RefusesMalformedPickles) {
   const std::string storage = f32_bytes(kSix);
   const std::string good = one_tensor(6, 0, {6}, {1});
@@ -316,6 +344,7 @@ TEST_F(PthTorch, RefusesWhatIsNotAStateDict) {
   has("list.pth", "is not a state_dict (the file holds a list)");
   has("optimizer_only.pth", "a dict without tensors: \"state\", \"param_groups\"");
   has("calls_print.pth", "is not a state_dict: it calls __builtin__.print");
+  has("whole_model.pth", "is not a state_dict: it calls torch.nn.modules.");
   has("missing.pth", "cannot open (no such file)");
 }
 

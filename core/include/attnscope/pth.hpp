@@ -84,8 +84,9 @@ class PthFile {
 
  private:
   using Bytes = std::vector<unsigned char>;
-  // Reads and checks everything from an open archive (closed by the caller).
-  static PthFile load(::zip* archive, std::string source);
+  // Reads and checks everything from an open archive (closed by the caller)
+  // of `archive_bytes` bytes.
+  static PthFile load(::zip* archive, std::uint64_t archive_bytes, std::string source);
 
   std::string source_;
   std::string dict_key_;
