@@ -70,6 +70,12 @@ def main():
              "every_other": x[:, ::2]}
     save("views.pth", views, views)
 
+    # Pickle protocol 4 (FRAME, MEMOIZE, SHORT_BINUNICODE, STACK_GLOBAL) and a
+    # memo past 255 entries (LONG_BINPUT, LONG_BINGET).
+    save("protocol4.pth", views, views, pickle_protocol=4)
+    many = torch.nn.ModuleList(torch.nn.Linear(2, 2) for _ in range(60))
+    save("long_memo.pth", many.state_dict(), many.state_dict())
+
     # Parameters, as torch.save({name: nn.Parameter}) writes them.
     params = {"w": torch.nn.Parameter(torch.randn(2, 2))}
     save("parameter.pth", params, params)

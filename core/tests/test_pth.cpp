@@ -332,6 +332,10 @@ TEST_F(PthTorch, ViewsKeepStridesAndOffsetsIntoOneStorage) {
 
 TEST_F(PthTorch, Parameters) { check_file("parameter.pth"); }
 
+TEST_F(PthTorch, PickleProtocol4) { check_file("protocol4.pth"); }
+
+TEST_F(PthTorch, MemoPast255Entries) { check_file("long_memo.pth"); }
+
 TEST_F(PthTorch, TrainingCheckpointWithAdamState) { check_file("checkpoint.pth"); }
 
 TEST_F(PthTorch, RefusesWhatIsNotAStateDict) {
