@@ -816,13 +816,16 @@ const PthTensor& PthFile::info(std::string_view name) const {
 
 std::vector<float> PthFile::values(std::string_view name) const {
   const PthTensor& t = info(name);
+  enum class Type { F32, F16, BF16, F64 } type{};
   std::size_t size = 0;
   if (t.dtype == "F32")
-    size = 4;
-  else if (t.dtype == "F16" || t.dtype == "BF16")
-    size = 2;
+    type = Type::F32, size = 4;
+  else if (t.dtype == "F16")
+    type = Type::F16, size = 2;
+  else if (t.dtype == "BF16")
+    type = Type::BF16, size = 2;
   else if (t.dtype == "F64")
-    size = 8;
+    type = Type::F64, size = 8;
   else
     fail(source_, "tensor \"" + t.name + "\" has dtype " + t.dtype +
                       ", which attnscope does not read (only F32, F16, BF16, F64)");
@@ -833,19 +836,36 @@ std::vector<float> PthFile::values(std::string_view name) const {
   const unsigned char* base = storages_.find(t.storage_key)->second->data();
   const auto read = [&](std::uint64_t at) -> float {  // element `at` of the storage
     const unsigned char* p = base + at * size;
-    if (size == 2) {
-      const auto h = static_cast<std::uint16_t>(p[0] | p[1] << 8);
-      return t.dtype == "BF16" ? std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16)
-                               : half_to_float(h);
+    switch (type) {
+      case Type::F32:
+        return std::bit_cast<float>(static_cast<std::uint32_t>(p[0] | p[1] << 8 | p[2] << 16) |
+                                    static_cast<std::uint32_t>(p[3]) << 24);
+      case Type::F16:
+        return half_to_float(static_cast<std::uint16_t>(p[0] | p[1] << 8));
+      case Type::BF16:
+        return std::bit_cast<float>(static_cast<std::uint32_t>(p[0]) << 16 |
+                                    static_cast<std::uint32_t>(p[1]) << 24);
+      case Type::F64:
+        break;
     }
     std::uint64_t v = 0;
-    for (std::size_t k = size; k-- > 0;) v = (v << 8) | p[k];
-    return size == 4 ? std::bit_cast<float>(static_cast<std::uint32_t>(v))
-                     : static_cast<float>(std::bit_cast<double>(v));
+    for (std::size_t k = 8; k-- > 0;) v = (v << 8) | p[k];
+    return static_cast<float>(std::bit_cast<double>(v));
   };
   std::vector<float> out(static_cast<std::size_t>(n));
-  // C order: the last index runs fastest; `at` follows it through the strides.
+  // C order: the last index runs fastest. A contiguous tensor (strides of
+  // C order) is one run from its offset; any other view follows its strides.
   const std::size_t dims = t.shape.size();
+  bool contiguous = true;
+  std::uint64_t expect = 1;
+  for (std::size_t d = dims; d-- > 0;) {
+    if (t.shape[d] != 1 && static_cast<std::uint64_t>(t.stride[d]) != expect) contiguous = false;
+    expect *= t.shape[d];  // <= n: no overflow
+  }
+  if (contiguous) {
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = read(t.storage_offset + k);
+    return out;
+  }
   std::vector<std::uint64_t> index(dims, 0);
   std::uint64_t at = t.storage_offset;
   for (std::size_t k = 0; k < out.size(); ++k) {
