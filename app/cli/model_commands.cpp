@@ -16,6 +16,7 @@
 #include "attnscope/gpt2_model.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/model_trace.hpp"
+#include "attnscope/pth.hpp"
 #include "attnscope/safetensors.hpp"
 #include "attnscope/stages.hpp"
 #include "attnscope/tokenizer.hpp"
@@ -62,10 +63,51 @@ void write_tensors_json(const core::SafetensorsFile& file, bool& first, std::ost
 // Prints a GPT-2 checkpoint's config and tensors as JSON: PATH is a folder
 // with config.json and model.safetensors (or model.safetensors.index.json and
 // its shards), or one .safetensors file (then "config" is null).
-int run_model_info(const std::string& path) {
+// A .pth state_dict's tensors; "config" is the book's GPT_CONFIG beside it
+// (or --config) read as a GPT-2 config, or null when there is none.
+int run_pth_info(const fs::path& pth, const std::optional<std::string>& config_path) {
+  std::optional<core::Gpt2Config> config;
+  try {
+    const core::ModelFiles files =
+        core::locate_model(pth, config_path ? std::optional<fs::path>(*config_path) : std::nullopt);
+    config =
+        core::parse_book_config(core::read_text_file(files.config.string()), files.config.string())
+            .config;
+  } catch (const core::ParseError&) {
+    if (config_path) throw;  // a config was asked for: say what is wrong with it
+  }
+  const core::PthFile file = core::PthFile::open(pth);
+  std::ostringstream out;
+  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null")
+      << ",\n  \"dict\": " << json_string(file.dict_key()) << ",\n  \"tensors\": [";
+  bool first = true;
+  for (const core::PthTensor& t : file.tensors()) {
+    out << (first ? "\n    " : ",\n    ") << "{\"name\": " << json_string(t.name)
+        << ", \"dtype\": " << json_string(t.dtype) << ", \"shape\": [";
+    for (std::size_t k = 0; k < t.shape.size(); ++k) out << (k ? ", " : "") << t.shape[k];
+    out << "], \"file\": " << json_string(pth.filename().string()) << "}";
+    first = false;
+  }
+  out << (first ? "]\n}\n" : "\n  ]\n}\n");
+  std::cout << out.str();
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+bool is_pth_path(const fs::path& p) {
+  const std::string e = p.extension().string();
+  return e == ".pth" || e == ".pt";
+}
+
+int run_model_info(const std::string& path, const std::optional<std::string>& config_path) {
   std::error_code ec;
+  if (is_pth_path(path)) return run_pth_info(path, config_path);
   std::optional<core::Gpt2Config> config;
   std::vector<core::SafetensorsFile> files;
+  if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "config.json", ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (is_pth_path(e.path())) return run_pth_info(e.path(), config_path);
+  }
   if (fs::is_directory(path, ec)) {
     const fs::path dir(path);
     if (!fs::exists(dir / "config.json", ec))
@@ -324,8 +366,10 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
       "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
   c.info
       ->add_option("PATH", c.path,
-                   "a folder with config.json + model.safetensors, or a .safetensors file")
+                   "a folder with config.json + model.safetensors, a .safetensors file, or the "
+                   "book's .pth")
       ->required();
+  c.info->add_option("--config", c.config, "the book's GPT_CONFIG as JSON, for a .pth");
   c.list = c.cmd->add_subcommand(
       "list", "list the models in the Hugging Face cache and attnscope's models folder (JSON)");
   c.trace = c.cmd->add_subcommand(
@@ -362,7 +406,7 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
-    if (c.info->parsed()) return run_model_info(c.path);
+    if (c.info->parsed()) return run_model_info(c.path, c.config);
     if (c.list->parsed()) return run_model_list();
     if (c.trace->parsed()) return run_model_trace(c);
     if (c.generate->parsed()) return run_model_generate(c);

@@ -148,7 +148,8 @@ ModelFiles locate_model(const fs::path& path, const std::optional<fs::path>& con
   if (!fs::exists(path, ec)) fail(path, "no such file or folder");
   fs::path dir = path;
   if (fs::is_directory(path, ec)) {
-    for (const char* name : {"model.safetensors", "model.safetensors.index.json", "model.pth"})
+    for (const char* name :
+         {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "model.pth"})
       if (fs::exists(path / name, ec)) {
         files.weights = path / name;
         break;
@@ -206,7 +207,8 @@ fs::path home() {
 
 bool has_weights(const fs::path& dir) {
   std::error_code ec;
-  for (const char* name : {"model.safetensors", "model.safetensors.index.json", "model.pth"})
+  for (const char* name :
+       {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "model.pth"})
     if (fs::exists(dir / name, ec)) return true;
   return false;
 }
@@ -292,6 +294,7 @@ BookConfig parse_book_config(std::string_view json_text, std::string_view source
     b.qkv_bias = j["qkv_bias"].get<bool>();
   }
   c.n_inner = 4 * c.n_embd;
+  c.tie_word_embeddings = false;  // GPTModel has its own out_head
   if (c.n_embd % c.n_head != 0)
     throw ParseError(where + ": emb_dim " + std::to_string(c.n_embd) +
                      " is not divisible by n_heads " + std::to_string(c.n_head));
