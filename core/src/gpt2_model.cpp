@@ -568,6 +568,8 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
                                            std::move(tokenizer));
 }
 
+double machine_fma_gflops(double seconds) { return gemm::measure_fma_gflops(seconds); }
+
 std::shared_ptr<const Gpt2Model> random_gpt2(const Gpt2Config& c, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::normal_distribution<float> normal(0.0f, 0.02f);
