@@ -231,9 +231,13 @@ int print(const std::string& text) {
 int run_model_trace(const ModelCommands& c) {
   const auto model = load(c);
   core::ModelRun run(model, input_ids(c, *model));
-  const core::Trace trace = core::model_trace(run, core::select_model_stages(run, selection(c)));
-  return print(c.format == "text" ? core::model_trace_text(run, trace)
-                                  : core::model_trace_json(run, trace));
+  const auto keys = core::select_model_stages(run, selection(c));
+  if (c.format == "text")
+    core::write_model_trace_text(run, keys, std::cout);
+  else
+    core::write_model_trace_json(run, keys, std::cout);
+  std::cout.flush();
+  return std::cout ? 0 : 1;
 }
 
 int run_model_generate(const ModelCommands& c) {
