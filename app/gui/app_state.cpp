@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/embedding.hpp"
 #include "attnscope/inspect.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/weights.hpp"
@@ -32,8 +33,10 @@ void AppState::recompute_if_dirty() {
     dirty = false;
     if (inputs_random && embeddings_hash(inputs.embeddings) != inputs_random_hash)
       inputs_random = false;  // edited since they were drawn
-    ++requested_version;      // jobs in flight are stale from here on
-    if (incoming) {           // ... and so is a result still being prepared
+    if (inputs_text && embeddings_hash(inputs.embeddings) != inputs_text_hash)
+      inputs_text = false;  // edited since the text made them
+    ++requested_version;    // jobs in flight are stale from here on
+    if (incoming) {         // ... and so is a result still being prepared
       incoming.reset();
       textures.drop_prepared();
     }
@@ -157,6 +160,7 @@ void AppState::fix_selection() {
 void AppState::draw_random_inputs(int tokens, int dims) {
   inputs = core::random_inputs(tokens, dims, input_seed);
   inputs_random = true;
+  inputs_text = false;
   inputs_random_hash = embeddings_hash(inputs.embeddings);
   mark_dirty();
 }
@@ -173,11 +177,49 @@ void AppState::recognise_random_inputs() {
   if (inputs_random) inputs_random_hash = embeddings_hash(inputs.embeddings);
 }
 
+bool AppState::embed_text() {
+  try {
+    const TextSource& t = text_source;
+    core::Inputs made =
+        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
+    text_tokens = core::Gpt2Tokenizer::builtin().encode(t.text);
+    inputs = std::move(made);
+  } catch (const core::ParseError& e) {
+    text_error = e.what();
+    return false;
+  } catch (const std::invalid_argument& e) {
+    text_error = e.what();
+    return false;
+  }
+  text_error.clear();
+  inputs_random = false;
+  inputs_text = true;
+  inputs_text_hash = embeddings_hash(inputs.embeddings);
+  mark_dirty();
+  return true;
+}
+
+void AppState::recognise_text_inputs() {
+  inputs_text = false;
+  try {
+    const TextSource& t = text_source;
+    const core::Inputs made =
+        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
+    inputs_text =
+        made.tokens == inputs.tokens && made.embeddings.rows() == inputs.embeddings.rows() &&
+        made.embeddings.cols() == inputs.embeddings.cols() && made.embeddings == inputs.embeddings;
+  } catch (const std::exception&) {
+    return;  // settings that cannot be embedded made nothing on screen
+  }
+  if (inputs_text) inputs_text_hash = embeddings_hash(inputs.embeddings);
+}
+
 bool AppState::load_preset(const std::string& name) {
   auto p = core::find_preset(name);
   if (!p) return false;
   inputs = std::move(*p);
   preset = name;
+  inputs_text = false;
   mark_dirty();
   return true;
 }

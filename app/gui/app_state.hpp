@@ -18,6 +18,7 @@
 #include "attnscope/config.hpp"
 #include "attnscope/diagnose.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "attnscope/trace.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
@@ -29,6 +30,16 @@
 #include "teach/teach_state.hpp"
 
 namespace attnscope::gui {
+
+// Typed text as the inputs, the book's chapter-2 way: GPT-2's token ids of
+// `text`, then torch.manual_seed(seed); nn.Embedding(50257, d_in) (and
+// nn.Embedding(positions, d_in) right after it when positions > 0).
+struct TextSource {
+  std::string text = "Your journey starts with one step";
+  int d_in = 3;
+  std::uint64_t seed = 123;
+  int positions = 0;  // 0: no positional embedding
+};
 
 // ---------------------------------------------------------------------------
 // A cell the user clicked: its inspector breakdown stays on screen.
@@ -110,6 +121,15 @@ struct AppState {
   // null: the module's seeded parameters. Must fit config + d_in
   // (core::validate_parameters); recompute reports a mismatch in `error`.
   std::shared_ptr<const core::Parameters> explicit_parameters;
+  // The typed-text settings the Embeddings panel edits (kept while unused).
+  TextSource text_source;
+  // True while the inputs are text_source's embeddings (the panel says so
+  // and follows every edit of the text); an edit of a value clears it at the
+  // next recompute, as for random inputs.
+  bool inputs_text = false;
+  std::uint64_t inputs_text_hash = 0;    // of the embeddings as made
+  std::string text_error;                // why text_source cannot be embedded ("" when it can)
+  std::vector<core::Token> text_tokens;  // text_source's tokens with byte spans, as last embedded
 
   // Selection.
   Step step = Step::Inputs;
@@ -193,6 +213,13 @@ struct AppState {
   // Sets inputs_random when the inputs are exactly the draw of input_seed at
   // their shape (a restored session, or inputs given some other way).
   void recognise_random_inputs();
+  // Replaces the inputs with text_source's tokens and embeddings
+  // (core::chapter2_inputs). When the text cannot be embedded (no token, too
+  // many for `positions`, a size out of range) the inputs stay as they were,
+  // text_error says why, and false is returned.
+  bool embed_text();
+  // Sets inputs_text when the inputs are exactly text_source's embeddings.
+  void recognise_text_inputs();
 };
 
 }  // namespace attnscope::gui

@@ -119,6 +119,20 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   run.preset->excludes(run.config);
   run.random->excludes(run.preset);
   run.random->excludes(run.config);
+  auto* text = app.add_option("--text", o.text,
+                              "inputs from your own sentence: GPT-2's token ids, then "
+                              "torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in)");
+  text->excludes(run.preset);
+  text->excludes(run.config);
+  text->excludes(run.random);
+  app.add_option("--d-in", o.text_d_in, "with --text: embedding width (default 3)")->needs(text);
+  app.add_option("--embed-seed", o.embed_seed,
+                 "with --text: torch.manual_seed before the "
+                 "embedding layers (default 123)")
+      ->needs(text);
+  app.add_option("--positions", o.positions,
+                 "with --text: add nn.Embedding(N, d_in) position embeddings (N >= tokens)")
+      ->needs(text);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
                  "dropout, context, concat, output");
@@ -209,6 +223,14 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);
+  }
+  if (o.text) {
+    TextSource& t = state.text_source;
+    t.text = *o.text;
+    if (o.text_d_in) t.d_in = *o.text_d_in;
+    if (o.embed_seed) t.seed = core::parse_seed(*o.embed_seed, "--embed-seed");
+    if (o.positions) t.positions = *o.positions;
+    if (!state.embed_text()) throw core::ParseError("--text: " + state.text_error);
   }
   const bool new_inputs = run.preset || config_path;
   core::RunSpec flags, file;  // what this command line and the config file say

@@ -40,6 +40,10 @@ json view_of(const AppState& s) {
   view["stage"] = std::string(step_id(s.step));
   view["head"] = s.head;
   view["input_seed"] = s.input_seed;
+  view["text"] = {{"text", s.text_source.text},
+                  {"d_in", s.text_source.d_in},
+                  {"seed", s.text_source.seed},
+                  {"positions", s.text_source.positions}};
   if (s.pinned.valid())
     view["pinned"] = {{"stage", s.pinned.stage},
                       {"head", s.pinned.head},
@@ -267,6 +271,15 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     }
     // Sessions before the inputs had a seed of their own have none: the default.
     const std::uint64_t input_seed = view.value("input_seed", core::kDefaultInputSeed);
+    // Typed-text settings (sessions before them have none: the defaults).
+    TextSource typed;
+    if (view.contains("text")) {
+      const json& t = view.at("text");
+      typed.text = t.value("text", typed.text);
+      typed.d_in = std::clamp(t.value("d_in", typed.d_in), 1, core::kMaxDim);
+      typed.seed = t.value("seed", typed.seed);
+      typed.positions = std::clamp(t.value("positions", typed.positions), 0, core::kMaxTokens);
+    }
     UiState ui = state.ui;
     FilesState files_prefs;
     if (view.contains("ui")) {
@@ -334,6 +347,9 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     state.pinned = pinned;
     state.input_seed = input_seed;
     state.recognise_random_inputs();
+    state.text_source = std::move(typed);
+    state.recognise_text_inputs();
+    if (state.inputs_text) state.embed_text();  // its tokens' spans for the chips
     state.ui = std::move(ui);
     if (scope.preferences) {
       state.files.export_folder = std::move(files_prefs.export_folder);

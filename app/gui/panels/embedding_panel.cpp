@@ -3,6 +3,7 @@
 // A typed value that is not a finite float32 ("1e39", or "*2e38": ImGui's
 // number fields apply + - * / to the value; letters such as "nan" cannot be
 // typed at all) is refused: the cell keeps its value and the panel says why.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -171,6 +172,118 @@ void draw_random_inputs(AppState& state) {
   }
 }
 
+// A token as a chip: its text with spaces shown as "·", a colour per
+// position, the id and byte span on hover.
+void draw_token_chip(const core::Token& t, std::size_t index, float max_x) {
+  std::string shown = core::printable_token(t.text);
+  for (std::size_t at = 0; (at = shown.find(' ', at)) != std::string::npos;)
+    shown.replace(at, 1, "\xc2\xb7");  // U+00B7 middle dot
+  if (shown.empty()) shown = "\xc2\xb7";
+  const float hue = static_cast<float>((index * 37) % 100) / 100.0f;
+  ImVec4 fill;
+  ImGui::ColorConvertHSVtoRGB(hue, 0.45f, 0.55f, fill.x, fill.y, fill.z);
+  fill.w = 1.0f;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float width = ImGui::CalcTextSize(shown.c_str()).x + 2 * style.FramePadding.x;
+  if (index > 0) {
+    ImGui::SameLine(0, 2);
+    if (ImGui::GetCursorPosX() + width > max_x) ImGui::NewLine();
+  }
+  ImGui::PushStyleColor(ImGuiCol_Button, fill);
+  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, fill);
+  ImGui::PushStyleColor(ImGuiCol_ButtonActive, fill);
+  ImGui::PushID(static_cast<int>(index));
+  ImGui::Button(shown.c_str());
+  ImGui::PopID();
+  ImGui::PopStyleColor(3);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("token %zu: id %d\nbytes %zu..%zu of the text", index, t.id, t.start, t.end);
+}
+
+// Typed text as the inputs: GPT-2's tokens, embedded as the book's chapter 2
+// does. While the inputs are the text's, every edit here re-embeds at once;
+// otherwise "Use this text" replaces the inputs (edited values are never
+// overwritten by typing).
+void draw_text_inputs(AppState& state) {
+  TextSource& t = state.text_source;
+  if (state.inputs_text) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%zu tokens of your text, embedded with seed %llu%s",
+                  state.text_tokens.size(), static_cast<unsigned long long>(t.seed),
+                  t.positions > 0 ? " + positions" : "");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_wrapped(state, line);
+    ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "These inputs are chapter 2's, in PyTorch:\n  ids = tiktoken GPT-2 ids of the text\n"
+          "  torch.manual_seed(%llu)\n  tok = torch.nn.Embedding(50257, %d)%s\n"
+          "  x = tok(ids)%s",
+          static_cast<unsigned long long>(t.seed), t.d_in,
+          t.positions > 0 ? "\n  pos = torch.nn.Embedding(context_length, d_in)" : "",
+          t.positions > 0 ? " + pos(torch.arange(len(ids)))" : "");
+  }
+  if (!ImGui::TreeNode("Your own sentence (chapter 2 embeddings)")) return;
+  bool changed = false;
+  const float line = ImGui::GetTextLineHeight();
+  changed |= ImGui::InputTextMultiline("##text", &t.text, ImVec2(-1, line * 3.2f));
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Type a sentence: GPT-2's tokenizer splits it, and each token id picks a "
+        "row of a seeded nn.Embedding");
+  if (!state.text_tokens.empty() && state.inputs_text) {
+    const float max_x = ImGui::GetContentRegionAvail().x + ImGui::GetCursorPosX();
+    for (std::size_t i = 0; i < state.text_tokens.size(); ++i)
+      draw_token_chip(state.text_tokens[i], i, max_x);
+  }
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+  if (ImGui::InputInt("d_in##text", &t.d_in, 1)) {
+    t.d_in = std::clamp(t.d_in, 1, core::kMaxDim);
+    changed = true;
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Embedding width: 3 as in the book's chapter 3 example, 256 in chapter 2");
+  ImGui::SameLine();
+  const std::uint64_t one = 1;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  changed |= ImGui::InputScalar("seed##text", ImGuiDataType_U64, &t.seed, &one, nullptr, "%llu");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("torch.manual_seed(seed) right before nn.Embedding(50257, d_in)");
+  bool positions = t.positions > 0;
+  if (ImGui::Checkbox("positions##text", &positions)) {
+    // GPT-2's context length, or the text's length when it is longer.
+    t.positions = positions ? std::min(core::kMaxTokens,
+                                       std::max(1024, static_cast<int>(state.text_tokens.size())))
+                            : 0;
+    changed = true;
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Add nn.Embedding(context_length, d_in) created right after the token "
+        "layer, as chapter 2's pos_embedding_layer");
+  if (t.positions > 0) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    if (ImGui::InputInt("context_length##text", &t.positions, 0)) {
+      t.positions = std::clamp(t.positions, 1, core::kMaxTokens);
+      changed = true;
+    }
+  }
+  if (state.inputs_text) {
+    if (changed) state.embed_text();
+  } else {
+    if (ImGui::Button("Use this text")) state.embed_text();
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Replace the inputs with this text's tokens and embeddings");
+  }
+  if (!state.text_error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
+    text_wrapped(state, state.text_error);
+    ImGui::PopStyleColor();
+  }
+  ImGui::TreePop();
+}
+
 // The table: token | d0 .. d(n-1) | remove. Row numbers are in the tooltip.
 // `was_dirty`: whether the run was dirty before this panel drew.
 void draw_embedding_table(AppState& state, bool was_dirty) {
@@ -264,6 +377,7 @@ void draw_embedding_panel(AppState& state) {
 
   draw_preset_row(state);
   draw_random_inputs(state);
+  draw_text_inputs(state);
 
   if (!was_dirty && state.dirty) state.ui.embedding_refusal.clear();  // an edit went in since
   if (!state.ui.embedding_refusal.empty()) {

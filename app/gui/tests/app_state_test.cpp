@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "attnscope/embedding.hpp"
 #include "attnscope/io.hpp"
 #include "launch_options.hpp"
 #include "stage_info.hpp"
@@ -377,6 +378,70 @@ TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {
     const auto r = parse({"--seed", bad}, refused);
     EXPECT_FALSE(r.run) << bad;
     EXPECT_EQ(r.exit_code, 2) << bad;
+  }
+}
+
+TEST(TextInputs, TypedTextBecomesChapter2sEmbeddingsAndEditsLetGo) {
+  AppState s;
+  s.load_preset("book");
+  s.text_source = TextSource{"Your journey starts", 4, 7, 0};
+  ASSERT_TRUE(s.embed_text());
+  const core::Inputs want =
+      core::chapter2_inputs(core::tokenize_text("Your journey starts", 4, 7, 0));
+  EXPECT_EQ(s.inputs.tokens, (std::vector<std::string>{"Your", " journey", " starts"}));
+  EXPECT_EQ(s.inputs.embeddings, want.embeddings);
+  ASSERT_EQ(s.text_tokens.size(), 3u);
+  EXPECT_EQ(s.text_tokens[1].id, 7002);  // " journey"
+  EXPECT_EQ(s.text_tokens[1].start, 4u);
+  EXPECT_TRUE(s.inputs_text);
+  s.recompute_if_dirty();
+  ASSERT_TRUE(s.trace);
+  EXPECT_EQ(s.trace->num_tokens(), 3);
+
+  // Text that cannot be embedded keeps the inputs and says why.
+  s.text_source.text = "";
+  EXPECT_FALSE(s.embed_text());
+  EXPECT_FALSE(s.text_error.empty());
+  EXPECT_EQ(s.inputs.embeddings, want.embeddings);
+  s.text_source = TextSource{"one two three", 3, 1, 2};  // 3 tokens, 2 positions
+  EXPECT_FALSE(s.embed_text());
+  EXPECT_NE(s.text_error.find("3"), std::string::npos) << s.text_error;
+
+  // An edited value is no longer the text's; a preset is not either.
+  s.text_source = TextSource{"Your journey starts", 4, 7, 0};
+  ASSERT_TRUE(s.embed_text());
+  EXPECT_TRUE(s.text_error.empty());
+  s.recompute_if_dirty();
+  s.inputs.embeddings(0, 0) += 1.0f;
+  s.mark_dirty();
+  s.recompute_if_dirty();
+  EXPECT_FALSE(s.inputs_text);
+  ASSERT_TRUE(s.embed_text());
+  s.load_preset("book");
+  EXPECT_FALSE(s.inputs_text);
+}
+
+TEST(LaunchOptions, TextGivesChapter2InputsAndRefusesOtherInputSources) {
+  AppState s;
+  s.load_preset("book");
+  EXPECT_EQ(
+      launch_over(
+          s, {"--text", "Hello, world!", "--d-in", "5", "--embed-seed", "9", "--positions", "8"},
+          false),
+      "");
+  EXPECT_TRUE(s.inputs_text);
+  EXPECT_EQ(s.inputs.embeddings,
+            core::chapter2_inputs(core::tokenize_text("Hello, world!", 5, 9, 8)).embeddings);
+  EXPECT_EQ(launch_over(s, {"--text", "a b c", "--positions", "2"}, false).substr(0, 7), "--text:");
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--text", "a", "--preset", "book"},
+                                       {"--text", "a", "--random", "3,2"},
+                                       {"--d-in", "4"}}) {
+    std::string name = "attnscope";
+    std::vector<char*> argv{name.data()};
+    for (auto& a : bad) argv.push_back(a.data());
+    LaunchOptions o;
+    EXPECT_FALSE(parse_launch_options(static_cast<int>(argv.size()), argv.data(), o).run)
+        << bad[0] << " " << bad[1];
   }
 }
 

@@ -161,6 +161,34 @@ TEST_F(Session, RandomInputsComeBackWithTheSeedThatMadeThem) {
   EXPECT_FALSE(c.inputs_random);
 }
 
+TEST_F(Session, TypedTextComesBackWithItsSettingsAndTokens) {
+  AppState a;
+  a.text_source = TextSource{"Every effort moves you", 5, 11, 16};
+  ASSERT_TRUE(a.embed_text());
+  const fs::path file = dir_ / "session.json";
+  ASSERT_EQ(save_session(file, a), "");
+
+  AppState b;
+  b.load_preset("book");
+  ASSERT_EQ(load_session(file, b).warning, "");
+  EXPECT_EQ(b.text_source.text, "Every effort moves you");
+  EXPECT_EQ(b.text_source.d_in, 5);
+  EXPECT_EQ(b.text_source.seed, 11u);
+  EXPECT_EQ(b.text_source.positions, 16);
+  EXPECT_TRUE(b.inputs_text);
+  EXPECT_EQ(b.text_tokens.size(), 4u);
+  EXPECT_EQ(b.inputs.embeddings, a.inputs.embeddings);
+
+  // Values edited after the text made them: the settings stay, the claim goes.
+  a.inputs.embeddings(1, 1) = 0.25f;
+  ASSERT_EQ(save_session(file, a), "");
+  AppState c;
+  ASSERT_EQ(load_session(file, c).warning, "");
+  EXPECT_EQ(c.text_source.text, "Every effort moves you");
+  EXPECT_FALSE(c.inputs_text);
+  EXPECT_EQ(c.inputs.embeddings(1, 1), 0.25f);
+}
+
 TEST_F(Session, ASessionFromBeforeTheInputSeedLoadsWithTheDefaultOne) {
   AppState a;
   a.load_preset("book");
