@@ -85,8 +85,9 @@ HeadPatternScores pattern_scores(const RowMatrix& w) {
 
 double induction_score(const RowMatrix& w, int n, int offset) {
   if (n < 2 || offset < 0)
-    throw std::invalid_argument("induction score: n must be at least 2 and offset at least 0 (got n " +
-                                std::to_string(n) + ", offset " + std::to_string(offset) + ")");
+    throw std::invalid_argument(
+        "induction score: n must be at least 2 and offset at least 0 (got n " + std::to_string(n) +
+        ", offset " + std::to_string(offset) + ")");
   const Eigen::Index T = offset + Eigen::Index{2} * n;
   if (w.rows() != T || w.cols() != T)
     throw std::invalid_argument("induction score: weights are " + std::to_string(w.rows()) + " x " +
@@ -122,7 +123,8 @@ std::vector<int> induction_ids(int n, std::uint64_t seed, int vocab_size) {
 ModelPatterns model_patterns(ModelRun& text_run, const std::shared_ptr<const Gpt2Model>& model,
                              int induction_n, std::uint64_t seed) {
   if (!model || &text_run.model() != model.get())
-    throw std::invalid_argument("model patterns: the text run runs another model than the one given");
+    throw std::invalid_argument(
+        "model patterns: the text run runs another model than the one given");
   if (induction_n < 2)
     throw std::invalid_argument("the induction sequence needs at least 2 tokens (got " +
                                 std::to_string(induction_n) + ")");
@@ -176,14 +178,12 @@ std::string model_patterns_json(const ModelPatterns& p, std::string_view model_n
   json explanations = json::object();
   for (PatternKind k : kPatternKinds)
     explanations[std::string(pattern_key(k))] = std::string(pattern_explanation(k));
-  std::string out = "{\"model\": " + detail::json_quoted(model_name) +
-                    ",\n \"layers\": " + std::to_string(p.layers) +
-                    ",\n \"heads\": " + std::to_string(p.heads) +
-                    ",\n \"induction_n\": " + std::to_string(p.induction_n) +
-                    ",\n \"induction_ids\": " + json(p.induction_sequence).dump() +
-                    ",\n \"scores\": [";
-  for (std::size_t i = 0; i < scores.size(); ++i)
-    out += (i ? ",\n  " : "\n  ") + scores[i].dump();
+  std::string out =
+      "{\"model\": " + detail::json_quoted(model_name) +
+      ",\n \"layers\": " + std::to_string(p.layers) + ",\n \"heads\": " + std::to_string(p.heads) +
+      ",\n \"induction_n\": " + std::to_string(p.induction_n) +
+      ",\n \"induction_ids\": " + json(p.induction_sequence).dump() + ",\n \"scores\": [";
+  for (std::size_t i = 0; i < scores.size(); ++i) out += (i ? ",\n  " : "\n  ") + scores[i].dump();
   out += "],\n \"explanations\": " + explanations.dump() + "}\n";
   return out;
 }

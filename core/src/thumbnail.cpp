@@ -49,7 +49,8 @@ RowMatrix downsample(const RowMatrix& w, int size, Reduce reduce) {
 
 CellRange thumbnail_block(int b, int n, int size) {
   check_size(size);
-  if (n < 0) throw std::invalid_argument("thumbnail: a dimension of " + std::to_string(n) + " cells");
+  if (n < 0)
+    throw std::invalid_argument("thumbnail: a dimension of " + std::to_string(n) + " cells");
   const std::vector<Eigen::Index> starts = block_starts(n, size);
   if (b < 0 || b + 1 >= static_cast<int>(starts.size()))
     throw std::invalid_argument("thumbnail: block " + std::to_string(b) + " of a dimension of " +

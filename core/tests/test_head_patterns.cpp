@@ -85,8 +85,8 @@ TEST(HeadPatterns, OneTokenAndNoTokensDoNotDivideByZero) {
   EXPECT_DOUBLE_EQ(one.entropy, 0.0);
   EXPECT_DOUBLE_EQ(one.entropy_normalised, 0.0);
   const HeadPatternScores none = pattern_scores(RowMatrix(0, 0));
-  for (double v : {none.self, none.previous_token, none.first_token, none.entropy,
-                   none.entropy_normalised})
+  for (double v :
+       {none.self, none.previous_token, none.first_token, none.entropy, none.entropy_normalised})
     EXPECT_EQ(v, 0.0);
   EXPECT_THROW(pattern_scores(RowMatrix::Zero(2, 3)), std::invalid_argument);
 }
@@ -152,7 +152,7 @@ TEST(HeadPatterns, EveryKindHasANameKeyAndExplanation) {
     keys.insert(pattern_key(k));
   }
   EXPECT_EQ(keys, (std::set<std::string_view>{"previous_token", "first_token", "self", "entropy",
-                                               "entropy_normalised", "induction"}));
+                                              "entropy_normalised", "induction"}));
 }
 
 Gpt2Config tiny_config() {

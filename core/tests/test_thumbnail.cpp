@@ -63,8 +63,8 @@ TEST(Thumbnail, EveryCellFallsInExactlyOneBlock) {
         for (int i = r.begin; i < r.end; ++i) ++hits[static_cast<std::size_t>(i)];
       }
       for (int i = 0; i < n; ++i)
-        EXPECT_EQ(hits[static_cast<std::size_t>(i)], 1) << "cell " << i << " of " << n << " in "
-                                                        << size;
+        EXPECT_EQ(hits[static_cast<std::size_t>(i)], 1)
+            << "cell " << i << " of " << n << " in " << size;
     }
   }
 }
