@@ -1,4 +1,4 @@
-// model_commands.cpp: `attnscope-cli model info|list|trace|generate|export|bench`.
+// model_commands.cpp: `attnscope-cli model info|list|trace|generate|export|bench|patterns`.
 #include "model_commands.hpp"
 
 #include <sys/resource.h>
@@ -14,6 +14,7 @@
 
 #include "attnscope/gpt2_config.hpp"
 #include "attnscope/gpt2_model.hpp"
+#include "attnscope/head_patterns.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
 #include "attnscope/model_trace.hpp"
@@ -269,6 +270,16 @@ int run_model_export(const ModelCommands& c) {
 }
 
 // ---------------------------------------------------------------------------
+// patterns
+
+int run_model_patterns(const ModelCommands& c) {
+  const auto model = load(c);
+  core::ModelRun run(model, input_ids(c, *model));
+  return print(core::model_patterns_json(core::model_patterns(run, model, c.induction_n, c.seed),
+                                         model->name()));
+}
+
+// ---------------------------------------------------------------------------
 // bench
 
 double peak_rss_mb() {
@@ -413,6 +424,16 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.bench->add_option("--repeat", c.repeat, "timed runs after one warm-up")->capture_default_str();
   c.bench->add_flag("--append", c.append,
                     "time appending the T-th token to a run of T - 1 (cached keys and values)");
+  c.patterns = c.cmd->add_subcommand(
+      "patterns",
+      "score every head (previous token, first token, self, entropy, induction) as JSON");
+  add_text_options(*c.patterns, c);
+  c.patterns
+      ->add_option("--induction-n", c.induction_n,
+                   "random tokens repeated twice for the induction score (capped to fit the "
+                   "model's n_positions)")
+      ->capture_default_str();
+  c.patterns->add_option("--seed", c.seed, "seed of the random tokens")->capture_default_str();
 }
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
@@ -423,6 +444,7 @@ std::optional<int> run_model_commands(const ModelCommands& c) {
     if (c.generate->parsed()) return run_model_generate(c);
     if (c.exp->parsed()) return run_model_export(c);
     if (c.bench->parsed()) return run_model_bench(c);
+    if (c.patterns->parsed()) return run_model_patterns(c);
   } catch (const std::invalid_argument& e) {  // the engine's refusals of a run
     throw core::ParseError(e.what());
   }

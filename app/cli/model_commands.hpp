@@ -9,9 +9,11 @@
 //   model generate MODEL (--text T | ...) --tokens N [--format text|json]
 //   model export MODEL (--text T | ...) [selection] --format npy|csv|json|svg --out DIR
 //   model bench MODEL --tokens T [--repeat N] [--append]
+//   model patterns MODEL (--text T | ...) [--induction-n N] [--seed S]
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,7 +27,7 @@ namespace attnscope::cli {
 struct ModelCommands {
   CLI::App* cmd = nullptr;
   CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
-           *bench = nullptr;
+           *bench = nullptr, *patterns = nullptr;
   std::string path;                      // MODEL
   std::optional<std::string> config;     // --config FILE
   std::optional<std::string> text;       // --text
@@ -39,6 +41,9 @@ struct ModelCommands {
   int tokens = 0;       // generate: new tokens; bench: T
   int repeat = 5;       // bench
   bool append = false;  // bench: time appending one token instead
+
+  int induction_n = 50;    // patterns: length of the repeated random sequence
+  std::uint64_t seed = 0;  // patterns: seed of its tokens
   ExportOptions exp_options;
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cli_model_run_test.py: `attnscope-cli model trace/generate/export/list/bench`
+"""cli_model_run_test.py: `attnscope-cli model trace/generate/export/list/bench/patterns`
 on a tiny GPT-2 written here (standard library only; the numbers against
 PyTorch are model_oracle_test.py's).
 
@@ -7,12 +7,14 @@ PyTorch are model_oracle_test.py's).
 
 Checks the JSON's shape and invariants (causal rows summing to 1, the next
 tokens in order), that --ids and --text agree, the file names of model
-export, that model list finds models in the folders it searches, and that
+export, that model patterns scores the weights model trace prints, that
+model list finds models in the folders it searches, and that
 every malformed model or request exits 2 with one "error: " line naming it.
 """
 
 import array
 import json
+import math
 import os
 import random
 import struct
@@ -160,6 +162,55 @@ def check_requests(cli, model, doc, tmp, failures):
     expect_error(cli, ["model", "trace", model, "--text", ""], "no tokens", failures)
 
 
+def head_scores(w):
+    """The scores of docs/trace-format.md, "Head patterns", of one head's weights."""
+    t = len(w)
+    ent = [-sum(x * math.log(x) for x in row if x > 0) for row in w]
+    later = max(t - 1, 1)
+    return {"previous_token": sum(w[i][i - 1] for i in range(1, t)) / later,
+            "first_token": sum(w[i][0] for i in range(1, t)) / later,
+            "self": sum(w[i][i] for i in range(t)) / t,
+            "entropy": sum(ent) / t,
+            "entropy_normalised": sum(ent[i] / math.log(i + 1) for i in range(1, t)) / later}
+
+
+def check_patterns(cli, model, doc, failures):
+    """model patterns on the trace's text: the scores of the trace's weights, and
+    the induction score of a trace of the repeated sequence it ran."""
+    p = run(cli, "model", "patterns", model, "--text", "Hello, world!", "--induction-n", "50",
+            "--seed", "3")
+    if p.returncode != 0:
+        failures.append(f"patterns: exit {p.returncode}: {p.stderr}")
+        return
+    pat = json.loads(p.stdout)
+    n = (P - 1) // 2  # 50 capped so that [BOS] r r fits P positions
+    seq = pat["induction_ids"]
+    if (pat["layers"], pat["heads"], pat["induction_n"]) != (L, H, n) or len(seq) != 1 + 2 * n \
+            or seq[0] != 50256 or seq[1:n + 1] != seq[n + 1:] or len(set(seq[1:n + 1])) != n:
+        failures.append(f"patterns header: {pat['layers']} {pat['heads']} "
+                        f"{pat['induction_n']} {seq}")
+    if set(pat["explanations"]) != {"previous_token", "first_token", "self", "entropy",
+                                    "entropy_normalised", "induction"}:
+        failures.append(f"patterns explanations: {sorted(pat['explanations'])}")
+    r = run(cli, "model", "trace", model, "--ids", ",".join(map(str, seq)), "--stages", "weights")
+    repeated = {(s["layer"], s["head"]): s["data"] for s in json.loads(r.stdout)["stages"]}
+    weights = {(s["layer"], s["head"]): s["data"] for s in doc["stages"] if s["id"] == "weights"}
+    got = [(s["layer"], s["head"]) for s in pat["scores"]]
+    if got != sorted(weights):
+        failures.append(f"patterns heads: {got}")
+        return
+    for s in pat["scores"]:
+        key = (s["layer"], s["head"])
+        want = head_scores(weights[key])
+        w = repeated[key]
+        want["induction"] = sum(w[1 + n + k][2 + k] for k in range(n)) / n
+        for name, value in want.items():
+            if abs(s[name] - value) > 1e-6:
+                failures.append(f"patterns l{key[0]} h{key[1]} {name}: {s[name]} != {value}")
+    expect_error(cli, ["model", "patterns", model, "--text", "Hi", "--induction-n", "1"],
+                 "at least 2", failures)
+
+
 def check_bad_models(cli, tensors, tmp, failures):
     def bad(name, change, config=None):
         t = dict(tensors)
@@ -215,6 +266,7 @@ def main():
         doc = check_trace(cli, model, failures)
         if doc:
             check_requests(cli, model, doc, tmp, failures)
+            check_patterns(cli, model, doc, failures)
         check_bad_models(cli, tensors, tmp, failures)
         check_list(cli, model, tmp, failures)
     for f in failures:
