@@ -109,6 +109,16 @@ void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
   throw core::ParseError(msg);
 }
 
+// --text and its settings: chapter 2's inputs from the typed text.
+void apply_text_flags(const LaunchOptions& o, AppState& state) {
+  TextSource& t = state.text_source;
+  t.text = *o.text;
+  if (o.text_d_in) t.d_in = *o.text_d_in;
+  if (o.embed_seed) t.seed = core::parse_seed(*o.embed_seed, "--embed-seed");
+  if (o.positions) t.positions = *o.positions;
+  if (!state.embed_text()) throw core::ParseError("--text: " + state.text_error);
+}
+
 }  // namespace
 
 ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
@@ -224,14 +234,7 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);
   }
-  if (o.text) {
-    TextSource& t = state.text_source;
-    t.text = *o.text;
-    if (o.text_d_in) t.d_in = *o.text_d_in;
-    if (o.embed_seed) t.seed = core::parse_seed(*o.embed_seed, "--embed-seed");
-    if (o.positions) t.positions = *o.positions;
-    if (!state.embed_text()) throw core::ParseError("--text: " + state.text_error);
-  }
+  if (o.text) apply_text_flags(o, state);
   const bool new_inputs = run.preset || config_path;
   core::RunSpec flags, file;  // what this command line and the config file say
   RunOrigins origins;         // without run flags: every value is held

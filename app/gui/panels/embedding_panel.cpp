@@ -223,7 +223,10 @@ void draw_text_inputs(AppState& state) {
           t.positions > 0 ? "\n  pos = torch.nn.Embedding(context_length, d_in)" : "",
           t.positions > 0 ? " + pos(torch.arange(len(ids)))" : "");
   }
-  if (!ImGui::TreeNode("Your own sentence (chapter 2 embeddings)")) return;
+  const bool open = ImGui::TreeNode("Your own sentence");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Type text: GPT-2's tokens, embedded as in the book's chapter 2");
+  if (!open) return;
   bool changed = false;
   const float line = ImGui::GetTextLineHeight();
   changed |= ImGui::InputTextMultiline("##text", &t.text, ImVec2(-1, line * 3.2f));
