@@ -437,15 +437,9 @@ def check_real_gpt2(cli):
         print("real GPT-2: skipped (set ATTNSCOPE_GPT2_DIR to a Hugging Face gpt2 folder to run it)")
         return
     cfg, w = read_hf_folder(folder)
-    fx = mf.Fixture("gpt2", [folder], cfg, w, None)
-    fx.book = mf.book_model_from_hf(w, cfg) if mf.book_math_applies(cfg) else None
-    doc = trace(cli, fx, "--text", TEXT)
-    if doc is not None:
-        st = stages_of(doc)
-        ref, logits = mf.hf_forward(w, cfg, TEXT_IDS, record="attention")
-        for key in sorted(default_keys(cfg) & set(st)):
-            compare("gpt2", key, st[key], ref[key])
-        expect_keys("gpt2", st, default_keys(cfg))
+    book = mf.book_model_from_hf(w, cfg) if mf.book_math_applies(cfg) else None
+    fx = mf.Fixture("gpt2", [folder], cfg, w, book)
+    check_default_trace(cli, fx, TEXT, TEXT_IDS, json.loads(run(cli, "tokenize", "--text", TEXT).stdout))
     want = mf.hf_generate(w, cfg, TEXT_IDS, GPT2_NEW_TOKENS)[len(TEXT_IDS):]
     p = run(cli, "model", "generate", folder, "--text", TEXT, "--tokens", GPT2_NEW_TOKENS,
             "--format", "json", timeout=300)
