@@ -329,27 +329,79 @@ def check_input_forms(cli, fx, text_doc, tmp):
         fail(f"{fx.name} --format text: exit {p.returncode}, {len(p.stdout)} bytes: {p.stderr.strip()}")
 
 
-def check_too_long(cli, fx, text, t):
-    p = run(cli, "model", "trace", *fx.args, "--text", text, "--format", "json")
+def expect_error(where, p, words):
+    """Exit 2, nothing on stdout, one "error: " line holding one of `words`."""
     lines = p.stderr.splitlines()
     if p.returncode != 2 or p.stdout or len(lines) != 1 or not lines[0].startswith("error: ") \
-            or fx.limit_word not in lines[0] and "n_positions" not in lines[0]:
-        fail(f"{fx.name}: {t} tokens (> {fx.cfg['n_positions']}): want exit 2, no output and one "
-             f"'error: ' line naming {fx.limit_word}; got exit {p.returncode}, "
-             f"{len(p.stdout)} bytes out, stderr {p.stderr.strip()!r}")
+            or not any(w in lines[0] for w in words):
+        fail(f"{where}: want exit 2, no output and one 'error: ' line naming {' or '.join(words)}; "
+             f"got exit {p.returncode}, {len(p.stdout)} bytes out, stderr {p.stderr.strip()!r}")
 
 
-def generated_ids(stdout, prompt_len, new):
-    """The ids `model generate` printed: the whole sequence or the new ones."""
+def check_too_long(cli, fx, text, t):
+    p = run(cli, "model", "trace", *fx.args, "--text", text, "--format", "json")
+    expect_error(f"{fx.name}: {t} tokens (> {fx.cfg['n_positions']})", p,
+                 {fx.limit_word, "n_positions"})
+
+
+def check_bad_ids(cli, fx):
+    vocab = fx.cfg["vocab_size"]
+    p = run(cli, "model", "trace", *fx.args, "--ids", f"6109,{vocab}", "--format", "json")
+    expect_error(f"{fx.name}: --ids 6109,{vocab}", p, {str(vocab)})
+
+
+def gpt2_decoder():
+    """id -> bytes, from assets/gpt2/encoder.json and GPT-2's byte-to-unicode map."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "assets", "gpt2")
+    with open(os.path.join(root, "encoder.json"), encoding="utf-8") as f:
+        encoder = json.load(f)
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    byte_of = {chr(c): b for b, c in zip(bs, cs)}
+    return {i: bytes(byte_of[ch] for ch in tok) for tok, i in encoder.items()}
+
+
+DECODER = {}
+
+
+def decode(ids):
+    if not DECODER:
+        DECODER.update(gpt2_decoder())
+    return b"".join(DECODER[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def generate_matches(stdout, prompt_ids, new_ids):
+    """Whether `model generate`'s output says `new_ids` follow the prompt:
+    JSON with the ids (all of them or the new ones) or the text, or plain
+    text holding the decoded continuation."""
     try:
         doc = json.loads(stdout)
     except json.JSONDecodeError:
-        return None
-    for key in ("ids", "generated_ids", "new_ids"):
-        if isinstance(doc.get(key), list):
-            got = doc[key]
-            return got[prompt_len:] if len(got) == prompt_len + new else got
-    return None
+        doc = None
+    if isinstance(doc, dict):
+        for key in ("ids", "generated_ids", "new_ids"):
+            if isinstance(doc.get(key), list):
+                return doc[key] in (new_ids, prompt_ids + new_ids)
+        if isinstance(doc.get("text"), str):
+            return doc["text"] in (decode(new_ids), decode(prompt_ids + new_ids))
+        return False
+    return decode(new_ids) in stdout
+
+
+def run_generate(cli, fx, prompt_ids, want, timeout=60):
+    p = run(cli, "model", "generate", *fx.args, "--text", decode(prompt_ids), "--tokens", len(want),
+            timeout=timeout)
+    if p.returncode != 0:
+        fail(f"{fx.name}: model generate: exit {p.returncode}: {p.stderr.strip()}")
+    elif not generate_matches(p.stdout, prompt_ids, want):
+        fail(f"{fx.name}: model generate printed {p.stdout[:300]!r}; the greedy reference "
+             f"continues with {want} ({decode(want)!r})")
 
 
 def check_generate(cli, fx):
@@ -360,14 +412,7 @@ def check_generate(cli, fx):
         want_a = [int(i) for i in idx[0, len(TEXT_IDS):]]
         if want_a != want_b:
             fail(f"{fx.name}: the references' greedy tokens differ: (a) {want_a}, (b) {want_b}")
-    p = run(cli, "model", "generate", *fx.args, "--text", TEXT, "--tokens", NEW_TOKENS,
-            "--format", "json")
-    if p.returncode != 0:
-        fail(f"{fx.name}: model generate: exit {p.returncode}: {p.stderr.strip()}")
-        return
-    got = generated_ids(p.stdout, len(TEXT_IDS), NEW_TOKENS)
-    if got != want_b:
-        fail(f"{fx.name}: model generate gave {got} (from {p.stdout[:200]!r}), greedy reference {want_b}")
+    run_generate(cli, fx, TEXT_IDS, want_b)
 
 
 def engine_has_model_trace(cli):
@@ -408,6 +453,7 @@ def check_engine(cli, fixtures, tmp):
             check_too_long(cli, fx, longer, longer_t)
         if fx.name == "f32":
             check_selections(cli, fx, TEXT_IDS)
+            check_bad_ids(cli, fx)
         print(f"  {fx.name}: {time.monotonic() - start:.2f} s", flush=True)
 
 
@@ -441,13 +487,8 @@ def check_real_gpt2(cli):
     fx = mf.Fixture("gpt2", [folder], cfg, w, book)
     check_default_trace(cli, fx, TEXT, TEXT_IDS, json.loads(run(cli, "tokenize", "--text", TEXT).stdout))
     want = mf.hf_generate(w, cfg, TEXT_IDS, GPT2_NEW_TOKENS)[len(TEXT_IDS):]
-    p = run(cli, "model", "generate", folder, "--text", TEXT, "--tokens", GPT2_NEW_TOKENS,
-            "--format", "json", timeout=300)
-    got = generated_ids(p.stdout, len(TEXT_IDS), GPT2_NEW_TOKENS) if p.returncode == 0 else None
-    if got != want:
-        fail(f"gpt2: model generate gave {got} (exit {p.returncode}, {p.stderr.strip()}), "
-             f"reference {want}")
-    print(f"real GPT-2 ({folder}): greedy continuation {want}")
+    run_generate(cli, fx, TEXT_IDS, want, timeout=300)
+    print(f"real GPT-2 ({folder}): greedy continuation {want} {decode(want)!r}")
 
 
 def main():
