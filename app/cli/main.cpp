@@ -52,8 +52,10 @@
 #include "attnscope/safetensors.hpp"
 #include "attnscope/tokenizer.hpp"
 #include "attnscope/weights.hpp"
+#include "export_command.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
+#include "model_commands.hpp"
 #include "run_flags/run_flags.hpp"
 
 namespace core = attnscope::core;
@@ -63,6 +65,8 @@ namespace run_flags = attnscope::run_flags;
 
 namespace {
 
+using attnscope::cli::ExportOptions;
+using attnscope::cli::run_export;
 using run_flags::kExitBadInput;
 
 // ---------------------------------------------------------------------------
@@ -194,90 +198,6 @@ int write_trace(const core::Trace& trace, bool text_format) {
 }
 
 // ---------------------------------------------------------------------------
-// 3. export
-
-struct ExportOptions {
-  std::string format;
-  std::string out_dir;
-  std::optional<std::string> stage;
-  std::optional<int> head;
-  run_flags::FigureFlags figure;  // svg: --row-scale, --decimals (as the app's View menu)
-};
-
-// The stages --stage/--head select, in trace order; throws ParseError when none.
-std::vector<const core::Stage*> select_stages(const core::Trace& trace, const ExportOptions& o) {
-  std::vector<const core::Stage*> chosen;
-  for (const auto& st : trace.stages)
-    if ((!o.stage || st.id == *o.stage) && (!o.head || st.head == *o.head)) chosen.push_back(&st);
-  if (!chosen.empty()) return chosen;
-  std::vector<std::string> ids;
-  for (const auto& st : trace.stages)
-    if (std::find(ids.begin(), ids.end(), st.id) == ids.end()) ids.push_back(st.id);
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
-  const std::string variant(core::variant_id(trace.config.variant));
-  if (o.stage && std::find(ids.begin(), ids.end(), *o.stage) == ids.end())
-    throw core::ParseError("unknown stage '" + *o.stage + "' for " + variant +
-                           " (stages: " + list(ids) + ")");
-  std::vector<std::string> heads;
-  for (const auto& st : trace.stages)
-    if (!o.stage || st.id == *o.stage) {
-      const std::string h = std::to_string(st.head);
-      if (std::find(heads.begin(), heads.end(), h) == heads.end()) heads.push_back(h);
-    }
-  throw core::ParseError("no stage " + (o.stage ? "'" + *o.stage + "' " : std::string()) +
-                         "has head " + std::to_string(*o.head) + " in this " + variant +
-                         " run (heads: " + list(heads) + "; -1 is the whole layer)");
-}
-
-// Writes the selected stages, then prints their paths. All or nothing
-// (core::export_stages): when a write fails, this run's files are removed.
-int run_export(const core::Trace& trace, const ExportOptions& o) {
-  const bool svg = o.format == "svg";
-  const auto format = svg ? std::nullopt : core::parse_data_format(o.format);
-  const std::vector<const core::Stage*> stages = select_stages(trace, o);
-  if (svg)
-    for (const auto* st : stages)
-      if (!figure::svg_supported(static_cast<int>(st->data().rows()),
-                                 static_cast<int>(st->data().cols())))
-        throw core::ParseError("stage '" + st->id + "' is " + std::to_string(st->data().rows()) +
-                               "x" + std::to_string(st->data().cols()) +
-                               ": SVG export is limited to " +
-                               std::to_string(figure::kMaxSvgCells) +
-                               " cells; use --format npy or csv for large runs");
-  if (o.figure.row_scale && !svg)
-    throw core::ParseError(
-        "--row-scale sets the colours of SVG figures; " + o.format +
-        " files hold the values themselves (drop --row-scale, or use --format svg)");
-  if (o.figure.decimals && !svg)
-    throw core::ParseError(
-        "--decimals sets the numbers in SVG figures' cells; " + o.format +
-        " files hold the values themselves (drop --decimals, or use --format svg)");
-  const std::optional<int> decimals = o.figure.checked_decimals();
-  if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
-  const fs::path dir(o.out_dir);
-  core::require_folder(dir);
-
-  const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
-  figure::FigureStyle style;
-  if (o.figure.row_scale) style.scope = figure::ScaleScope::Row;
-  if (decimals) style.decimals = *decimals;
-  const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
-  const core::StageRenderer render =
-      svg ? [style](const core::Trace& t,
-                    const core::Stage&
-                        st) { return figure::heatmap_svg(figure::stage_heatmap(t, st, style)); }
-          : core::data_renderer(*format);
-  for (const auto& p : core::export_stages(trace, stages, dir, ext, render, now))
-    std::cout << p.string() << "\n";
-  std::cout.flush();
-  return std::cout ? 0 : 1;
-}
-
-// ---------------------------------------------------------------------------
 // 4. bench
 
 // Options of `bench`: a random run of the given size.
@@ -383,87 +303,6 @@ int run_code(const Run& run) {
 }
 
 // ---------------------------------------------------------------------------
-// 6. model info
-
-// `s` as a JSON string literal (names come from the file: quotes, backslashes
-// and control characters are escaped; the reader has checked the UTF-8).
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string config_json(const core::Gpt2Config& c) {
-  auto flag = [](bool b) { return b ? "true" : "false"; };
-  char eps[32];
-  std::snprintf(eps, sizeof eps, "%.17g", c.layer_norm_epsilon);
-  return "{\"n_layer\": " + std::to_string(c.n_layer) +
-         ", \"n_head\": " + std::to_string(c.n_head) + ", \"n_embd\": " + std::to_string(c.n_embd) +
-         ", \"n_positions\": " + std::to_string(c.n_positions) +
-         ", \"vocab_size\": " + std::to_string(c.vocab_size) +
-         ", \"n_inner\": " + std::to_string(c.n_inner) + ", \"layer_norm_epsilon\": " + eps +
-         ", \"activation_function\": " +
-         json_string(core::gpt2_activation_name(c.activation_function)) +
-         ", \"scale_attn_weights\": " + flag(c.scale_attn_weights) +
-         ", \"scale_attn_by_inverse_layer_idx\": " + flag(c.scale_attn_by_inverse_layer_idx) +
-         ", \"tie_word_embeddings\": " + flag(c.tie_word_embeddings) + "}";
-}
-
-void write_tensors_json(const core::SafetensorsFile& file, bool& first, std::ostream& out) {
-  for (const core::TensorInfo& t : file.tensors()) {
-    out << (first ? "\n    " : ",\n    ") << "{\"name\": " << json_string(t.name)
-        << ", \"dtype\": " << json_string(t.dtype) << ", \"shape\": [";
-    for (std::size_t k = 0; k < t.shape.size(); ++k) out << (k ? ", " : "") << t.shape[k];
-    out << "], \"file\": " << json_string(fs::path(file.source()).filename().string()) << "}";
-    first = false;
-  }
-}
-
-// Prints a GPT-2 checkpoint's config and tensors as JSON: PATH is a folder
-// with config.json and model.safetensors (or model.safetensors.index.json and
-// its shards), or one .safetensors file (then "config" is null).
-int run_model_info(const std::string& path) {
-  std::error_code ec;
-  std::optional<core::Gpt2Config> config;
-  std::vector<core::SafetensorsFile> files;
-  if (fs::is_directory(path, ec)) {
-    const fs::path dir(path);
-    if (!fs::exists(dir / "config.json", ec))
-      throw core::ParseError(
-          path + ": no config.json in this folder (a Hugging Face GPT-2 folder has one)");
-    config = core::read_gpt2_config((dir / "config.json").string());
-    if (fs::exists(dir / "model.safetensors", ec))
-      files.push_back(core::SafetensorsFile::open(dir / "model.safetensors"));
-    else if (fs::exists(dir / "model.safetensors.index.json", ec))
-      files = core::SafetensorsShards::open(dir / "model.safetensors.index.json").shards();
-    else
-      throw core::ParseError(
-          path + ": no model.safetensors or model.safetensors.index.json in this folder");
-  } else {
-    files.push_back(core::SafetensorsFile::open(path));
-  }
-  std::ostringstream out;
-  out << "{\n  \"config\": " << (config ? config_json(*config) : "null") << ",\n  \"tensors\": [";
-  bool first = true;
-  for (const auto& f : files) write_tensors_json(f, first, out);
-  out << (first ? "]\n}\n" : "\n  ]\n}\n");
-  std::cout << out.str();
-  std::cout.flush();
-  return std::cout ? 0 : 1;
-}
-
-// ---------------------------------------------------------------------------
 // 7. tokenize
 
 struct TokenizeOptions {
@@ -534,11 +373,6 @@ struct BenchCommand {
   CLI::App* cmd = nullptr;
   BenchOptions bench;
 };
-struct ModelCommand {
-  CLI::App* cmd = nullptr;
-  CLI::App* info = nullptr;
-  std::string path;
-};
 struct TokenizeCommand {
   CLI::App* cmd = nullptr;
   TokenizeOptions tok;
@@ -577,17 +411,6 @@ void add_code_command(CLI::App& app, CodeCommand& c) {
 void add_bench_command(CLI::App& app, BenchCommand& c) {
   c.cmd = app.add_subcommand("bench", "time full traces at a given size");
   add_bench_options(*c.cmd, c.bench);
-}
-
-void add_model_command(CLI::App& app, ModelCommand& c) {
-  c.cmd = app.add_subcommand("model", "GPT-2 checkpoints (Hugging Face folders, .safetensors)");
-  c.cmd->require_subcommand(1);
-  c.info = c.cmd->add_subcommand(
-      "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
-  c.info
-      ->add_option("PATH", c.path,
-                   "a folder with config.json + model.safetensors, or a .safetensors file")
-      ->required();
 }
 
 void add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
@@ -638,8 +461,8 @@ int attnscope_cli_main(int argc, char** argv) {
   add_export_command(app, exp);
   add_code_command(app, code);
   add_bench_command(app, bench);
-  ModelCommand model;
-  add_model_command(app, model);
+  attnscope::cli::ModelCommands model;
+  attnscope::cli::add_model_commands(app, model);
   add_tokenize_command(app, tokenize);
 
   try {
@@ -652,7 +475,7 @@ int attnscope_cli_main(int argc, char** argv) {
 
   try {
     if (bench.cmd->parsed()) return run_bench(bench.bench);
-    if (model.info->parsed()) return run_model_info(model.path);
+    if (const auto done = attnscope::cli::run_model_commands(model)) return *done;
     if (tokenize.cmd->parsed()) return run_tokenize(tokenize.tok);
     if (code.cmd->parsed()) return run_code(resolve_run(code.run));
     if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);

@@ -77,7 +77,7 @@ json run_document(const AppState& s) {
       row.push_back(static_cast<double>(s.inputs.embeddings(r, c)));
     rows.push_back(std::move(row));
   }
-  run["embeddings"] = std::move(rows);
+  run["embeddings"] = std::move(rows);  // not a stage id
   run["variant"] = std::string(core::variant_id(s.config.variant));
   run["d_out"] = s.config.d_out;
   run["num_heads"] = s.config.num_heads;

@@ -33,7 +33,7 @@ struct StepAlias {
   Step step;
 };
 constexpr StepAlias kAliases[] = {
-    {"embeddings", Step::Inputs},
+    {"embeddings", Step::Inputs},  // not a stage id
     {"projections", Step::Projections},
     {core::stage_id::queries, Step::Projections},
     {core::stage_id::keys, Step::Projections},

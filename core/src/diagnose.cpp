@@ -231,8 +231,9 @@ Explanation explain_context(const Trace& trace, const Stage& s) {
   const Stage* v = simple ? trace.find(stage_id::inputs) : trace.find(stage_id::values, s.head);
   const double vmax = max_abs(v);
   const double wsum = w ? max_row_abs_sum(w->data()) : 1.0;
-  std::string cause = std::string("weights·V ") + kRange + ": the " +
-                      (simple ? "embeddings" : stage_id::values) + " reach |v| = " + number(vmax);
+  const std::string_view what = simple ? "embeddings" : stage_id::values;  // not a stage id
+  std::string cause = std::string("weights·V ") + kRange + ": the " + std::string(what) +
+                      " reach |v| = " + number(vmax);
   if (w && w->id == stage_id::dropped_weights && wsum > 1.0 + 1e-6)
     cause += ", and dropout scaled the kept weights up to a row sum of " + number(wsum);
   return {cause, embeddings_advice(trace)};

@@ -164,15 +164,15 @@ ImportedEmbeddings parse_embeddings(std::string_view bytes, std::string_view sou
           break;
         }
         for (const auto& [key, value] : doc.items())
-          if (key != "tokens" && key != "embeddings" && key != "description")
+          if (key != "tokens" && key != "embeddings" && key != "description")  // not a stage id
             fail(source, "unknown field '" + key +
                              "': an embeddings file holds only \"tokens\" and \"embeddings\" "
                              "(a run's config goes to --config)");
-        if (!doc.contains("embeddings"))
+        if (!doc.contains("embeddings"))  // not a stage id
           fail(source,
                "has no \"embeddings\" field: expected {\"tokens\": [...], "
                "\"embeddings\": [[...], ...]} or a list of rows");
-        rows = &doc["embeddings"];
+        rows = &doc["embeddings"];  // not a stage id
         if (doc.contains("tokens")) {
           const json& tokens = doc["tokens"];
           if (!tokens.is_array())
@@ -190,7 +190,8 @@ ImportedEmbeddings parse_embeddings(std::string_view bytes, std::string_view sou
              "[[...], ...]}, got " +
                  json_type_name(doc));
       }
-      out.embeddings = detail::json_matrix(*rows, source, "embeddings", false, NonFinite::Reject);
+      const char* where = "embeddings";  // not a stage id
+      out.embeddings = detail::json_matrix(*rows, source, where, false, NonFinite::Reject);
       break;
     }
   }

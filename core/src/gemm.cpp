@@ -31,25 +31,38 @@ bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K) {
   return bound < static_cast<double>(std::numeric_limits<float>::max());  // false for inf, NaN
 }
 
-PackedWeights pack_weights(const RowMatrix& w) {
-  PackedWeights packed;
-  packed.rows = w.rows();
-  packed.cols = w.cols();
-  packed.data.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
-  for (Eigen::Index p = 0; p < packed.panels(); ++p)
-    pack_panel(w, p, packed.data.data() + p * packed.rows * kPanelCols);
-  return packed;
-}
+namespace {
 
-void pack_panel(const RowMatrix& w, Eigen::Index p, float* out) {
+void pack_panel_from(const float* w, Eigen::Index rows, Eigen::Index cols, Eigen::Index p,
+                     float* out) {
   const Eigen::Index col = p * kPanelCols;
-  const Eigen::Index n = std::min(kPanelCols, w.cols() - col);
-  for (Eigen::Index k = 0; k < w.rows(); ++k) {
-    const float* src = w.data() + k * w.cols() + col;
+  const Eigen::Index n = std::min(kPanelCols, cols - col);
+  for (Eigen::Index k = 0; k < rows; ++k) {
+    const float* src = w + k * cols + col;
     float* dst = out + k * kPanelCols;
     std::copy(src, src + n, dst);
     std::fill(dst + n, dst + kPanelCols, 0.0f);
   }
+}
+
+}  // namespace
+
+PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols) {
+  PackedWeights packed;
+  packed.rows = rows;
+  packed.cols = cols;
+  packed.data.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
+  for (Eigen::Index p = 0; p < packed.panels(); ++p)
+    pack_panel_from(w, rows, cols, p, packed.data.data() + p * packed.rows * kPanelCols);
+  return packed;
+}
+
+PackedWeights pack_weights(const RowMatrix& w) {
+  return pack_weights(w.data(), w.rows(), w.cols());
+}
+
+void pack_panel(const RowMatrix& w, Eigen::Index p, float* out) {
+  pack_panel_from(w.data(), w.rows(), w.cols(), p, out);
 }
 
 void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out) {

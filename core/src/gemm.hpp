@@ -95,6 +95,8 @@ float max_abs(const RowMatrix& m);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
 PackedWeights pack_weights(const RowMatrix& w);
+// The same from a row-major (rows, cols) array in place (a mapped file).
+PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols);
 // Panel p of w into out (w.rows() * kPanelCols floats).
 void pack_panel(const RowMatrix& w, Eigen::Index p, float* out);
 // Reuses out's storage.

@@ -187,7 +187,7 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
       if (!value.is_string()) fail(source, "description must be a string");
     } else if (key == "tokens") {
       spec.tokens = read_tokens(value, source);
-    } else if (key == "embeddings") {
+    } else if (key == "embeddings") {  // not a stage id
       spec.embeddings = read_embeddings(value, source);
     } else if (key == "variant") {
       if (!value.is_string())

@@ -279,6 +279,16 @@ std::span<const float> SafetensorsFile::f32(std::string_view name) const {
   return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
 }
 
+void SafetensorsFile::release(std::string_view name) const {
+  if (!storage_->mapping) return;
+  const auto bytes = bytes_of(info(name));
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.size())) / page * page;
+  // Advice only: when the kernel declines, the pages just stay resident.
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::vector<float> SafetensorsFile::values(std::string_view name) const {
   const TensorInfo& t = info(name);
   const auto bytes = bytes_of(t);

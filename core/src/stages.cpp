@@ -54,6 +54,20 @@ constexpr StageInfo kCatalogue[] = {
      ""},
     {id::output, "output", "output", "output", "concat · W_out + b_out", Signed, Token, Dim,
      id::concat},
+    // Real models: stage, symbol, short, name, formula, scale, axes, source, mask, model only.
+    {id::embeddings, "X₀", "X₀", "embeddings", "wte[token id] + wpe[position]", Signed, Token, Dim,
+     "", false, true},
+    {id::ln_1, "LN₁(x)", "ln_1", "ln_1 (the block's input, normalised)",
+     "(x − mean) / √(var + ε) · γ + β, per token", Signed, Token, Dim, "", false, true},
+    {id::attn_output, "x + attn", "x+attn", "residual after attention", "x + output", Signed, Token,
+     Dim, id::output, false, true},
+    {id::block_output, "block", "block", "block output", "x + attn + MLP(LN₂(x + attn))", Signed,
+     Token, Dim, id::attn_output, false, true},
+    {id::ln_f, "LN_f(x)", "ln_f", "ln_f (final LayerNorm)", "LayerNorm of the last block's output",
+     Signed, Token, Dim, id::block_output, false, true},
+    {id::logits, "logits", "logits", "next-token logits (last position)",
+     "ln_f[T − 1] · wteᵀ: one score per vocabulary entry", Signed, Token, Vocab, id::ln_f, false,
+     true},
 };
 
 }  // namespace
@@ -118,6 +132,8 @@ std::string_view axis_noun(Axis a) {
       return "output dim";
     case Bias:
       return "bias";
+    case Vocab:
+      return "token id";
   }
   return "";
 }
@@ -143,6 +159,8 @@ std::string_view axis_label_prefix(Axis a) {
       return "in";
     case OutDim:
       return "out";
+    case Vocab:
+      return "id";
     default:
       return "";
   }

@@ -24,4 +24,8 @@ std::shared_ptr<const RowMatrix> Trace::share(const StageKey& key) const {
   return s ? s->shared_data() : nullptr;
 }
 
+std::string Trace::producer() const {
+  return model.empty() ? std::string(variant_id(config.variant)) : model;
+}
+
 }  // namespace attnscope::core

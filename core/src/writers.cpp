@@ -104,10 +104,10 @@ std::string matrix_npy(const RowMatrix& m) {
 }
 
 std::string stage_json(const Trace& trace, const Stage& stage) {
-  std::string out =
-      "{\"id\": " + json_quoted(stage.id) + ", \"layer\": " + std::to_string(stage.layer) +
-      ", \"head\": " + std::to_string(stage.head) +
-      ", \"variant\": " + json_quoted(variant_id(trace.config.variant)) + ",\n \"tokens\": [";
+  std::string out = "{\"id\": " + json_quoted(stage.id) +
+                    ", \"layer\": " + std::to_string(stage.layer) +
+                    ", \"head\": " + std::to_string(stage.head) +
+                    ", \"variant\": " + json_quoted(trace.producer()) + ",\n \"tokens\": [";
   for (std::size_t i = 0; i < trace.tokens.size(); ++i)
     out += (i ? ", " : "") + json_quoted(trace.tokens[i]);
   out += "],\n \"shape\": [" + std::to_string(stage.data().rows()) + ", " +
@@ -156,12 +156,17 @@ std::vector<std::filesystem::path> export_stages(const Trace& trace,
                                                  std::string_view ext, const StageRenderer& render,
                                                  std::chrono::system_clock::time_point t) {
   require_folder(dir);
-  const std::string variant(variant_id(trace.config.variant));
+  const std::string producer = trace.producer();
+  const bool layered = trace.num_layers() > 1;
   std::vector<std::filesystem::path> written;
   try {
-    for (const Stage* st : stages)
+    for (const Stage* st : stages) {
+      // A model's stages name their layer: weights_l3_h2_gpt2_<time>.
+      const std::string id =
+          layered && st->layer >= 0 ? st->id + "_l" + std::to_string(st->layer) : st->id;
       written.push_back(
-          write_new_file(dir, export_stem(st->id, st->head, variant, t), ext, render(trace, *st)));
+          write_new_file(dir, export_stem(id, st->head, producer, t), ext, render(trace, *st)));
+    }
   } catch (...) {
     // Take back this call's files: a half export is harder to use than none.
     std::error_code ec;

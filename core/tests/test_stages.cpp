@@ -28,6 +28,7 @@ TEST(StageCatalogue, EveryStageTheEngineMakesHasOneRow) {
     EXPECT_FALSE(s.symbol.empty()) << s.id;
     EXPECT_FALSE(s.name.empty()) << s.id;
     EXPECT_FALSE(s.formula.empty()) << s.id;
+    if (s.model_only) ids.erase(s.id);  // ModelRun's tests cover these
   }
   std::set<std::string_view> made;
   for (Variant v : kAllVariants)

@@ -317,7 +317,7 @@ void draw_controls_panel(AppState& state) {
   const std::string& e = state.error;
   const bool placed = e.starts_with("d_out") || e.starts_with("num_heads") ||
                       e.starts_with("dropout") || e.starts_with("there are") ||
-                      e.starts_with("embeddings") || e.starts_with("too many") ||
+                      e.starts_with("embeddings") || e.starts_with("too many") ||  // not a stage id
                       e.starts_with("d_in");
   if (!e.empty() && !placed) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));

@@ -196,7 +196,7 @@ void draw_embedding_table(AppState& state, bool was_dirty) {
   // is a child window and checks its style stack on the way out).
   if (state.ui.font_mono) ImGui::PushFont(state.ui.font_mono);
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(3, ImGui::GetStyle().FramePadding.y));
-  if (!ImGui::BeginTable("embeddings", columns, kFlags, size)) {
+  if (!ImGui::BeginTable("embeddings", columns, kFlags, size)) {  // not a stage id
     ImGui::PopStyleVar();
     if (state.ui.font_mono) ImGui::PopFont();
     return;
@@ -230,7 +230,7 @@ void draw_embedding_table(AppState& state, bool was_dirty) {
           return "d" + std::to_string(c) + " of '" + tokens[static_cast<std::size_t>(r)] + "'";
         };
         if (drag_finite_cell("##v", emb(r, c), state.ui.edit_start, 0.005f, 0.0f, 0.0f, name,
-                             "embeddings", refused))
+                             "embeddings", refused))  // not a stage id
           state.mark_dirty();
         ImGui::PopID();
       }
@@ -271,7 +271,8 @@ void draw_embedding_panel(AppState& state) {
     text_wrapped(state, state.ui.embedding_refusal);
     ImGui::PopStyleColor();
   }
-  if (state.error.starts_with("there are") || state.error.starts_with("embeddings") ||
+  if (state.error.starts_with("there are") ||
+      state.error.starts_with("embeddings") ||  // not a stage id
       state.error.starts_with("too many") || state.error.starts_with("d_in")) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
     text_wrapped(state, state.error);

@@ -149,7 +149,8 @@ Inputs apply_embeddings(const ImportedEmbeddings& imported,
 using StageRenderer = std::function<std::string(const Trace&, const Stage&)>;
 
 // Writes each of `stages` (stages of `trace`) into the existing folder
-// `dir`, named <stage>[_h<head>]_<variant>_<timestamp(t)><ext> (files.hpp:
+// `dir`, named <stage>[_l<layer>][_h<head>]_<producer>_<timestamp(t)><ext>
+// (the layer when the trace has several; producer: Trace::producer(); files.hpp:
 // export_stem, write_new_file: -1, -2 ... when taken, never overwriting).
 // All or nothing: when a write fails, the files this call wrote are removed
 // and the FileError is rethrown. Returns the paths written, in order.

@@ -75,6 +75,11 @@ class SafetensorsFile {
   // r x c, and [a, ..., y, z] is (a*...*y) x z (leading dimensions folded
   // into rows).
   RowMatrix matrix(std::string_view name) const;
+  // Tells the kernel that the tensor's bytes will not be read again soon
+  // (after they were copied elsewhere): its whole pages leave this process's
+  // resident memory and are read from the file again if touched. Reading
+  // stays valid. Does nothing for bytes parsed from memory.
+  void release(std::string_view name) const;
 
  private:
   struct Storage;
@@ -108,6 +113,7 @@ class SafetensorsShards {
   std::span<const float> f32(std::string_view name) const { return shard_of(name).f32(name); }
   std::vector<float> values(std::string_view name) const { return shard_of(name).values(name); }
   RowMatrix matrix(std::string_view name) const { return shard_of(name).matrix(name); }
+  void release(std::string_view name) const { shard_of(name).release(name); }
   const std::vector<SafetensorsFile>& shards() const { return shards_; }
 
  private:

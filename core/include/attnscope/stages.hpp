@@ -42,6 +42,13 @@ inline constexpr char concat[] = "concat";
 inline constexpr char W_out[] = "W_out";
 inline constexpr char b_out[] = "b_out";
 inline constexpr char output[] = "output";
+// Stages only real models (GPT-2, the book's GPTModel) make.
+inline constexpr char embeddings[] = "embeddings";
+inline constexpr char ln_1[] = "ln_1";
+inline constexpr char attn_output[] = "attn_output";
+inline constexpr char block_output[] = "block_output";
+inline constexpr char ln_f[] = "ln_f";
+inline constexpr char logits[] = "logits";
 }  // namespace stage_id
 
 // How a stage's values are coloured.
@@ -61,6 +68,7 @@ enum class Axis {
   InDim,   // rows of a weight matrix: input features ("in0", ...)
   OutDim,  // columns of a weight matrix: output features ("out0", ...)
   Bias,    // the single row of a bias vector
+  Vocab,   // one column per vocabulary entry (token id)
 };
 
 struct StageInfo {
@@ -75,6 +83,7 @@ struct StageInfo {
                             // ("" for inputs, parameters and the mask); see stage_source
   bool holds_mask = false;  // in a causal run its future cells are the mask's
                             // (the mask itself, and the scores it filled with -inf)
+  bool model_only = false;  // made by real models only, not by the chapter-3 classes
 
   bool token_by_token() const { return cols == Axis::Key; }  // T x T: columns are keys
   bool parameter() const { return scale == StageScale::Parameter; }

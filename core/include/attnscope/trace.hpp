@@ -75,6 +75,7 @@ struct Trace {
   std::vector<std::string> tokens;  // T token names (rows/cols of T x T stages)
   int d_in = 0;                     // embedding width
   bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
+  std::string model;                // a real model's name ("gpt2"); empty for chapter 3
   std::vector<Stage> stages;        // in pipeline order
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
@@ -82,6 +83,8 @@ struct Trace {
   int heads_shown() const;
   // The number of layers the stages span (1 for the chapter-3 classes).
   int num_layers() const;
+  // What produced it, for files: the model's name, else the variant's id.
+  std::string producer() const;
   // The stage with this id and head (in layer 0), or nullptr.
   const Stage* find(std::string_view id, int head = -1) const {
     return find(StageKey{0, head, id});

@@ -1,0 +1,373 @@
+// model_commands.cpp: `attnscope-cli model info|list|trace|generate|export|bench`.
+#include "model_commands.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "attnscope/gpt2_config.hpp"
+#include "attnscope/gpt2_model.hpp"
+#include "attnscope/io.hpp"
+#include "attnscope/model_trace.hpp"
+#include "attnscope/safetensors.hpp"
+#include "attnscope/stages.hpp"
+#include "attnscope/tokenizer.hpp"
+
+namespace attnscope::cli {
+
+namespace core = attnscope::core;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// info
+
+// `s` as a JSON string literal (names come from the file: quotes, backslashes
+// and control characters are escaped; the reader has checked the UTF-8).
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void write_tensors_json(const core::SafetensorsFile& file, bool& first, std::ostream& out) {
+  for (const core::TensorInfo& t : file.tensors()) {
+    out << (first ? "\n    " : ",\n    ") << "{\"name\": " << json_string(t.name)
+        << ", \"dtype\": " << json_string(t.dtype) << ", \"shape\": [";
+    for (std::size_t k = 0; k < t.shape.size(); ++k) out << (k ? ", " : "") << t.shape[k];
+    out << "], \"file\": " << json_string(fs::path(file.source()).filename().string()) << "}";
+    first = false;
+  }
+}
+
+// Prints a GPT-2 checkpoint's config and tensors as JSON: PATH is a folder
+// with config.json and model.safetensors (or model.safetensors.index.json and
+// its shards), or one .safetensors file (then "config" is null).
+int run_model_info(const std::string& path) {
+  std::error_code ec;
+  std::optional<core::Gpt2Config> config;
+  std::vector<core::SafetensorsFile> files;
+  if (fs::is_directory(path, ec)) {
+    const fs::path dir(path);
+    if (!fs::exists(dir / "config.json", ec))
+      throw core::ParseError(
+          path + ": no config.json in this folder (a Hugging Face GPT-2 folder has one)");
+    config = core::read_gpt2_config((dir / "config.json").string());
+    if (fs::exists(dir / "model.safetensors", ec))
+      files.push_back(core::SafetensorsFile::open(dir / "model.safetensors"));
+    else if (fs::exists(dir / "model.safetensors.index.json", ec))
+      files = core::SafetensorsShards::open(dir / "model.safetensors.index.json").shards();
+    else
+      throw core::ParseError(
+          path + ": no model.safetensors or model.safetensors.index.json in this folder");
+  } else {
+    files.push_back(core::SafetensorsFile::open(path));
+  }
+  std::ostringstream out;
+  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null") << ",\n  \"tensors\": [";
+  bool first = true;
+  for (const auto& f : files) write_tensors_json(f, first, out);
+  out << (first ? "]\n}\n" : "\n  ]\n}\n");
+  std::cout << out.str();
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// list
+
+int run_model_list() {
+  std::ostringstream out;
+  out << "{\"searched\": [";
+  const auto folders = core::model_search_folders();
+  for (std::size_t i = 0; i < folders.size(); ++i)
+    out << (i ? ", " : "") << json_string(folders[i].string());
+  out << "],\n \"models\": [";
+  const auto found = core::find_models();
+  for (std::size_t i = 0; i < found.size(); ++i)
+    out << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(found[i].name)
+        << ", \"path\": " << json_string(found[i].path.string())
+        << ", \"where\": " << json_string(found[i].where) << "}";
+  out << "]}\n";
+  std::cout << out.str();
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// The text a command runs on, as token ids.
+
+std::vector<int> parse_ids(const std::string& list) {
+  std::vector<int> ids;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw core::ParseError("--ids: '" + item +
+                             "' is not a token id (give whole numbers separated by commas, e.g. "
+                             "--ids 15496,11,995)");
+    ids.push_back(v);
+    at = comma + 1;
+  }
+  return ids;
+}
+
+std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model) {
+  const int given = c.text.has_value() + c.text_file.has_value() + c.ids.has_value();
+  if (given != 1)
+    throw core::ParseError("give the text with exactly one of --text TEXT, --text-file FILE and "
+                           "--ids 1,2,3");
+  std::vector<int> ids;
+  if (c.ids) {
+    ids = parse_ids(*c.ids);
+  } else {
+    const std::string text = c.text ? *c.text : core::read_text_file(*c.text_file);
+    for (const core::Token& t : model.tokenizer().encode(text)) ids.push_back(t.id);
+  }
+  if (ids.empty()) throw core::ParseError("the text has no tokens: give some text");
+  const int vocab = model.config().vocab_size;
+  for (int id : ids)
+    if (id < 0 || id >= vocab)
+      throw core::ParseError("token id " + std::to_string(id) + " is outside " + model.name() +
+                             "'s vocabulary (0.." + std::to_string(vocab - 1) + ")");
+  const auto limit = static_cast<std::size_t>(model.config().n_positions);
+  if (ids.size() > limit) {
+    if (!c.keep_last)
+      throw core::ParseError("the text is " + std::to_string(ids.size()) + " tokens but " +
+                             model.name() + " reads at most n_positions = " +
+                             std::to_string(limit) +
+                             "; shorten it, or pass --keep-last to keep its last " +
+                             std::to_string(limit) + " tokens");
+    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
+  }
+  return ids;
+}
+
+std::shared_ptr<const core::Gpt2Model> load(const ModelCommands& c) {
+  return core::Gpt2Model::load(c.path, c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
+}
+
+core::ModelStageSelection selection(const ModelCommands& c) {
+  return core::ModelStageSelection{c.layers, c.heads, c.stages};
+}
+
+int print(const std::string& text) {
+  std::cout << text;
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// trace, generate, export
+
+int run_model_trace(const ModelCommands& c) {
+  const auto model = load(c);
+  core::ModelRun run(model, input_ids(c, *model));
+  const core::Trace trace = core::model_trace(run, core::select_model_stages(run, selection(c)));
+  return print(c.format == "text" ? core::model_trace_text(run, trace)
+                                  : core::model_trace_json(run, trace));
+}
+
+int run_model_generate(const ModelCommands& c) {
+  if (c.tokens < 1) throw core::ParseError("--tokens must be at least 1 (new tokens to generate)");
+  const auto model = load(c);
+  std::vector<int> ids = input_ids(c, *model);
+  const std::vector<int> added = core::generate_greedy(model, ids, c.tokens);
+  ids.insert(ids.end(), added.begin(), added.end());
+  const std::string text = model->tokenizer().decode(ids);
+  if (c.generate_format == "text") return print(text + "\n");
+  std::string out = "{\"ids\": [";
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  out += "], \"new_ids\": [";
+  for (std::size_t i = 0; i < added.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(added[i]);
+  out += "], \"text\": " + json_string(text) + "}\n";
+  return print(out);
+}
+
+int run_model_export(const ModelCommands& c) {
+  const auto model = load(c);
+  core::ModelRun run(model, input_ids(c, *model));
+  core::ModelStageSelection s = selection(c);
+  const bool svg = c.exp_options.format == "svg";
+  if (s.stages.empty() && svg) s.stages = {core::stage_id::weights};  // logits: 1 x vocab
+  const core::Trace trace = core::model_trace(run, core::select_model_stages(run, s));
+  std::vector<const core::Stage*> stages;
+  for (const core::Stage& st : trace.stages) stages.push_back(&st);
+  return write_stages(trace, stages, c.exp_options);
+}
+
+// ---------------------------------------------------------------------------
+// bench
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// A T-token text from the vocabulary (a fixed stride through it), for timing.
+std::vector<int> bench_ids(int tokens, int vocab) {
+  std::vector<int> ids(static_cast<std::size_t>(tokens));
+  for (int i = 0; i < tokens; ++i)
+    ids[static_cast<std::size_t>(i)] = static_cast<int>((1000LL + 7919LL * i) % vocab);
+  return ids;
+}
+
+int run_model_bench(const ModelCommands& c) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const auto model = load(c);
+  const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  const core::Gpt2Config& cfg = model->config();
+  if (c.tokens < 1 || c.tokens > cfg.n_positions)
+    throw core::ParseError("--tokens must be 1.." + std::to_string(cfg.n_positions) +
+                           " (the model's n_positions)");
+  if (c.append && c.tokens < 2) throw core::ParseError("--append needs --tokens 2 or more");
+  if (c.repeat < 1) throw core::ParseError("--repeat must be at least 1");
+  const std::vector<int> ids = bench_ids(c.tokens, cfg.vocab_size);
+  const std::vector<int> prefix(ids.begin(), ids.end() - 1);
+  core::ModelRun::Options keep_all;
+  keep_all.cache_bytes = static_cast<std::size_t>(-1);  // every head's weights kept
+  std::vector<double> ms;
+  std::size_t kept = 0;
+  for (int r = 0; r <= c.repeat; ++r) {  // run 0 warms up
+    if (c.append) {
+      core::ModelRun run(model, prefix, keep_all);
+      const auto start = clock::now();
+      run.append(ids.back());
+      if (r) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      kept = run.cached_bytes();
+    } else {
+      const auto start = clock::now();
+      core::ModelRun run(model, ids, keep_all);
+      if (r) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      kept = run.cached_bytes();
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  const double T = c.tokens, d = cfg.n_embd, inner = cfg.n_inner, L = cfg.n_layer;
+  const double rows = c.append ? 1.0 : T;
+  // Multiply-adds x 2: the projections and MLP per row, the causal attention
+  // products (about T/2 keys per row, twice: scores and context), the logits.
+  const double flops = 2.0 * L * rows * (d * 3 * d + d * d + 2 * d * inner) +
+                       2.0 * L * rows * (c.append ? T : (T + 1) / 2) * d * 2 +
+                       2.0 * d * cfg.vocab_size;
+  std::printf("model=%s layers=%d heads=%d d=%d tokens=%d %s load_ms=%.1f\n", model->name().c_str(),
+              cfg.n_layer, cfg.n_head, cfg.n_embd, c.tokens,
+              c.append ? "append of the last token to the others" : "full forward", load_ms);
+  std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f gflop=%.2f gflops=%.1f "
+              "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
+              c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
+              static_cast<double>(kept) / (1 << 20), peak_rss_mb());
+  std::printf("median_ms=%.3f\n", median);
+  return 0;
+}
+
+void add_text_options(CLI::App& cmd, ModelCommands& c) {
+  cmd.add_option("MODEL", c.path,
+                 "a Hugging Face GPT-2 folder, a .safetensors file, or the book's .pth")
+      ->required();
+  cmd.add_option("--config", c.config,
+                 "config file: config.json for safetensors, the book's GPT_CONFIG as JSON for .pth "
+                 "(default: beside the weights)");
+  cmd.add_option("--text", c.text, "the text (UTF-8; <|endoftext|> is token 50256)");
+  cmd.add_option("--text-file", c.text_file, "file holding the text ('-': stdin)");
+  cmd.add_option("--ids", c.ids, "token ids instead of text, e.g. 15496,11,995");
+  cmd.add_flag("--keep-last", c.keep_last,
+               "keep the last n_positions tokens of a longer text (else it is refused)");
+}
+
+void add_selection_options(CLI::App& cmd, ModelCommands& c) {
+  cmd.add_option("--layers", c.layers, "only these layers, e.g. 0,5 (default: all)")
+      ->delimiter(',');
+  cmd.add_option("--heads", c.heads, "only these heads, e.g. 0,3 (default: all)")->delimiter(',');
+  cmd.add_option("--stages", c.stages,
+                 "stage ids, e.g. weights,context,logits (default: weights,logits); see "
+                 "docs/trace-format.md")
+      ->delimiter(',');
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app, ModelCommands& c) {
+  c.cmd = app.add_subcommand(
+      "model", "GPT-2-family models (Hugging Face folders, .safetensors, the book's .pth)");
+  c.cmd->require_subcommand(1);
+  c.info = c.cmd->add_subcommand(
+      "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
+  c.info
+      ->add_option("PATH", c.path,
+                   "a folder with config.json + model.safetensors, or a .safetensors file")
+      ->required();
+  c.list = c.cmd->add_subcommand(
+      "list", "list the models in the Hugging Face cache and attnscope's models folder (JSON)");
+  c.trace = c.cmd->add_subcommand(
+      "trace", "run a text through a model; print attention (every layer and head) as JSON");
+  add_text_options(*c.trace, c);
+  add_selection_options(*c.trace, c);
+  c.trace->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
+      ->check(CLI::IsMember({"json", "text"}));
+  c.generate = c.cmd->add_subcommand(
+      "generate", "continue a text greedily (the book's generate_text_simple)");
+  add_text_options(*c.generate, c);
+  c.generate->add_option("--tokens", c.tokens, "how many tokens to add")->required();
+  c.generate->add_option("--format", c.generate_format, "text (the whole text) or json (ids)")
+      ->check(CLI::IsMember({"text", "json"}));
+  c.exp = c.cmd->add_subcommand("export", "write a model run's stages as files");
+  add_text_options(*c.exp, c);
+  add_selection_options(*c.exp, c);
+  c.exp->add_option("--format", c.exp_options.format, "svg, csv, npy or json")
+      ->required()
+      ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
+  c.exp->add_option("--out", c.exp_options.out_dir, "existing folder to write the files into")
+      ->required();
+  c.bench = c.cmd->add_subcommand(
+      "bench", "time the full forward (every head's weights kept, last logits); last line "
+               "median_ms=...");
+  c.bench->add_option("MODEL", c.path, "a model folder or file")->required();
+  c.bench->add_option("--config", c.config, "config file (default: beside the weights)");
+  c.bench->add_option("--tokens", c.tokens, "T, the number of tokens")->required();
+  c.bench->add_option("--repeat", c.repeat, "timed runs after one warm-up")->capture_default_str();
+  c.bench->add_flag("--append", c.append,
+                    "time appending the T-th token to a run of T - 1 (cached keys and values)");
+}
+
+std::optional<int> run_model_commands(const ModelCommands& c) {
+  try {
+    if (c.info->parsed()) return run_model_info(c.path);
+    if (c.list->parsed()) return run_model_list();
+    if (c.trace->parsed()) return run_model_trace(c);
+    if (c.generate->parsed()) return run_model_generate(c);
+    if (c.exp->parsed()) return run_model_export(c);
+    if (c.bench->parsed()) return run_model_bench(c);
+  } catch (const std::invalid_argument& e) {  // the engine's refusals of a run
+    throw core::ParseError(e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,50 @@
+// model_commands.hpp: `attnscope-cli model ...`: GPT-2-family checkpoints
+// (Hugging Face folders, .safetensors, the book's .pth) on text.
+//
+//   model info MODEL
+//   model list
+//   model trace MODEL (--text T | --text-file F | --ids 1,2,3) [--config F]
+//               [--layers L,..] [--heads H,..] [--stages ID,..] [--format json|text]
+//               [--keep-last]
+//   model generate MODEL (--text T | ...) --tokens N [--format text|json]
+//   model export MODEL (--text T | ...) [selection] --format npy|csv|json|svg --out DIR
+//   model bench MODEL --tokens T [--repeat N] [--append]
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export_command.hpp"
+
+namespace attnscope::cli {
+
+// What the model subcommands' flags write into (CLI11 holds pointers to
+// these fields: keep the struct where it was declared).
+struct ModelCommands {
+  CLI::App* cmd = nullptr;
+  CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr,
+           *exp = nullptr, *bench = nullptr;
+  std::string path;                      // MODEL
+  std::optional<std::string> config;     // --config FILE
+  std::optional<std::string> text;       // --text
+  std::optional<std::string> text_file;  // --text-file
+  std::optional<std::string> ids;        // --ids 1,2,3
+  bool keep_last = false;                // --keep-last: keep the last n_positions tokens
+  std::vector<int> layers, heads;        // --layers, --heads
+  std::vector<std::string> stages;       // --stages
+  std::string format = "json";           // trace: json|text; generate: text|json
+  std::string generate_format = "text";
+  int tokens = 0;    // generate: new tokens; bench: T
+  int repeat = 5;    // bench
+  bool append = false;  // bench: time appending one token instead
+  ExportOptions exp_options;
+};
+
+void add_model_commands(CLI::App& app, ModelCommands& c);
+// Runs the model subcommand that was parsed; nullopt when none was. Throws
+// core::ParseError / core::FileError for bad input (main prints them).
+std::optional<int> run_model_commands(const ModelCommands& c);
+
+}  // namespace attnscope::cli

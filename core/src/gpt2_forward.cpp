@@ -1,0 +1,425 @@
+// gpt2_forward.cpp: the forward pass of a GPT-2-family model over one text,
+// and the stages of any (layer, head) recomputed on demand.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "attnscope/gpt2_model.hpp"
+#include "attnscope/stages.hpp"
+#include "gpt2_internal.hpp"
+
+namespace attnscope::core {
+
+namespace {
+
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+constexpr Eigen::Index kRowBlock = 64;  // query rows per score product
+
+// What multiplies a head's masked scores: 1/√d_head where the config scales
+// (scale_attn_weights), and 1/(layer + 1) where it also scales by layer.
+float score_scale(const Gpt2Config& c, int layer) {
+  double s = 1.0;
+  if (c.scale_attn_weights) s /= std::sqrt(static_cast<double>(c.head_dim()));
+  if (c.scale_attn_by_inverse_layer_idx) s /= static_cast<double>(layer + 1);
+  return static_cast<float>(s);
+}
+
+// The T x T stages of one head before its weights, when a viewer asks.
+struct ScoreStages {
+  RowMatrix* scores = nullptr;  // Q_h K_hᵀ
+  RowMatrix* masked = nullptr;  // -inf where key j > query i
+  RowMatrix* scaled = nullptr;  // masked x score_scale
+};
+
+// Rows [r0, T) of head h's weights and context from the layer's [Q | K | V]
+// (T x 3d). Row i of the weights goes to weights.row(i - w0) (weights has
+// at least T - w0 rows and T columns); row i of the context to
+// ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
+// keys 0..i only. The score stages, when asked, are T x T.
+void head_rows(const RowMatrix& qkv, int n_embd, int head_dim, int h, Eigen::Index r0, float scale,
+               RowMatrix& weights, Eigen::Index w0, Eigen::Index ctx_col, RowMatrix& ctx,
+               const ScoreStages& out) {
+  const Eigen::Index T = qkv.rows();
+  const auto q = qkv.middleCols(h * head_dim, head_dim);
+  const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
+  const auto v = qkv.middleCols(2 * n_embd + h * head_dim, head_dim);
+  RowMatrix s;
+  for (Eigen::Index b = r0; b < T; b += kRowBlock) {
+    const Eigen::Index e = std::min(T, b + kRowBlock), m = e - b;
+    s.noalias() = q.middleRows(b, m) * k.topRows(e).transpose();  // m x e
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const Eigen::Index row = b + i, keys = row + 1;
+      float* w = weights.row(row - w0).data();
+      float largest = kMinusInf;
+      for (Eigen::Index j = 0; j < keys; ++j) {
+        w[j] = s(i, j) * scale;
+        largest = std::max(largest, w[j]);
+      }
+      double sum = 0.0;
+      for (Eigen::Index j = 0; j < keys; ++j) {
+        w[j] = std::exp(w[j] - largest);
+        sum += w[j];
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (Eigen::Index j = 0; j < keys; ++j) w[j] *= inv;
+      std::fill(w + keys, w + T, 0.0f);
+      if (out.scores) {
+        out.scores->row(row).head(e) = s.row(i);
+        out.scores->row(row).tail(T - e) = q.row(row) * k.bottomRows(T - e).transpose();
+        out.masked->row(row) = out.scores->row(row);
+        out.masked->row(row).tail(T - keys).setConstant(kMinusInf);
+        out.scaled->row(row) = out.masked->row(row) * scale;
+      }
+    }
+    ctx.middleRows(b - r0, m).middleCols(ctx_col, head_dim).noalias() =
+        weights.block(b - w0, 0, m, e) * v.topRows(e);
+  }
+}
+
+std::size_t bytes_of(const RowMatrix& m) { return static_cast<std::size_t>(m.size()) * 4; }
+
+}  // namespace
+
+// Recomputed stages, least recently used evicted first once over budget.
+struct ModelRun::Cache {
+  using Key = std::tuple<int, int, std::string>;
+  struct Entry {
+    std::shared_ptr<const RowMatrix> matrix;
+    std::size_t bytes = 0;
+    std::uint64_t used = 0;
+  };
+  std::map<Key, Entry> entries;
+  std::size_t bytes = 0, budget = 0;
+  std::uint64_t clock = 0;
+
+  std::shared_ptr<const RowMatrix> get(const Key& key) {
+    auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    it->second.used = ++clock;
+    return it->second.matrix;
+  }
+  void put(const Key& key, std::shared_ptr<const RowMatrix> m) {
+    erase(key);
+    const std::size_t size = bytes_of(*m);
+    if (size > budget) return;
+    entries[key] = Entry{std::move(m), size, ++clock};
+    bytes += size;
+    while (bytes > budget) {
+      auto oldest = std::min_element(entries.begin(), entries.end(), [](auto& a, auto& b) {
+        return a.second.used < b.second.used;
+      });
+      erase(oldest->first);
+    }
+  }
+  void erase(const Key& key) {
+    auto it = entries.find(key);
+    if (it == entries.end()) return;
+    bytes -= it->second.bytes;
+    entries.erase(it);
+  }
+  // Drops every entry but the attention weights (which append extends).
+  void keep_only_weights() {
+    for (auto it = entries.begin(); it != entries.end();) {
+      if (std::get<2>(it->first) == stage_id::weights) {
+        ++it;
+      } else {
+        bytes -= it->second.bytes;
+        it = entries.erase(it);
+      }
+    }
+  }
+};
+
+ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids, Options options)
+    : model_(std::move(model)), cache_(std::make_unique<Cache>()) {
+  cache_->budget = options.cache_bytes;
+  const Gpt2Config& c = model_->config();
+  if (ids.empty()) throw std::invalid_argument("the text has no tokens: type something");
+  if (static_cast<int>(ids.size()) > c.n_positions)
+    throw std::invalid_argument("the text is " + std::to_string(ids.size()) +
+                                " tokens but the model reads at most n_positions = " +
+                                std::to_string(c.n_positions));
+  for (int id : ids)
+    if (id < 0 || id >= c.vocab_size)
+      throw std::invalid_argument("token id " + std::to_string(id) +
+                                  " is outside the vocabulary (0.." +
+                                  std::to_string(c.vocab_size - 1) + ")");
+  residual_.resize(static_cast<std::size_t>(c.n_layer) + 1);
+  qkv_.resize(static_cast<std::size_t>(c.n_layer));
+  for (int id : ids) {
+    ids_.push_back(id);
+    tokens_.push_back(model_->tokenizer().vocab_size() > static_cast<std::size_t>(id)
+                          ? printable_token(model_->tokenizer().token_bytes(id))
+                          : "<" + std::to_string(id) + ">");
+  }
+  const Gpt2Model::Weights& w = model_->weights();
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  RowMatrix& x = residual_[0];
+  x.resize(T, c.n_embd);
+  for (Eigen::Index t = 0; t < T; ++t)
+    x.row(t) = w.wte.map().row(ids_[static_cast<std::size_t>(t)]) + w.wpe.map().row(t);
+  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, 0);
+  finish();
+}
+
+ModelRun::~ModelRun() = default;
+
+int ModelRun::num_layers() const { return model_->config().n_layer; }
+int ModelRun::num_heads() const { return model_->config().n_head; }
+
+std::size_t ModelRun::cached_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cache_->bytes;
+}
+
+void ModelRun::forward_layer(int layer, int first_row) {
+  const Gpt2Config& c = model_->config();
+  const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
+  const RowMatrix& x_all = residual_[static_cast<std::size_t>(layer)];
+  const Eigen::Index T = x_all.rows(), r0 = first_row, n = T - r0;
+  const RowMatrix x = x_all.bottomRows(n);
+  RowMatrix fresh;
+  b.attn.apply(b.ln_1.apply(x, c.layer_norm_epsilon), fresh);
+  RowMatrix& qkv = qkv_[static_cast<std::size_t>(layer)];
+  qkv.conservativeResize(T, 3 * c.n_embd);
+  qkv.bottomRows(n) = fresh;
+
+  RowMatrix concat(n, c.n_embd);
+  const float scale = score_scale(c, layer);
+  // Each head's whole weights map when it can be kept (a fresh run, or an
+  // append to a map the cache still holds), else only the new rows.
+  std::vector<std::shared_ptr<RowMatrix>> maps(static_cast<std::size_t>(c.n_head));
+  std::vector<Eigen::Index> first(maps.size(), r0);
+  const bool keep = static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
+  for (int h = 0; h < c.n_head; ++h) {
+    const auto k = static_cast<std::size_t>(h);
+    std::shared_ptr<const RowMatrix> old =
+        r0 > 0 ? cache_->get({layer, h, stage_id::weights}) : nullptr;
+    if (keep && (r0 == 0 || (old && old->rows() == r0))) {
+      maps[k] = std::make_shared<RowMatrix>(T, T);
+      first[k] = 0;
+      if (old) {
+        maps[k]->topLeftCorner(r0, r0) = *old;
+        maps[k]->topRightCorner(r0, n).setZero();
+      }
+    } else {
+      maps[k] = std::make_shared<RowMatrix>(n, T);
+      first[k] = r0;
+    }
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int h = 0; h < c.n_head; ++h) {
+    const auto k = static_cast<std::size_t>(h);
+    head_rows(qkv, c.n_embd, c.head_dim(), h, r0, scale, *maps[k], first[k], h * c.head_dim(),
+              concat, {});
+  }
+  for (int h = 0; h < c.n_head; ++h) {
+    const auto k = static_cast<std::size_t>(h);
+    if (first[k] == 0)
+      cache_->put({layer, h, stage_id::weights}, std::move(maps[k]));
+    else
+      cache_->erase({layer, h, stage_id::weights});
+  }
+
+  RowMatrix out, hidden, mlp;
+  b.proj.apply(concat, out);
+  RowMatrix attn = x + out;
+  b.fc.apply(b.ln_2.apply(attn, c.layer_norm_epsilon), hidden);
+  detail::activate(hidden, c.activation_function);
+  b.fc_proj.apply(hidden, mlp);
+  RowMatrix& next = residual_[static_cast<std::size_t>(layer) + 1];
+  next.conservativeResize(T, c.n_embd);
+  next.bottomRows(n) = attn + mlp;
+}
+
+void ModelRun::finish() {
+  const Gpt2Model::Weights& w = model_->weights();
+  const Gpt2Config& c = w.config;
+  const RowMatrix last =
+      w.ln_f.apply(residual_.back().bottomRows(1), c.layer_norm_epsilon);  // 1 x d
+  const auto head = w.head().map();                                          // V x d
+  logits_.resize(1, head.rows());
+  const Eigen::Index V = head.rows(), chunk = 4096;
+  const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+  for (int k = 0; k < chunks; ++k) {
+    const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
+    logits_.middleCols(begin, size).noalias() =
+        last * head.middleRows(begin, size).transpose();
+  }
+}
+
+void ModelRun::append(int id) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  if (id < 0 || id >= c.vocab_size)
+    throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  if (T + 1 > c.n_positions)
+    throw std::invalid_argument("the text already fills n_positions = " +
+                                std::to_string(c.n_positions) + " tokens");
+  ids_.push_back(id);
+  tokens_.push_back(printable_token(model_->tokenizer().token_bytes(id)));
+  cache_->keep_only_weights();
+  const Gpt2Model::Weights& w = model_->weights();
+  RowMatrix& x = residual_[0];
+  x.conservativeResize(T + 1, c.n_embd);
+  x.row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
+  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, static_cast<int>(T));
+  finish();
+}
+
+std::vector<NextToken> ModelRun::next_tokens(int k) const {
+  std::lock_guard lock(mutex_);
+  const Eigen::Index V = logits_.cols();
+  const float largest = logits_.maxCoeff();
+  double sum = 0.0;
+  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(logits_(0, j) - largest));
+  std::vector<int> order(static_cast<std::size_t>(V));
+  for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
+  const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                    [&](int a, int b) {
+                      return logits_(0, a) > logits_(0, b) || (logits_(0, a) == logits_(0, b) && a < b);
+                    });
+  std::vector<NextToken> out;
+  const Gpt2Tokenizer& tok = model_->tokenizer();
+  for (std::size_t i = 0; i < top; ++i) {
+    const int id = order[i];
+    out.push_back(NextToken{
+        id,
+        static_cast<std::size_t>(id) < tok.vocab_size() ? printable_token(tok.token_bytes(id))
+                                                        : "<" + std::to_string(id) + ">",
+        std::exp(static_cast<double>(logits_(0, id) - largest)) / sum});
+  }
+  return out;
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  const StageInfo* info = find_stage_info(key.id);
+  if (!info || info->parameter() || key.layer < -1 || key.layer >= c.n_layer ||
+      key.head < -1 || key.head >= c.n_head)
+    return nullptr;
+  if (auto hit = cache_->get({key.layer, key.head, std::string(key.id)})) return hit;
+  auto made = compute(key);
+  if (made) cache_->put({key.layer, key.head, std::string(key.id)}, made);
+  return made;
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::compute(const StageKey& key) {
+  const Gpt2Model::Weights& w = model_->weights();
+  const Gpt2Config& c = w.config;
+  const std::string_view id = key.id;
+  if (key.layer == -1) {
+    if (key.head != -1) return nullptr;
+    if (id == stage_id::embeddings) return std::make_shared<RowMatrix>(residual_.front());
+    if (id == stage_id::ln_f)
+      return std::make_shared<RowMatrix>(w.ln_f.apply(residual_.back(), c.layer_norm_epsilon));
+    if (id == stage_id::logits) return std::make_shared<RowMatrix>(logits_);
+    return nullptr;
+  }
+  if (key.head >= 0) return head_stage(key.layer, key.head, id);
+  return layer_stage(key.layer, id);
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::string_view id) {
+  const Gpt2Config& c = model_->config();
+  const RowMatrix& qkv = qkv_[static_cast<std::size_t>(layer)];
+  const Eigen::Index T = qkv.rows(), hd = c.head_dim();
+  if (id == stage_id::queries) return std::make_shared<RowMatrix>(qkv.middleCols(head * hd, hd));
+  if (id == stage_id::keys)
+    return std::make_shared<RowMatrix>(qkv.middleCols(c.n_embd + head * hd, hd));
+  if (id == stage_id::values)
+    return std::make_shared<RowMatrix>(qkv.middleCols(2 * c.n_embd + head * hd, hd));
+  if (id == stage_id::mask) {
+    auto m = std::make_shared<RowMatrix>(T, T);
+    for (Eigen::Index i = 0; i < T; ++i)
+      for (Eigen::Index j = 0; j < T; ++j) (*m)(i, j) = j > i ? 1.0f : 0.0f;
+    return m;
+  }
+  const bool before_weights =
+      id == stage_id::scores || id == stage_id::masked_scores || id == stage_id::scaled_scores;
+  if (!before_weights && id != stage_id::weights && id != stage_id::context) return nullptr;
+  auto scores = std::make_shared<RowMatrix>(T, T), masked = std::make_shared<RowMatrix>(T, T),
+       scaled = std::make_shared<RowMatrix>(T, T), weights = std::make_shared<RowMatrix>(T, T);
+  auto context = std::make_shared<RowMatrix>(T, hd);
+  const ScoreStages out = before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()}
+                                         : ScoreStages{};
+  head_rows(qkv, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0, 0,
+            *context, out);
+  cache_->put({layer, head, stage_id::weights}, weights);
+  cache_->put({layer, head, stage_id::context}, context);
+  if (before_weights) {
+    cache_->put({layer, head, stage_id::scores}, scores);
+    cache_->put({layer, head, stage_id::masked_scores}, masked);
+    cache_->put({layer, head, stage_id::scaled_scores}, scaled);
+  }
+  if (id == stage_id::scores) return scores;
+  if (id == stage_id::masked_scores) return masked;
+  if (id == stage_id::scaled_scores) return scaled;
+  if (id == stage_id::weights) return weights;
+  return context;
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::layer_stage(int layer, std::string_view id) {
+  const Gpt2Config& c = model_->config();
+  const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
+  const RowMatrix& x = residual_[static_cast<std::size_t>(layer)];
+  if (id == stage_id::ln_1)
+    return std::make_shared<RowMatrix>(b.ln_1.apply(x, c.layer_norm_epsilon));
+  if (id == stage_id::block_output)
+    return std::make_shared<RowMatrix>(residual_[static_cast<std::size_t>(layer) + 1]);
+  if (id != stage_id::concat && id != stage_id::output && id != stage_id::attn_output)
+    return nullptr;
+  const Eigen::Index hd = c.head_dim();
+  auto concat = std::make_shared<RowMatrix>(x.rows(), c.n_embd);
+  for (int h = 0; h < c.n_head; ++h) {
+    auto ctx = cache_->get({layer, h, stage_id::context});
+    if (!ctx) ctx = head_stage(layer, h, stage_id::context);
+    concat->middleCols(h * hd, hd) = *ctx;
+  }
+  auto out = std::make_shared<RowMatrix>();
+  b.proj.apply(*concat, *out);
+  auto attn = std::make_shared<RowMatrix>(x + *out);
+  cache_->put({layer, -1, stage_id::concat}, concat);
+  cache_->put({layer, -1, stage_id::output}, out);
+  cache_->put({layer, -1, stage_id::attn_output}, attn);
+  if (id == stage_id::concat) return concat;
+  if (id == stage_id::output) return out;
+  return attn;
+}
+
+std::vector<int> generate_greedy(const std::shared_ptr<const Gpt2Model>& model,
+                                 std::vector<int> ids, int n_tokens) {
+  const int context = model->config().n_positions;
+  std::vector<int> added;
+  auto window = [&] {
+    const auto start = ids.size() > static_cast<std::size_t>(context) ? ids.size() - context : 0;
+    return std::vector<int>(ids.begin() + static_cast<std::ptrdiff_t>(start), ids.end());
+  };
+  ModelRun::Options small;
+  small.cache_bytes = 0;
+  auto run = std::make_unique<ModelRun>(model, window(), small);
+  for (int i = 0; i < n_tokens; ++i) {
+    const RowMatrix& logits = run->logits();
+    Eigen::Index best = 0;
+    for (Eigen::Index j = 1; j < logits.cols(); ++j)
+      if (logits(0, j) > logits(0, best)) best = j;  // the first of equal maxima, as torch.argmax
+    const int next = static_cast<int>(best);
+    ids.push_back(next);
+    added.push_back(next);
+    if (i + 1 == n_tokens) break;
+    if (run->num_tokens() < context)
+      run->append(next);
+    else
+      run = std::make_unique<ModelRun>(model, window(), small);
+  }
+  return added;
+}
+
+}  // namespace attnscope::core
