@@ -336,10 +336,6 @@ def main():
     torch_version = probe.stdout.strip()
     if args.model:
         args.repeat = args.repeat or 3
-        helptext = subprocess.run([args.cli, "model", "--help"], capture_output=True, text=True).stdout
-        if "bench" not in helptext:
-            print(f"compare_torch: skipped, {os.path.normpath(args.cli)} has no `model bench`")
-            return 77
         print(f"PyTorch {torch_version}")
         return model_main(args)
     args.repeat = args.repeat or 7
