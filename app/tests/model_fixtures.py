@@ -595,11 +595,13 @@ HF_VARIANTS = collections.OrderedDict([
 ])
 
 # name -> (qkv_bias, saved as a training checkpoint after one AdamW step,
-#          where the config goes: "flag" (--config), "gpt_config.json", "config.json")
+#          where the config goes: "flag" (--config), "gpt_config.json", "config.json",
+#          the file: torch.save's .pth, or the state_dict (mask buffers too) as .safetensors)
 BOOK_VARIANTS = collections.OrderedDict([
-    ("book_pth", (False, False, "flag")),
-    ("book_pth_qkv_bias", (True, False, "gpt_config.json")),
-    ("book_checkpoint", (False, True, "config.json")),
+    ("book_pth", (False, False, "flag", "pth")),
+    ("book_pth_qkv_bias", (True, False, "gpt_config.json", "pth")),
+    ("book_checkpoint", (False, True, "config.json", "pth")),
+    ("book_safetensors", (True, False, "flag", "safetensors")),
 ])
 
 ALL_VARIANTS = list(HF_VARIANTS) + list(BOOK_VARIANTS)
@@ -657,13 +659,15 @@ def one_adamw_step(gpt, book_cfg, seed):
 
 
 def write_book_fixture(root, name, seed=4321):
-    qkv_bias, checkpoint, config_place = BOOK_VARIANTS[name]
+    qkv_bias, checkpoint, config_place, kind = BOOK_VARIANTS[name]
     book_cfg = book_config(qkv_bias=qkv_bias)
     folder = os.path.join(root, name)
     os.makedirs(folder, exist_ok=True)
     gpt = random_book_model(book_cfg, seed)
-    path = os.path.join(folder, "model.pth")
-    if checkpoint:
+    path = os.path.join(folder, "model." + kind)
+    if kind == "safetensors":
+        write_safetensors(path, gpt.state_dict(), "F32")
+    elif checkpoint:
         opt = one_adamw_step(gpt, book_cfg, seed)
         torch.save({"model_state_dict": gpt.state_dict(), "optimizer_state_dict": opt.state_dict()}, path)
     else:

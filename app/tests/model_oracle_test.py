@@ -193,6 +193,12 @@ def check_references(fx, ids):
 def check_files(fx):
     """The file holds what the references run on."""
     path = fx.args[0]
+    if fx.name.startswith("book") and path.endswith(".safetensors"):
+        got = mf.read_safetensors(path)
+        for k, v in fx.book.state_dict().items():
+            if not torch.equal(got[k], v):
+                fail(f"{fx.name}: {k} in {path} is not the reference's")
+        return
     if path.endswith(".pth"):
         obj = torch.load(path)
         state = obj.get("model_state_dict", obj)
@@ -456,9 +462,9 @@ def check_engine(cli, fixtures, tmp):
         start = time.monotonic()
         doc = check_default_trace(cli, fx, TEXT, TEXT_IDS, tokenized)
         check_generate(cli, fx)
-        if fx.name in ("f32", "book_pth", "mixed"):
+        if fx.name in ("f32", "book_pth", "book_safetensors", "mixed"):
             check_all_stages(cli, fx, TEXT_IDS)
-        if fx.name in ("f32", "book_checkpoint"):
+        if fx.name in ("f32", "book_checkpoint", "book_safetensors"):
             check_input_forms(cli, fx, doc, tmp)
             if len(exact_ids) != fx.cfg["n_positions"]:
                 fail(f"the long text has {len(exact_ids)} tokens, want {fx.cfg['n_positions']}")
