@@ -5,8 +5,8 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
 
     /usr/bin/python3 bench/compare_torch.py [--cli build/app/cli/attnscope-cli]
                                             [--repeat 7] [--threads 2] [--quick]
-    /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--threads 2]
-                                            [--torch-threads 1,2] [--quick]
+    /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--model-threads 1,2]
+                                            [--quick]
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
@@ -21,11 +21,13 @@ config.json + model.safetensors folder in a temporary directory (~500 MB;
 times `attnscope-cli model bench DIR --tokens T --repeat N` (its last
 `median_ms=` line) against the same math in PyTorch (model_fixtures.py's
 Hugging Face-layout forward under torch.no_grad(), keeping every head's
-attention map, computing only the last position's logits) at whichever of
---torch-threads is faster. It also prints the FMA floor: the forward's
-FLOPs over this machine's FMA rate, measured by a loop of 12 independent
-FMA chains per thread (AVX2 and AVX-512 where the CPU has them, the faster
-one) compiled here with the system C compiler.
+attention map, computing only the last position's logits), each side at
+the faster of --model-threads (1 and 2: on a shared 2-core machine one
+thread is often faster). It also prints the FMA floor: the FLOPs the
+engine says it did (its `gflop=`; causal, so about half the dense T x T
+products) over this machine's FMA rate, measured by a loop of 12
+independent FMA chains per thread (AVX2 and AVX-512 where the CPU has
+them, the faster one) compiled here with the system C compiler.
 """
 import argparse
 import json
@@ -190,6 +192,7 @@ def time_model_torch(folder, tokens, repeat, threads):
 
 
 def time_model_attnscope(cli, folder, tokens, repeat, threads):
+    """(median ms, GFLOP the engine says it did or None) of `model bench`."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run([cli, "model", "bench", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
                          capture_output=True, text=True, env=env, timeout=3600)
@@ -198,7 +201,8 @@ def time_model_attnscope(cli, folder, tokens, repeat, threads):
         raise SystemExit(f"compare_torch: {cli} model bench failed at T = {tokens} "
                          f"(exit {out.returncode}): "
                          + (out.stderr.strip() or "it printed no median_ms= line"))
-    return float(medians[-1])
+    gflop = re.findall(r"\bgflop=([0-9.eE+-]+)", out.stdout)
+    return float(medians[-1]), float(gflop[-1]) if gflop else None
 
 
 FMA_SOURCE = r"""
@@ -274,10 +278,11 @@ def model_main(args):
     mf = fixtures_module()
     cfg = mf.hf_config(**QUICK_MODEL) if args.quick else dict(mf.GPT2_124M)
     tokens = QUICK_MODEL_TOKENS if args.quick else MODEL_TOKENS
-    torch_threads = [int(t) for t in args.torch_threads.split(",")]
-    rate, how = measure_fma_gflops(args.threads, args.quick)
-    fma_note = (f"FMA rate {rate:.1f} GFLOP/s ({how})" if rate else
-                f"FMA rate not measured ({how}); no floor printed")
+    threads = [int(t) for t in args.model_threads.split(",")]
+    rates = {n: measure_fma_gflops(n, args.quick) for n in threads}
+    print("FMA rate: " + "; ".join(f"{n} thread(s) {r:.1f} GFLOP/s ({how})" if r else
+                                   f"{n} thread(s) not measured ({how})"
+                                   for n, (r, how) in sorted(rates.items())))
     with tempfile.TemporaryDirectory(prefix="attnscope-gpt2-") as folder:
         start = time.perf_counter()
         mf.write_gpt2_124m(folder, cfg=cfg)
@@ -285,24 +290,29 @@ def model_main(args):
         print(f"GPT-2 {cfg['n_layer']} layers x {cfg['n_head']} heads, d {cfg['n_embd']}, "
               f"vocab {cfg['vocab_size']}: random F32 checkpoint, {size:.0f} MiB, written in "
               f"{time.perf_counter() - start:.1f} s")
-        print(f"attnscope: {args.threads} threads; PyTorch: the faster of {args.torch_threads} threads, "
-              f"every attention map kept, last position's logits; median of {args.repeat} runs "
-              f"after a warm-up; {fma_note}")
-        print(f"{'T':>6} {'GFLOP':>7} {'attnscope ms':>13} {'torch ms':>10} {'(thr)':>5} {'ratio':>6} "
-              f"{'FMA floor ms':>13} {'attnscope/floor':>16}")
+        print(f"each side at the faster of {args.model_threads} threads; PyTorch keeps every "
+              f"attention map and computes the last position's logits; median of {args.repeat} "
+              "runs after a warm-up")
+        print(f"{'T':>6} {'GFLOP':>7} {'attnscope ms':>13} {'(thr)':>5} {'torch ms':>10} {'(thr)':>5} "
+              f"{'ratio':>6} {'FMA floor ms':>13} {'attnscope/floor':>16}")
         for t in tokens:
-            ours = time_model_attnscope(args.cli, folder, t, args.repeat, args.threads)
-            theirs = {n: time_model_torch(folder, t, args.repeat, n) for n in torch_threads}
+            ours = {n: time_model_attnscope(args.cli, folder, t, args.repeat, n) for n in threads}
+            theirs = {n: time_model_torch(folder, t, args.repeat, n) for n in threads}
+            mine = min(ours, key=lambda n: ours[n][0])
             best = min(theirs, key=theirs.get)
-            flops = model_flops(cfg, t)
-            floor = flops / (rate * 1e9) * 1000.0 if rate else float("nan")
-            print(f"{t:>6} {flops / 1e9:>7.2f} {ours:>13.2f} {theirs[best]:>10.2f} {best:>5} "
-                  f"{ours / theirs[best]:>6.2f} {floor:>13.2f} {ours / floor:>16.2f}", flush=True)
-            if len(theirs) > 1:
-                print("       PyTorch by threads: "
-                      + ", ".join(f"{n}: {ms:.2f} ms" for n, ms in sorted(theirs.items())))
-    print("ratio = attnscope / PyTorch (below 1 is faster); FMA floor = GFLOP / FMA rate "
-          "(the time if every FLOP ran at the FMA units' peak)")
+            ms, gflop = ours[mine]
+            gflop = gflop or model_flops(cfg, t) / 1e9  # the engine's own count when it prints one
+            rate = rates[mine][0]
+            floor = gflop / rate * 1000.0 if rate else float("nan")
+            print(f"{t:>6} {gflop:>7.2f} {ms:>13.2f} {mine:>5} {theirs[best]:>10.2f} {best:>5} "
+                  f"{ms / theirs[best]:>6.2f} {floor:>13.2f} {ms / floor:>16.2f}", flush=True)
+            print("       by threads: attnscope "
+                  + ", ".join(f"{n}: {v[0]:.2f} ms" for n, v in sorted(ours.items()))
+                  + "; PyTorch " + ", ".join(f"{n}: {v:.2f} ms" for n, v in sorted(theirs.items())))
+    print("ratio = attnscope / PyTorch (below 1 is faster). GFLOP: what `model bench` says it did "
+          f"(a dense count would be {model_flops(cfg, tokens[-1]) / 1e9:.2f} at T = {tokens[-1]}). "
+          "FMA floor = GFLOP / the FMA rate at attnscope's thread count: the time if every FLOP "
+          "ran at the FMA units' peak")
     return 0
 
 
@@ -319,8 +329,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes only (CI smoke test)")
     ap.add_argument("--model", action="store_true",
                     help="time a whole GPT-2 (`model bench`) instead of one attention layer")
-    ap.add_argument("--torch-threads", default="1,2",
-                    help="--model: PyTorch thread counts to try; the faster is compared")
+    ap.add_argument("--model-threads", default="1,2",
+                    help="--model: thread counts to try on each side; each side's faster is compared")
     args = ap.parse_args()
     if not (os.path.isfile(args.cli) and os.access(args.cli, os.X_OK)):
         print(f"compare_torch: attnscope-cli not found at {os.path.normpath(args.cli)}. "
