@@ -10,8 +10,10 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/embedding.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/memory.hpp"
 
@@ -88,6 +90,18 @@ void RngUniformFill(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * m.size());
 }
 BENCHMARK(RngUniformFill)->Unit(benchmark::kMillisecond);
+
+// --text's inputs: 6 tokens' rows of nn.Embedding(50257, d_in) plus a
+// positional nn.Embedding(1024, d_in); every word of both tables is drawn.
+void Chapter2Embeddings(benchmark::State& state) {
+  const std::vector<int> ids = {7120, 7002, 4940, 351, 530, 2239};
+  const auto d_in = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    core::RowMatrix x = core::chapter2_embeddings(ids, d_in, 123, 1024);
+    benchmark::DoNotOptimize(x.data());
+  }
+}
+BENCHMARK(Chapter2Embeddings)->Arg(3)->Arg(768)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -23,7 +23,7 @@ done
 
 packages=(
   build-essential cmake pkg-config
-  libeigen3-dev nlohmann-json3-dev libcli11-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-regex libxml2-utils clang-format
 )

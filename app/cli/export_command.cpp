@@ -17,8 +17,6 @@ namespace attnscope::cli {
 namespace core = attnscope::core;
 namespace fs = std::filesystem;
 
-
-
 namespace {
 
 // The stages --stage/--head select, in trace order; throws ParseError when none.

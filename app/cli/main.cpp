@@ -11,7 +11,8 @@
 //   attnscope-cli tokenize [--vocab DIR] (--text TEXT | --text-file FILE|-) [--jsonl]
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
-// plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S],
+// plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S]
+// or --text TEXT | --text-file FILE [--d-in N] [--embed-seed S] [--positions N],
 // and --weights FILE|DIR (repeatable).
 //
 // Every bad input ends with exit code 2, nothing on stdout and one line on
@@ -43,6 +44,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/diagnose.hpp"
+#include "attnscope/embedding.hpp"
 #include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
 #include "attnscope/gpt2_config.hpp"
@@ -72,13 +74,42 @@ using run_flags::kExitBadInput;
 // ---------------------------------------------------------------------------
 // 1. Run options
 
+// A typed text as the inputs: GPT-2's tokens through chapter 2's embedding
+// layers (core/embedding.hpp).
+struct TextOptions {
+  std::optional<std::string> text;        // --text TEXT
+  std::optional<std::string> text_file;   // --text-file FILE|-
+  std::optional<int> d_in;                // --d-in N (default core::kDefaultTextDim)
+  std::optional<std::string> embed_seed;  // --embed-seed S: text, as --seed
+  std::optional<int> positions;           // --positions N: context_length; 0 = none
+
+  bool given() const { return text || text_file; }
+};
+
 // The flags that describe one run (run_flags/run_flags.hpp), each over the
 // config file's field, plus the CLI's own imports.
 struct RunOptions {
   run_flags::RunFlags flags;
   std::optional<std::string> embeddings;  // --embeddings FILE
   std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
+  TextOptions text;
 };
+
+void add_text_options(CLI::App& cmd, TextOptions& t) {
+  cmd.add_option("--text", t.text,
+                 "inputs from your own sentence: GPT-2's tokens of TEXT, embedded as in the "
+                 "book's chapter 2 (torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in))");
+  cmd.add_option("--text-file", t.text_file, "as --text, the text read from FILE ('-': stdin)");
+  cmd.add_option("--d-in", t.d_in,
+                 "with --text: embedding width (default " + std::to_string(core::kDefaultTextDim) +
+                     ", small like the book's chapter-3 example; chapter 2 uses 256)");
+  cmd.add_option("--embed-seed", t.embed_seed,
+                 "with --text: torch.manual_seed value before the embedding layers (default " +
+                     std::to_string(core::kDefaultEmbedSeed) + ")");
+  cmd.add_option("--positions", t.positions,
+                 "with --text: add a positional nn.Embedding(N, --d-in) (context_length N, at "
+                 "least the number of tokens); 0 or absent: none");
+}
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
   run_flags::add_run_flags(cmd, o.flags);
@@ -89,6 +120,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
                  "tensor, or a folder of them; repeatable (docs/file-formats.md)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_text_options(cmd, o.text);
 }
 
 // What a resolved run needs: config, inputs and maybe explicit weights.
@@ -97,7 +129,58 @@ struct Run {
   core::Inputs inputs;
   std::optional<core::Parameters> weights;   // set when --weights was given
   std::optional<core::RandomInputs> random;  // set when --random drew the inputs
+  std::optional<core::TextInputs> text;      // set when --text / --text-file gave them
 };
+
+// --text / --text-file: the tokens and embedding settings they give, after
+// refusing every other source of inputs; nullopt without them. Throws
+// core::ParseError.
+std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::RunSpec& spec) {
+  const TextOptions& t = opts.text;
+  if (!t.given()) {
+    for (const auto& [given, flag] : {std::pair{t.d_in.has_value(), "--d-in"},
+                                      std::pair{t.embed_seed.has_value(), "--embed-seed"},
+                                      std::pair{t.positions.has_value(), "--positions"}})
+      if (given)
+        throw core::ParseError(std::string(flag) +
+                               " shapes the embeddings of --text: add --text TEXT (or "
+                               "--text-file FILE), or drop " +
+                               flag);
+    return std::nullopt;
+  }
+  const std::string name = t.text ? "--text" : "--text-file";
+  if (t.text && t.text_file)
+    throw core::ParseError("--text and --text-file both give the text: keep one of them");
+  const auto both = [&](const std::string& other) {
+    return core::ParseError(name + " and " + other + " both give the inputs: keep one of them");
+  };
+  if (opts.flags.preset) throw both("--preset");
+  if (opts.embeddings) throw both("--embeddings");
+  if (opts.flags.random) throw both("--random");
+  if (spec.preset || spec.tokens || spec.embeddings)
+    throw core::ParseError(name + " and the config file's " +
+                           (spec.preset ? "preset" : "tokens/embeddings") +
+                           " both give the inputs: remove them from the file, or drop " + name);
+  const int d_in = t.d_in.value_or(core::kDefaultTextDim);
+  if (d_in < 1 || d_in > core::kMaxDim)
+    throw core::ParseError("--d-in (" + std::to_string(d_in) + ") must be between 1 and " +
+                           std::to_string(core::kMaxDim));
+  const int positions = t.positions.value_or(0);
+  if (positions < 0)
+    throw core::ParseError("--positions (" + std::to_string(positions) +
+                           ") must be 0 (no positional embedding) or the context length");
+  const std::uint64_t seed =
+      t.embed_seed ? core::parse_seed(*t.embed_seed, "--embed-seed") : core::kDefaultEmbedSeed;
+  const std::string text = t.text ? *t.text : core::read_text_file(*t.text_file);
+  core::TextInputs typed = core::tokenize_text(text, d_in, seed, positions);
+  const std::size_t count = typed.ids.size();
+  if (positions > 0 && count > static_cast<std::size_t>(positions))
+    throw core::ParseError(name + " gives " + std::to_string(count) + " tokens but --positions " +
+                           std::to_string(positions) + " has room for " +
+                           std::to_string(positions) + ": raise --positions to at least " +
+                           std::to_string(count) + ", or shorten the text");
+  return typed;
+}
 
 // Config file first, then the flags on top, then the imports; throws core::ParseError.
 Run resolve_run(const RunOptions& opts) {
@@ -105,11 +188,20 @@ Run resolve_run(const RunOptions& opts) {
   core::RunSpec spec;
   std::optional<core::RandomInputs> random_drawn;
   const std::optional<std::string> config_path = o.config_path();
+  if (config_path && *config_path == "-" && opts.text.text_file == "-")
+    throw core::ParseError(
+        "--text-file - and --config - both read standard input: give one of them a file");
   if (config_path) {
     const std::string source = *config_path == "-" ? "standard input" : *config_path;
     spec = core::parse_run_spec(core::read_text_file(*config_path), source);
   }
   spec = core::merge(std::move(spec), o.spec());
+  std::optional<core::TextInputs> typed = text_inputs(opts, spec);
+  if (typed) {
+    core::Inputs embedded = core::chapter2_inputs(*typed);
+    spec.tokens = std::move(embedded.tokens);
+    spec.embeddings = std::move(embedded.embeddings);
+  }
 
   if (o.input_seed && !o.random)
     throw core::ParseError(
@@ -152,6 +244,7 @@ Run resolve_run(const RunOptions& opts) {
   Run run;
   core::resolve(spec, run.config, run.inputs);
   run.random = random_drawn;
+  run.text = std::move(typed);
 
   if (!opts.weights.empty()) {
     core::WeightSet set;
@@ -295,8 +388,10 @@ int run_bench(const BenchOptions& o) {
 // imported weights if any, the forward pass and print() of its output.
 int run_code(const Run& run) {
   const core::Parameters* weights = run.weights ? &*run.weights : nullptr;
-  // Random inputs as the two lines that draw them, not T x D numbers.
+  // Random inputs as the two lines that draw them, a text's as chapter 2's
+  // embedding layers, not T x D numbers.
   std::cout << (run.random ? core::pytorch_script(run.config, *run.random, weights)
+                : run.text ? core::pytorch_script(run.config, *run.text, weights)
                            : core::pytorch_script(run.config, run.inputs, weights));
   std::cout.flush();
   return std::cout ? 0 : 1;

@@ -15,7 +15,9 @@
 #include "attnscope/gpt2_config.hpp"
 #include "attnscope/gpt2_model.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/memory.hpp"
 #include "attnscope/model_trace.hpp"
+#include "attnscope/pth.hpp"
 #include "attnscope/safetensors.hpp"
 #include "attnscope/stages.hpp"
 #include "attnscope/tokenizer.hpp"
@@ -62,10 +64,51 @@ void write_tensors_json(const core::SafetensorsFile& file, bool& first, std::ost
 // Prints a GPT-2 checkpoint's config and tensors as JSON: PATH is a folder
 // with config.json and model.safetensors (or model.safetensors.index.json and
 // its shards), or one .safetensors file (then "config" is null).
-int run_model_info(const std::string& path) {
+// A .pth state_dict's tensors; "config" is the book's GPT_CONFIG beside it
+// (or --config) read as a GPT-2 config, or null when there is none.
+int run_pth_info(const fs::path& pth, const std::optional<std::string>& config_path) {
+  std::optional<core::Gpt2Config> config;
+  try {
+    const core::ModelFiles files =
+        core::locate_model(pth, config_path ? std::optional<fs::path>(*config_path) : std::nullopt);
+    config =
+        core::parse_book_config(core::read_text_file(files.config.string()), files.config.string())
+            .config;
+  } catch (const core::ParseError&) {
+    if (config_path) throw;  // a config was asked for: say what is wrong with it
+  }
+  const core::PthFile file = core::PthFile::open(pth);
+  std::ostringstream out;
+  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null")
+      << ",\n  \"dict\": " << json_string(file.dict_key()) << ",\n  \"tensors\": [";
+  bool first = true;
+  for (const core::PthTensor& t : file.tensors()) {
+    out << (first ? "\n    " : ",\n    ") << "{\"name\": " << json_string(t.name)
+        << ", \"dtype\": " << json_string(t.dtype) << ", \"shape\": [";
+    for (std::size_t k = 0; k < t.shape.size(); ++k) out << (k ? ", " : "") << t.shape[k];
+    out << "], \"file\": " << json_string(pth.filename().string()) << "}";
+    first = false;
+  }
+  out << (first ? "]\n}\n" : "\n  ]\n}\n");
+  std::cout << out.str();
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+bool is_pth_path(const fs::path& p) {
+  const std::string e = p.extension().string();
+  return e == ".pth" || e == ".pt";
+}
+
+int run_model_info(const std::string& path, const std::optional<std::string>& config_path) {
   std::error_code ec;
+  if (is_pth_path(path)) return run_pth_info(path, config_path);
   std::optional<core::Gpt2Config> config;
   std::vector<core::SafetensorsFile> files;
+  if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "config.json", ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (is_pth_path(e.path())) return run_pth_info(e.path(), config_path);
+  }
   if (fs::is_directory(path, ec)) {
     const fs::path dir(path);
     if (!fs::exists(dir / "config.json", ec))
@@ -83,7 +126,8 @@ int run_model_info(const std::string& path) {
     files.push_back(core::SafetensorsFile::open(path));
   }
   std::ostringstream out;
-  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null") << ",\n  \"tensors\": [";
+  out << "{\n  \"config\": " << (config ? core::gpt2_config_json(*config) : "null")
+      << ",\n  \"tensors\": [";
   bool first = true;
   for (const auto& f : files) write_tensors_json(f, first, out);
   out << (first ? "]\n}\n" : "\n  ]\n}\n");
@@ -137,8 +181,9 @@ std::vector<int> parse_ids(const std::string& list) {
 std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model) {
   const int given = c.text.has_value() + c.text_file.has_value() + c.ids.has_value();
   if (given != 1)
-    throw core::ParseError("give the text with exactly one of --text TEXT, --text-file FILE and "
-                           "--ids 1,2,3");
+    throw core::ParseError(
+        "give the text with exactly one of --text TEXT, --text-file FILE and "
+        "--ids 1,2,3");
   std::vector<int> ids;
   if (c.ids) {
     ids = parse_ids(*c.ids);
@@ -156,8 +201,8 @@ std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model)
   if (ids.size() > limit) {
     if (!c.keep_last)
       throw core::ParseError("the text is " + std::to_string(ids.size()) + " tokens but " +
-                             model.name() + " reads at most n_positions = " +
-                             std::to_string(limit) +
+                             model.name() +
+                             " reads at most n_positions = " + std::to_string(limit) +
                              "; shorten it, or pass --keep-last to keep its last " +
                              std::to_string(limit) + " tokens");
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
@@ -166,7 +211,8 @@ std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model)
 }
 
 std::shared_ptr<const core::Gpt2Model> load(const ModelCommands& c) {
-  return core::Gpt2Model::load(c.path, c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
+  return core::Gpt2Model::load(c.path,
+                               c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
 }
 
 core::ModelStageSelection selection(const ModelCommands& c) {
@@ -201,8 +247,7 @@ int run_model_generate(const ModelCommands& c) {
   std::string out = "{\"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   out += "], \"new_ids\": [";
-  for (std::size_t i = 0; i < added.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(added[i]);
+  for (std::size_t i = 0; i < added.size(); ++i) out += (i ? ", " : "") + std::to_string(added[i]);
   out += "], \"text\": " + json_string(text) + "}\n";
   return print(out);
 }
@@ -238,6 +283,7 @@ std::vector<int> bench_ids(int tokens, int vocab) {
 
 int run_model_bench(const ModelCommands& c) {
   using clock = std::chrono::steady_clock;
+  core::keep_freed_memory_for_reuse();  // as the app does: a rerun reuses warm pages
   const auto t0 = clock::now();
   const auto model = load(c);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -279,10 +325,11 @@ int run_model_bench(const ModelCommands& c) {
   std::printf("model=%s layers=%d heads=%d d=%d tokens=%d %s load_ms=%.1f\n", model->name().c_str(),
               cfg.n_layer, cfg.n_head, cfg.n_embd, c.tokens,
               c.append ? "append of the last token to the others" : "full forward", load_ms);
-  std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f gflop=%.2f gflops=%.1f "
-              "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
-              c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
-              static_cast<double>(kept) / (1 << 20), peak_rss_mb());
+  std::printf(
+      "runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f gflop=%.2f gflops=%.1f "
+      "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
+      c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
+      static_cast<double>(kept) / (1 << 20), peak_rss_mb());
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }
@@ -321,8 +368,10 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
       "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
   c.info
       ->add_option("PATH", c.path,
-                   "a folder with config.json + model.safetensors, or a .safetensors file")
+                   "a folder with config.json + model.safetensors, a .safetensors file, or the "
+                   "book's .pth")
       ->required();
+  c.info->add_option("--config", c.config, "the book's GPT_CONFIG as JSON, for a .pth");
   c.list = c.cmd->add_subcommand(
       "list", "list the models in the Hugging Face cache and attnscope's models folder (JSON)");
   c.trace = c.cmd->add_subcommand(
@@ -331,8 +380,8 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   add_selection_options(*c.trace, c);
   c.trace->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
       ->check(CLI::IsMember({"json", "text"}));
-  c.generate = c.cmd->add_subcommand(
-      "generate", "continue a text greedily (the book's generate_text_simple)");
+  c.generate = c.cmd->add_subcommand("generate",
+                                     "continue a text greedily (the book's generate_text_simple)");
   add_text_options(*c.generate, c);
   c.generate->add_option("--tokens", c.tokens, "how many tokens to add")->required();
   c.generate->add_option("--format", c.generate_format, "text (the whole text) or json (ids)")
@@ -346,8 +395,9 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.exp->add_option("--out", c.exp_options.out_dir, "existing folder to write the files into")
       ->required();
   c.bench = c.cmd->add_subcommand(
-      "bench", "time the full forward (every head's weights kept, last logits); last line "
-               "median_ms=...");
+      "bench",
+      "time the full forward (every head's weights kept, last logits); last line "
+      "median_ms=...");
   c.bench->add_option("MODEL", c.path, "a model folder or file")->required();
   c.bench->add_option("--config", c.config, "config file (default: beside the weights)");
   c.bench->add_option("--tokens", c.tokens, "T, the number of tokens")->required();
@@ -358,7 +408,7 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
-    if (c.info->parsed()) return run_model_info(c.path);
+    if (c.info->parsed()) return run_model_info(c.path, c.config);
     if (c.list->parsed()) return run_model_list();
     if (c.trace->parsed()) return run_model_trace(c);
     if (c.generate->parsed()) return run_model_generate(c);

@@ -24,8 +24,8 @@ namespace attnscope::cli {
 // these fields: keep the struct where it was declared).
 struct ModelCommands {
   CLI::App* cmd = nullptr;
-  CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr,
-           *exp = nullptr, *bench = nullptr;
+  CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
+           *bench = nullptr;
   std::string path;                      // MODEL
   std::optional<std::string> config;     // --config FILE
   std::optional<std::string> text;       // --text
@@ -36,8 +36,8 @@ struct ModelCommands {
   std::vector<std::string> stages;       // --stages
   std::string format = "json";           // trace: json|text; generate: text|json
   std::string generate_format = "text";
-  int tokens = 0;    // generate: new tokens; bench: T
-  int repeat = 5;    // bench
+  int tokens = 0;       // generate: new tokens; bench: T
+  int repeat = 5;       // bench
   bool append = false;  // bench: time appending one token instead
   ExportOptions exp_options;
 };

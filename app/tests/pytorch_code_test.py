@@ -5,7 +5,7 @@
 
 For every variant, with dropout 0 and > 0, qkv_bias, eval mode, imported
 weights (JSON in both orientations, a wrapper's heads) and imported
-embeddings, the test asks `attnscope-cli code` for the script and
+embeddings, random and typed-text inputs, the test asks `attnscope-cli code` for the script and
 `attnscope-cli trace` for the run, runs the script with the PyTorch this
 interpreter imports and compares what it prints with the trace's last stage
 (context, or the layers' output).  The scripts run in this process (runpy,
@@ -151,6 +151,9 @@ def cases(folder):
         ("causal random inputs from their own seed",
          ["--random", "7,5", "--input-seed", "11", "--variant", "causal", "--d-out", "3",
           "--dropout", "0.5"]),
+        ("multihead on a typed text with positions",
+         ["--text", "Your journey starts with one step", "--d-in", "6", "--embed-seed", "7",
+          "--positions", "10", "--variant", "multihead", "--heads", "2", "--dropout", "0.2"]),
     ]
 
 
@@ -185,6 +188,9 @@ def main():
                 elif "--random" in args and not ("torch.manual_seed(11)" in script and
                                                  "torch.rand(7, 5)" in script):
                     problem = "--random inputs are not drawn with torch.manual_seed + torch.rand"
+                elif "--text" in args and not ("torch.nn.Embedding(50257, 6)" in script and
+                                               "torch.nn.Embedding(10, 6)" in script):
+                    problem = "--text inputs are not made by chapter 2's nn.Embedding layers"
                 else:
                     problem = compare(parse_printed_tensor(run_script(path)), shape, want)
             except Exception as exc:  # a CLI error, or the script raised

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "attnscope/io.hpp"
+#include "attnscope/pth.hpp"
 #include "attnscope/safetensors.hpp"
 
 namespace attnscope::core {
@@ -54,6 +55,28 @@ class SafetensorsTensors final : public TensorFile {
   File file_;
 };
 
+// A PyTorch state_dict: every tensor is read (and widened) on request.
+class PthTensors final : public TensorFile {
+ public:
+  explicit PthTensors(PthFile file) : file_(std::move(file)) {}
+  const std::string& source() const override { return file_.source(); }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const PthTensor& t : file_.tensors()) out.push_back(t.name);
+    return out;
+  }
+  std::optional<std::vector<std::uint64_t>> shape(std::string_view name) const override {
+    const PthTensor* t = file_.find(name);
+    if (!t) return std::nullopt;
+    return t->shape;
+  }
+  std::string dtype(std::string_view name) const override { return file_.info(name).dtype; }
+  RowMatrix matrix(std::string_view name) const override { return file_.matrix(name); }
+
+ private:
+  PthFile file_;
+};
+
 bool ends_with(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
 
 }  // namespace
@@ -64,6 +87,8 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::filesystem::path& path) 
     return std::make_unique<SafetensorsTensors<SafetensorsShards>>(SafetensorsShards::open(path));
   if (ends_with(name, ".safetensors"))
     return std::make_unique<SafetensorsTensors<SafetensorsFile>>(SafetensorsFile::open(path));
+  if (ends_with(name, ".pth") || ends_with(name, ".pt") || ends_with(name, ".bin"))
+    return std::make_unique<PthTensors>(PthFile::open(path));
   throw ParseError(path.string() +
                    ": not a checkpoint attnscope reads (a .safetensors file, a "
                    "model.safetensors.index.json, or a PyTorch .pth state_dict)");

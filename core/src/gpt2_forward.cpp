@@ -53,18 +53,10 @@ void head_rows(const RowMatrix& qkv, int n_embd, int head_dim, int h, Eigen::Ind
     for (Eigen::Index i = 0; i < m; ++i) {
       const Eigen::Index row = b + i, keys = row + 1;
       float* w = weights.row(row - w0).data();
-      float largest = kMinusInf;
-      for (Eigen::Index j = 0; j < keys; ++j) {
-        w[j] = s(i, j) * scale;
-        largest = std::max(largest, w[j]);
-      }
-      double sum = 0.0;
-      for (Eigen::Index j = 0; j < keys; ++j) {
-        w[j] = std::exp(w[j] - largest);
-        sum += w[j];
-      }
-      const auto inv = static_cast<float>(1.0 / sum);
-      for (Eigen::Index j = 0; j < keys; ++j) w[j] *= inv;
+      auto visible = Eigen::Map<Eigen::ArrayXf>(w, keys);
+      visible = s.row(i).head(keys).array().transpose() * scale;
+      visible = (visible - visible.maxCoeff()).exp();  // vectorised exp
+      visible *= 1.0f / visible.sum();
       std::fill(w + keys, w + T, 0.0f);
       if (out.scores) {
         out.scores->row(row).head(e) = s.row(i);
@@ -139,9 +131,9 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
   const Gpt2Config& c = model_->config();
   if (ids.empty()) throw std::invalid_argument("the text has no tokens: type something");
   if (static_cast<int>(ids.size()) > c.n_positions)
-    throw std::invalid_argument("the text is " + std::to_string(ids.size()) +
-                                " tokens but the model reads at most n_positions = " +
-                                std::to_string(c.n_positions));
+    throw std::invalid_argument(
+        "the text is " + std::to_string(ids.size()) +
+        " tokens but the model reads at most n_positions = " + std::to_string(c.n_positions));
   for (int id : ids)
     if (id < 0 || id >= c.vocab_size)
       throw std::invalid_argument("token id " + std::to_string(id) +
@@ -240,15 +232,14 @@ void ModelRun::finish() {
   const Gpt2Config& c = w.config;
   const RowMatrix last =
       w.ln_f.apply(residual_.back().bottomRows(1), c.layer_norm_epsilon);  // 1 x d
-  const auto head = w.head().map();                                          // V x d
+  const auto head = w.head().map();                                        // V x d
   logits_.resize(1, head.rows());
   const Eigen::Index V = head.rows(), chunk = 4096;
   const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < chunks; ++k) {
     const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
-    logits_.middleCols(begin, size).noalias() =
-        last * head.middleRows(begin, size).transpose();
+    logits_.middleCols(begin, size).noalias() = last * head.middleRows(begin, size).transpose();
   }
 }
 
@@ -259,8 +250,8 @@ void ModelRun::append(int id) {
     throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
   const auto T = static_cast<Eigen::Index>(ids_.size());
   if (T + 1 > c.n_positions)
-    throw std::invalid_argument("the text already fills n_positions = " +
-                                std::to_string(c.n_positions) + " tokens");
+    throw std::invalid_argument(
+        "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
   ids_.push_back(id);
   tokens_.push_back(printable_token(model_->tokenizer().token_bytes(id)));
   cache_->keep_only_weights();
@@ -277,23 +268,25 @@ std::vector<NextToken> ModelRun::next_tokens(int k) const {
   const Eigen::Index V = logits_.cols();
   const float largest = logits_.maxCoeff();
   double sum = 0.0;
-  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(logits_(0, j) - largest));
+  for (Eigen::Index j = 0; j < V; ++j)
+    sum += std::exp(static_cast<double>(logits_(0, j) - largest));
   std::vector<int> order(static_cast<std::size_t>(V));
   for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
   const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
                     [&](int a, int b) {
-                      return logits_(0, a) > logits_(0, b) || (logits_(0, a) == logits_(0, b) && a < b);
+                      return logits_(0, a) > logits_(0, b) ||
+                             (logits_(0, a) == logits_(0, b) && a < b);
                     });
   std::vector<NextToken> out;
   const Gpt2Tokenizer& tok = model_->tokenizer();
   for (std::size_t i = 0; i < top; ++i) {
     const int id = order[i];
-    out.push_back(NextToken{
-        id,
-        static_cast<std::size_t>(id) < tok.vocab_size() ? printable_token(tok.token_bytes(id))
-                                                        : "<" + std::to_string(id) + ">",
-        std::exp(static_cast<double>(logits_(0, id) - largest)) / sum});
+    out.push_back(NextToken{id,
+                            static_cast<std::size_t>(id) < tok.vocab_size()
+                                ? printable_token(tok.token_bytes(id))
+                                : "<" + std::to_string(id) + ">",
+                            std::exp(static_cast<double>(logits_(0, id) - largest)) / sum});
   }
   return out;
 }
@@ -302,8 +295,8 @@ std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
   std::lock_guard lock(mutex_);
   const Gpt2Config& c = model_->config();
   const StageInfo* info = find_stage_info(key.id);
-  if (!info || info->parameter() || key.layer < -1 || key.layer >= c.n_layer ||
-      key.head < -1 || key.head >= c.n_head)
+  if (!info || info->parameter() || key.layer < -1 || key.layer >= c.n_layer || key.head < -1 ||
+      key.head >= c.n_head)
     return nullptr;
   if (auto hit = cache_->get({key.layer, key.head, std::string(key.id)})) return hit;
   auto made = compute(key);
@@ -348,8 +341,8 @@ std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::
   auto scores = std::make_shared<RowMatrix>(T, T), masked = std::make_shared<RowMatrix>(T, T),
        scaled = std::make_shared<RowMatrix>(T, T), weights = std::make_shared<RowMatrix>(T, T);
   auto context = std::make_shared<RowMatrix>(T, hd);
-  const ScoreStages out = before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()}
-                                         : ScoreStages{};
+  const ScoreStages out =
+      before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()} : ScoreStages{};
   head_rows(qkv, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0, 0,
             *context, out);
   cache_->put({layer, head, stage_id::weights}, weights);

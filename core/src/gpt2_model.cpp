@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "attnscope/io.hpp"
 #include "gpt2_internal.hpp"
@@ -93,25 +94,25 @@ RowMatrix Norm::apply(const RowMatrix& x, double eps) const {
 }
 
 void activate(RowMatrix& x, Gpt2Activation a) {
-  float* v = x.data();
-  const Eigen::Index n = x.size();
-  switch (a) {
-    case Gpt2Activation::GeluNew:
-    case Gpt2Activation::GeluPytorchTanh: {
-      const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
-#pragma omp parallel for if (n > 100000)
-      for (Eigen::Index i = 0; i < n; ++i)
-        v[i] = 0.5f * v[i] * (1.0f + std::tanh(c * (v[i] + 0.044715f * v[i] * v[i] * v[i])));
-      break;
+  // Eigen's array functions are vectorised (its tanh a rational approximation
+  // within a few ulp of std::tanh); rows in parallel, a block at a time.
+  const Eigen::Index rows = x.rows();
+  const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+#pragma omp parallel for schedule(static) if (x.size() > 100000)
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    auto v = x.row(r).array();
+    switch (a) {
+      case Gpt2Activation::GeluNew:
+      case Gpt2Activation::GeluPytorchTanh:
+        v = 0.5f * v * (1.0f + (c * (v + 0.044715f * v.cube())).tanh());
+        break;
+      case Gpt2Activation::Gelu:
+        v = 0.5f * v * (1.0f + (v * static_cast<float>(M_SQRT1_2)).erf());
+        break;
+      case Gpt2Activation::Relu:
+        v = v.max(0.0f);
+        break;
     }
-    case Gpt2Activation::Gelu:
-#pragma omp parallel for if (n > 100000)
-      for (Eigen::Index i = 0; i < n; ++i)
-        v[i] = 0.5f * v[i] * (1.0f + std::erf(v[i] * static_cast<float>(M_SQRT1_2)));
-      break;
-    case Gpt2Activation::Relu:
-      for (Eigen::Index i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
-      break;
   }
 }
 
@@ -147,7 +148,8 @@ ModelFiles locate_model(const fs::path& path, const std::optional<fs::path>& con
   if (!fs::exists(path, ec)) fail(path, "no such file or folder");
   fs::path dir = path;
   if (fs::is_directory(path, ec)) {
-    for (const char* name : {"model.safetensors", "model.safetensors.index.json", "model.pth"})
+    for (const char* name :
+         {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "model.pth"})
       if (fs::exists(path / name, ec)) {
         files.weights = path / name;
         break;
@@ -205,7 +207,8 @@ fs::path home() {
 
 bool has_weights(const fs::path& dir) {
   std::error_code ec;
-  for (const char* name : {"model.safetensors", "model.safetensors.index.json", "model.pth"})
+  for (const char* name :
+       {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "model.pth"})
     if (fs::exists(dir / name, ec)) return true;
   return false;
 }
@@ -269,9 +272,8 @@ BookConfig parse_book_config(std::string_view json_text, std::string_view source
       throw ParseError(where + ": \"" + key + "\" must be a positive whole number");
     out = v.get<int>();
   };
-  static const std::set<std::string> known = {"vocab_size", "context_length", "emb_dim",
-                                              "n_heads",    "n_layers",       "drop_rate",
-                                              "qkv_bias"};
+  static const std::set<std::string> known = {"vocab_size", "context_length", "emb_dim", "n_heads",
+                                              "n_layers",   "drop_rate",      "qkv_bias"};
   for (const auto& [key, value] : j.items())
     if (!known.contains(key))
       throw ParseError(where + ": unknown key \"" + key + "\" (the book's GPT_CONFIG has " +
@@ -292,6 +294,7 @@ BookConfig parse_book_config(std::string_view json_text, std::string_view source
     b.qkv_bias = j["qkv_bias"].get<bool>();
   }
   c.n_inner = 4 * c.n_embd;
+  c.tie_word_embeddings = false;  // GPTModel has its own out_head
   if (c.n_embd % c.n_head != 0)
     throw ParseError(where + ": emb_dim " + std::to_string(c.n_embd) +
                      " is not divisible by n_heads " + std::to_string(c.n_head));
@@ -347,8 +350,7 @@ class Reader {
     return file_->matrix(full(name));
   }
   // An (in x out) weight, Conv1D layout, packed straight from the file.
-  Linear conv1d(const std::string& name, Eigen::Index in, Eigen::Index out,
-                RowMatrix bias) const {
+  Linear conv1d(const std::string& name, Eigen::Index in, Eigen::Index out, RowMatrix bias) const {
     expect(name, {static_cast<std::uint64_t>(in), static_cast<std::uint64_t>(out)});
     const auto span = file_->f32_in_place(full(name));
     Linear l = span.empty() ? Linear::from(file_->matrix(full(name)).data(), in, out, bias)
@@ -464,13 +466,13 @@ Block book_block(const Reader& r, int l, const Gpt2Config& c, bool qkv_bias) {
     bias.middleCols(k * d, d) = optional_bias(r, t + "att." + names[k] + ".bias", d, qkv_bias);
   }
   b.attn = Linear::from(qkv.data(), d, 3 * d, std::move(bias));
-  b.proj = linear_transposed(r, t + "att.out_proj.weight", d, d,
-                             r.vector(t + "att.out_proj.bias", d));
+  b.proj =
+      linear_transposed(r, t + "att.out_proj.weight", d, d, r.vector(t + "att.out_proj.bias", d));
   b.ln_2 = norm(r, t + "norm2.scale", t + "norm2.shift", d);
   b.fc = linear_transposed(r, t + "ff.layers.0.weight", d, inner,
                            r.vector(t + "ff.layers.0.bias", inner));
-  b.fc_proj = linear_transposed(r, t + "ff.layers.2.weight", inner, d,
-                                r.vector(t + "ff.layers.2.bias", d));
+  b.fc_proj =
+      linear_transposed(r, t + "ff.layers.2.weight", inner, d, r.vector(t + "ff.layers.2.bias", d));
   return b;
 }
 
@@ -514,8 +516,8 @@ std::shared_ptr<const Gpt2Tokenizer> load_tokenizer(const fs::path& dir) {
 
 }  // namespace
 
-Gpt2Model::Gpt2Model(std::shared_ptr<const Weights> weights, std::string name,
-                     ModelFormat format, std::shared_ptr<const Gpt2Tokenizer> tokenizer)
+Gpt2Model::Gpt2Model(std::shared_ptr<const Weights> weights, std::string name, ModelFormat format,
+                     std::shared_ptr<const Gpt2Tokenizer> tokenizer)
     : weights_(std::move(weights)),
       name_(std::move(name)),
       format_(format),
@@ -583,8 +585,8 @@ std::shared_ptr<const Gpt2Model> random_gpt2(const Gpt2Config& c, std::uint64_t 
     w->blocks.push_back(std::move(b));
   }
   w->ln_f = Norm{ones(d), zeros(d)};
-  auto tokenizer = std::shared_ptr<const Gpt2Tokenizer>(&Gpt2Tokenizer::builtin(),
-                                                        [](const Gpt2Tokenizer*) {});
+  auto tokenizer =
+      std::shared_ptr<const Gpt2Tokenizer>(&Gpt2Tokenizer::builtin(), [](const Gpt2Tokenizer*) {});
   return std::make_shared<const Gpt2Model>(std::move(w), "random", ModelFormat::HuggingFace,
                                            std::move(tokenizer));
 }

@@ -53,8 +53,9 @@ std::vector<int> all_or(const std::vector<int>& chosen, int n, const char* what)
   }
   for (int v : chosen)
     if (v < 0 || v >= n)
-      throw ParseError(std::string(what) + " " + std::to_string(v) + " is out of range (the model has " +
-                       std::to_string(n) + ": 0.." + std::to_string(n - 1) + ")");
+      throw ParseError(std::string(what) + " " + std::to_string(v) +
+                       " is out of range (the model has " + std::to_string(n) + ": 0.." +
+                       std::to_string(n - 1) + ")");
   return chosen;
 }
 
@@ -86,8 +87,8 @@ std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageS
     for (const std::string& name : s.stages) {
       const int k = order_of(name);
       if (k < 0)
-        throw ParseError("\"" + name + "\" is not a stage of a model run (they are: " +
-                         model_stage_list() + ")");
+        throw ParseError("\"" + name +
+                         "\" is not a stage of a model run (they are: " + model_stage_list() + ")");
       stages.push_back(kModelStages[k].id);
     }
   }
@@ -201,8 +202,8 @@ std::string model_trace_text(ModelRun& run, const Trace& trace) {
            std::to_string(m.rows()) + " x " + std::to_string(m.cols()) + ")";
     if (m.rows() > kShownCells || m.cols() > kShownCells) {
       const auto finite = m.unaryExpr([](float v) { return std::isfinite(v) ? v : 0.0f; });
-      std::snprintf(buf, sizeof buf, ": min %.4f, max %.4f\n", static_cast<double>(finite.minCoeff()),
-                    static_cast<double>(finite.maxCoeff()));
+      std::snprintf(buf, sizeof buf, ": min %.4f, max %.4f\n",
+                    static_cast<double>(finite.minCoeff()), static_cast<double>(finite.maxCoeff()));
       out += buf;
       continue;
     }

@@ -470,4 +470,33 @@ std::string pytorch_script(const Config& config, const RandomInputs& random,
   return script(config, random.tokens, random.d_in, section, explicit_weights);
 }
 
+std::string pytorch_script(const Config& config, const TextInputs& text,
+                           const Parameters* explicit_weights) {
+  const Inputs inputs{text.tokens, chapter2_embeddings(text.ids, text.d_in, text.seed,
+                                                       text.context_length, text.vocab_size)};
+  check_preconditions(config, inputs, explicit_weights);
+  const std::string T = std::to_string(text.ids.size()), D = std::to_string(text.d_in);
+  std::string section =
+      "# The inputs: GPT-2's token ids of the text (tiktoken.get_encoding(\"gpt2\")\n";
+  section += "# .encode(text, allowed_special={\"<|endoftext|>\"})) through the embedding layers\n";
+  section += "# of chapter 2, (T, d_in) = (" + T + ", " + D + ").\n";
+  section += "token_ids = torch.tensor([\n";
+  for (std::size_t t = 0; t < text.ids.size(); ++t)
+    section +=
+        "    " + std::to_string(text.ids[t]) + ",  # \"" + comment_text(text.tokens[t]) + "\"\n";
+  section += "])\n";
+  section += "torch.manual_seed(" + std::to_string(text.seed) + ")\n";
+  section += "token_embedding_layer = torch.nn.Embedding(" + std::to_string(text.vocab_size) +
+             ", " + D + ")\n";
+  if (text.context_length > 0) {
+    section += "pos_embedding_layer = torch.nn.Embedding(" + std::to_string(text.context_length) +
+               ", " + D + ")  # context_length " + std::to_string(text.context_length) + "\n";
+    section += "inputs = token_embedding_layer(token_ids) + pos_embedding_layer(torch.arange(" + T +
+               "))\n";
+  } else {
+    section += "inputs = token_embedding_layer(token_ids)\n";
+  }
+  return script(config, static_cast<int>(text.ids.size()), text.d_in, section, explicit_weights);
+}
+
 }  // namespace attnscope::core

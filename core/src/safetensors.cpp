@@ -22,6 +22,7 @@
 namespace attnscope::core {
 
 using detail::fail;
+using detail::half_to_float;
 using json = nlohmann::json;
 
 // The bytes of a file: a read-only mapping, or a string kept in memory.
@@ -166,18 +167,6 @@ void check_ranges(std::vector<TensorInfo>& tensors, std::uint64_t buffer_size,
                        "\" overlap in the buffer");
   std::sort(tensors.begin(), tensors.end(),
             [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
-}
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  const std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // inf, NaN
-  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ TEST(ModelRun, StagesAgreeWithEachOther) {
       EXPECT_LT(max_diff(*ctx, *w * *v), 1e-5f);
       EXPECT_LT(max_diff(concat->middleCols(h * c.head_dim(), c.head_dim()), *ctx), 1e-6f);
     }
-    auto x = l == 0 ? run.stage({-1, -1, id::embeddings}) : run.stage({l - 1, -1, id::block_output});
+    auto x =
+        l == 0 ? run.stage({-1, -1, id::embeddings}) : run.stage({l - 1, -1, id::block_output});
     auto out = run.stage({l, -1, id::output});
     auto attn = run.stage({l, -1, id::attn_output});
     ASSERT_TRUE(x && out && attn);
@@ -113,8 +114,9 @@ TEST(ModelRun, AppendingATokenGivesWhatAFullRunGives) {
     for (int h = 0; h < 3; ++h)
       EXPECT_LT(max_diff(*grown.stage({l, h, id::weights}), *full.stage({l, h, id::weights})),
                 1e-5f);
-  EXPECT_LT(max_diff(*grown.stage({1, -1, id::block_output}), *full.stage({1, -1, id::block_output})),
-            1e-4f);
+  EXPECT_LT(
+      max_diff(*grown.stage({1, -1, id::block_output}), *full.stage({1, -1, id::block_output})),
+      1e-4f);
   // An append without a cache computes the new rows only, and still agrees.
   ModelRun::Options none;
   none.cache_bytes = 0;
@@ -155,10 +157,12 @@ TEST(ModelRun, NextTokensAreTheLargestLogitsAsProbabilities) {
   Eigen::Index best = 0;
   run.logits().row(0).maxCoeff(&best);
   EXPECT_EQ(next[0].id, best);
-  for (std::size_t i = 1; i < next.size(); ++i) EXPECT_GE(next[i - 1].probability, next[i].probability);
+  for (std::size_t i = 1; i < next.size(); ++i)
+    EXPECT_GE(next[i - 1].probability, next[i].probability);
   double total = 0;
   const float top = run.logits().maxCoeff();
-  for (Eigen::Index j = 0; j < run.logits().cols(); ++j) total += std::exp(run.logits()(0, j) - top);
+  for (Eigen::Index j = 0; j < run.logits().cols(); ++j)
+    total += std::exp(run.logits()(0, j) - top);
   EXPECT_NEAR(next[0].probability, 1.0 / total, 1e-9);
   EXPECT_EQ(generate_greedy(tiny_model(), some_ids(5), 1), std::vector<int>{next[0].id});
 }
@@ -170,7 +174,8 @@ TEST(ModelStages, SelectionDefaultsOrderAndRefusals) {
   EXPECT_EQ(keys.front().id, id::weights);
   EXPECT_EQ(keys.back().id, id::logits);
   EXPECT_EQ(keys.back().layer, -1);
-  const auto some = select_model_stages(run, {{1}, {2}, {"logits", "context", "embeddings", "ln_1"}});
+  const auto some =
+      select_model_stages(run, {{1}, {2}, {"logits", "context", "embeddings", "ln_1"}});
   ASSERT_EQ(some.size(), 4u);
   EXPECT_EQ(some[0].id, id::embeddings);
   EXPECT_EQ(some[1].id, id::ln_1);

@@ -140,6 +140,25 @@ TEST(PytorchScript, RandomInputsAreDrawnUnderTheInputSeed) {
   EXPECT_EQ(random.substr(random.find(after)), explicit_form.substr(explicit_form.find(after)));
 }
 
+TEST(PytorchScript, TextInputsAreChapterTwosEmbeddingLayers) {
+  // Token ids one a line with their tokens, the embedding seed before both
+  // layers, the positional layer right after the token one.
+  const TextInputs text{{7120, 7002}, {"Your", " journey"}, 4, 5, 8, kGpt2VocabSize};
+  const std::string s = pytorch_script(config_of(Variant::Causal), text, nullptr);
+  at(s,
+     "token_ids = torch.tensor([\n    7120,  # \"Your\"\n    7002,  # \" journey\"\n])\n"
+     "torch.manual_seed(5)\ntoken_embedding_layer = torch.nn.Embedding(50257, 4)\n"
+     "pos_embedding_layer = torch.nn.Embedding(8, 4)  # context_length 8\n"
+     "inputs = token_embedding_layer(token_ids) + pos_embedding_layer(torch.arange(2))\n");
+  EXPECT_LT(s.find("torch.manual_seed(5)"), s.find("torch.manual_seed(789)"));
+  const TextInputs no_positions{{7120}, {"Your"}, 4, 5, 0, kGpt2VocabSize};
+  at(pytorch_script(config_of(Variant::Causal), no_positions, nullptr),
+     "inputs = token_embedding_layer(token_ids)\n");
+  const TextInputs too_long{{1, 2, 3}, {"a", "b", "c"}, 4, 5, 2, kGpt2VocabSize};
+  EXPECT_THROW(pytorch_script(config_of(Variant::Causal), too_long, nullptr),
+               std::invalid_argument);
+}
+
 TEST(PytorchScript, RefusesWhatCannotRun) {
   Config bad = config_of(Variant::Multihead);
   bad.d_out = 3;  // not divisible by 2 heads

@@ -56,9 +56,9 @@ ModelFiles locate_model(const std::filesystem::path& path,
 
 // A model found on disk by find_models.
 struct FoundModel {
-  std::string name;             // "openai-community/gpt2", or the file's or folder's name
-  std::filesystem::path path;   // what Gpt2Model::load takes
-  std::string where;            // "huggingface-cache" or "attnscope"
+  std::string name;            // "openai-community/gpt2", or the file's or folder's name
+  std::filesystem::path path;  // what Gpt2Model::load takes
+  std::string where;           // "huggingface-cache" or "attnscope"
 };
 // The folders find_models searches: the Hugging Face hub cache ($HF_HUB_CACHE,
 // else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else

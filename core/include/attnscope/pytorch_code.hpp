@@ -6,7 +6,8 @@
 // app shows, dropout included. It holds, in order:
 //   the book's class for the variant (chapter 3; simplified self-attention has
 //   no class and is the book's three lines), the inputs (a tensor literal, one
-//   row per token, or torch.manual_seed(input_seed); torch.rand(T, d_in)),
+//   row per token, or torch.manual_seed(input_seed); torch.rand(T, d_in), or a
+//   text's token ids through chapter 2's nn.Embedding layers),
 //   torch.manual_seed(seed) and the module's construction (which draws its
 //   parameters), the explicit weights if any, copied in under torch.no_grad()
 //   (nn.Linear stores weight as (d_out, d_in): our (d_in, d_out) matrix .T),
@@ -24,6 +25,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/config.hpp"
+#include "attnscope/embedding.hpp"
 
 namespace attnscope::core {
 
@@ -44,6 +46,14 @@ std::string pytorch_script(const Config& config, const Inputs& inputs,
 // The same with inputs the script draws: torch.manual_seed(random.seed);
 // inputs = torch.rand(T, d_in). Same preconditions for a T x d_in run.
 std::string pytorch_script(const Config& config, const RandomInputs& random,
+                           const Parameters* explicit_weights);
+
+// The same with a text's inputs as the book's chapter 2 makes them: the token
+// ids as a tensor literal (one a line, commented with its token), then
+// torch.manual_seed(text.seed), nn.Embedding(vocab_size, d_in) and, with a
+// context_length, nn.Embedding(context_length, d_in); inputs = the sum of
+// their rows. Same preconditions, and those of chapter2_embeddings.
+std::string pytorch_script(const Config& config, const TextInputs& text,
                            const Parameters* explicit_weights);
 
 // A float32 as Python source that reads back (through double, as Python and
