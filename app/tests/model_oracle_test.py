@@ -29,9 +29,7 @@ state dicts and as a training checkpoint) and checks:
    and every head's attention against (b) on those weights. Skipped (not
    failed) when the variable is unset.
 
-While attnscope-cli refuses .pth files as a kind it does not read (a build
-without the .pth reader), the book's .pth fixtures are skipped in parts 2
-and 3 with a message; part 1 checks them still. Exit status: 0 all passed, 1 any failure,
+Exit status: 0 all passed, 1 any failure,
 77 torch or numpy is not importable (CTest's "skipped").
 """
 
@@ -422,13 +420,6 @@ def check_generate(cli, fx):
     run_generate(cli, fx, TEXT_IDS, want_b)
 
 
-def reads_pth(cli, fx):
-    """False only when the CLI refuses .pth files as a kind it does not read
-    (a build without the .pth reader); any other failure is the checks' to report."""
-    p = run(cli, "model", "trace", *fx.args, "--ids", "1", "--stages", "logits")
-    return not (p.returncode == 2 and "not a checkpoint attnscope reads" in p.stderr)
-
-
 def engine_has_model_trace(cli):
     p = run(cli, "model", "--help")
     return p.returncode == 0 and "trace" in p.stdout
@@ -453,11 +444,6 @@ def check_engine(cli, fixtures, tmp):
         return
     exact, exact_ids, longer, longer_t = long_texts(cli, mf.TINY["n_positions"])
     exact_tok = json.loads(run(cli, "tokenize", "--text", exact).stdout)
-    book = [fx for fx in fixtures if fx.args[0].endswith(".pth")]
-    if book and not reads_pth(cli, book[0]):
-        print("engine: the book's .pth fixtures skipped: this attnscope-cli does not read .pth "
-              "files yet (it says so); they run once it does")
-        fixtures = [fx for fx in fixtures if fx not in book]
     for fx in fixtures:
         start = time.monotonic()
         doc = check_default_trace(cli, fx, TEXT, TEXT_IDS, tokenized)
