@@ -231,9 +231,13 @@ int print(const std::string& text) {
 int run_model_trace(const ModelCommands& c) {
   const auto model = load(c);
   core::ModelRun run(model, input_ids(c, *model));
-  const core::Trace trace = core::model_trace(run, core::select_model_stages(run, selection(c)));
-  return print(c.format == "text" ? core::model_trace_text(run, trace)
-                                  : core::model_trace_json(run, trace));
+  const auto keys = core::select_model_stages(run, selection(c));
+  if (c.format == "text")
+    core::write_model_trace_text(run, keys, std::cout);
+  else
+    core::write_model_trace_json(run, keys, std::cout);
+  std::cout.flush();
+  return std::cout ? 0 : 1;
 }
 
 int run_model_generate(const ModelCommands& c) {
@@ -322,6 +326,9 @@ int run_model_bench(const ModelCommands& c) {
   const double flops = 2.0 * L * rows * (d * 3 * d + d * d + 2 * d * inner) +
                        2.0 * L * rows * (c.append ? T : (T + 1) / 2) * d * 2 +
                        2.0 * d * cfg.vocab_size;
+  // The floor: the FLOPs at this machine's FMA rate, measured now (after the runs).
+  const double fma = core::machine_fma_gflops(0.3);
+  const double floor_ms = fma > 0 ? flops / 1e6 / fma : 0.0;
   std::printf("model=%s layers=%d heads=%d d=%d tokens=%d %s load_ms=%.1f\n", model->name().c_str(),
               cfg.n_layer, cfg.n_head, cfg.n_embd, c.tokens,
               c.append ? "append of the last token to the others" : "full forward", load_ms);
@@ -330,6 +337,8 @@ int run_model_bench(const ModelCommands& c) {
       "attention_kept_mb=%.1f peak_rss_mb=%.1f\n",
       c.repeat, ms.front(), median, ms.back(), flops / 1e9, flops / 1e6 / median,
       static_cast<double>(kept) / (1 << 20), peak_rss_mb());
+  std::printf("fma_gflops=%.1f floor_ms=%.3f median_over_floor=%.2f\n", fma, floor_ms,
+              floor_ms > 0 ? median / floor_ms : 0.0);
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }

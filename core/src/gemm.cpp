@@ -2,6 +2,7 @@
 #include "gemm.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -419,6 +420,71 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
         for (Eigen::Index j = 0; j < n; ++j) c[i * y.cols() + j] += b[j];
     }
   }
+}
+
+namespace {
+
+// Fused multiply-adds done by one thread in `rounds` rounds of 12 chains x 64 steps.
+double fma_loop(long rounds) {
+#if defined(__AVX512F__)
+  using V = __m512;
+  constexpr int kLanes = 16;
+  const V a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  V c[12];
+  for (V& v : c) v = _mm512_set1_ps(1.0f);
+  for (long r = 0; r < rounds; ++r)
+    for (int s = 0; s < 64; ++s)
+      for (V& v : c) v = _mm512_fmadd_ps(v, a, b);
+  float sink = 0;
+  for (V& v : c) sink += _mm512_reduce_add_ps(v);
+#elif defined(__AVX2__) && defined(__FMA__)
+  using V = __m256;
+  constexpr int kLanes = 8;
+  const V a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  V c[12];
+  for (V& v : c) v = _mm256_set1_ps(1.0f);
+  for (long r = 0; r < rounds; ++r)
+    for (int s = 0; s < 64; ++s)
+      for (V& v : c) v = _mm256_fmadd_ps(v, a, b);
+  float sink = 0;
+  alignas(32) float lanes[8];
+  for (V& v : c) {
+    _mm256_store_ps(lanes, v);
+    for (float x : lanes) sink += x;
+  }
+#else
+  constexpr int kLanes = 0;
+  const float sink = 0;
+  (void)rounds;
+#endif
+  volatile float keep = sink;  // the chains' results are used
+  (void)keep;
+  return static_cast<double>(rounds) * 64 * 12 * kLanes;
+}
+
+}  // namespace
+
+double measure_fma_gflops(double seconds) {
+  if (!available()) return 0.0;
+  using clock = std::chrono::steady_clock;
+  // Calibrate one thread's rounds for the time asked, then run every thread.
+  long rounds = 1000;
+  for (;;) {
+    const auto t0 = clock::now();
+    fma_loop(rounds);
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (s > seconds / 8 || rounds > (1L << 30)) {
+      rounds = static_cast<long>(static_cast<double>(rounds) * seconds / std::max(s, 1e-6));
+      break;
+    }
+    rounds *= 4;
+  }
+  double fmas = 0.0;
+  const auto t0 = clock::now();
+#pragma omp parallel reduction(+ : fmas)
+  fmas += fma_loop(rounds);
+  const double s = std::chrono::duration<double>(clock::now() - t0).count();
+  return 2.0 * fmas / s / 1e9;
 }
 
 }  // namespace attnscope::core::gemm

@@ -60,6 +60,12 @@ constexpr Eigen::Index kTileRows = 8;    // rows of x per packed tile
 // True when a kernel was compiled (the build targets AVX-512, or AVX2 with FMA).
 bool available();
 
+// This machine's fused multiply-add rate now, in GFLOP/s (2 per FMA) over
+// all OpenMP threads: each runs 12 independent vector FMA chains (the widest
+// the build targets) for about `seconds`. The floor a benchmark states its
+// time against; 0 when no kernel was compiled.
+double measure_fma_gflops(double seconds);
+
 // w (K, N) as panels: panel p holds columns [p*48, p*48 + 48) as K rows of
 // 48 floats, zero beyond N.
 struct PackedWeights {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
@@ -144,29 +145,33 @@ std::string gpt2_config_json(const Gpt2Config& c) {
   return j.dump();
 }
 
-std::string model_trace_json(ModelRun& run, const Trace& trace) {
+void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os) {
   using detail::json_quoted;
   std::string out = "{\"model\": " + json_quoted(run.model().name()) + ",\n \"ids\": [";
   const std::vector<int>& ids = run.ids();
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   out += "],\n \"tokens\": [";
-  for (std::size_t i = 0; i < trace.tokens.size(); ++i)
-    out += (i ? ", " : "") + json_quoted(trace.tokens[i]);
+  for (std::size_t i = 0; i < run.tokens().size(); ++i)
+    out += (i ? ", " : "") + json_quoted(run.tokens()[i]);
   out += "],\n \"spans\": [";
   const std::vector<int> ends = spans_of(run.model().tokenizer(), ids);
   for (std::size_t i = 0; i < ends.size(); ++i)
     out += (i ? ", [" : "[") + std::to_string(i ? ends[i - 1] : 0) + ", " +
            std::to_string(ends[i]) + "]";
   out += "],\n \"config\": " + gpt2_config_json(run.model().config()) + ",\n \"stages\": [";
-  for (std::size_t k = 0; k < trace.stages.size(); ++k) {
-    const Stage& s = trace.stages[k];
-    out += k ? ",\n  " : "\n  ";
-    out += "{\"id\": " + json_quoted(s.id) + ", \"layer\": " + std::to_string(s.layer) +
-           ", \"head\": " + std::to_string(s.head) + ", \"shape\": [" +
-           std::to_string(s.data().rows()) + ", " + std::to_string(s.data().cols()) +
-           "], \"data\": ";
-    detail::append_json_rows(out, s.data());
+  bool first = true;
+  for (const StageKey& k : keys) {
+    const auto m = run.stage(k);
+    if (!m) continue;
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+    out += "{\"id\": " + json_quoted(k.id) + ", \"layer\": " + std::to_string(k.layer) +
+           ", \"head\": " + std::to_string(k.head) + ", \"shape\": [" + std::to_string(m->rows()) +
+           ", " + std::to_string(m->cols()) + "], \"data\": ";
+    detail::append_json_rows(out, *m);
     out += "}";
+    os << out;  // one stage at a time: a whole model's text is gigabytes
+    out.clear();
   }
   out += "],\n \"next_token\": [";
   const auto next = run.next_tokens(10);
@@ -177,28 +182,32 @@ std::string model_trace_json(ModelRun& run, const Trace& trace) {
            ", \"token\": " + json_quoted(next[i].token) + ", \"probability\": " + p + "}";
   }
   out += "]}\n";
-  return out;
+  os << out;
 }
 
-std::string model_trace_text(ModelRun& run, const Trace& trace) {
+void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os) {
   constexpr Eigen::Index kShownCells = 16;  // print a stage's values up to 16 x 16
   std::string out = "model " + run.model().name() + ": " + std::to_string(run.num_layers()) +
                     " layers x " + std::to_string(run.num_heads()) + " heads, " +
                     std::to_string(run.num_tokens()) + " tokens\n";
   char buf[64];
-  for (std::size_t i = 0; i < trace.tokens.size(); ++i) {
+  for (std::size_t i = 0; i < run.tokens().size(); ++i) {
     std::snprintf(buf, sizeof buf, "  %4zu  %6d  ", i, run.ids()[i]);
-    out += buf + trace.tokens[i] + "\n";
+    out += buf + run.tokens()[i] + "\n";
   }
   out += "next token (most likely first):\n";
   for (const NextToken& n : run.next_tokens(10)) {
     std::snprintf(buf, sizeof buf, "  %6.2f %%  %6d  ", 100.0 * n.probability, n.id);
     out += buf + n.token + "\n";
   }
-  for (const Stage& s : trace.stages) {
-    const RowMatrix& m = s.data();
-    out += "\n" + s.id + (s.layer >= 0 ? " layer " + std::to_string(s.layer) : "") +
-           (s.head >= 0 ? " head " + std::to_string(s.head) : "") + " (" +
+  for (const StageKey& k : keys) {
+    const auto held = run.stage(k);
+    if (!held) continue;
+    const RowMatrix& m = *held;
+    os << out;
+    out.clear();
+    out += "\n" + std::string(k.id) + (k.layer >= 0 ? " layer " + std::to_string(k.layer) : "") +
+           (k.head >= 0 ? " head " + std::to_string(k.head) : "") + " (" +
            std::to_string(m.rows()) + " x " + std::to_string(m.cols()) + ")";
     if (m.rows() > kShownCells || m.cols() > kShownCells) {
       const auto finite = m.unaryExpr([](float v) { return std::isfinite(v) ? v : 0.0f; });
@@ -216,7 +225,7 @@ std::string model_trace_text(ModelRun& run, const Trace& trace) {
       out += "\n";
     }
   }
-  return out;
+  os << out;
 }
 
 }  // namespace attnscope::core

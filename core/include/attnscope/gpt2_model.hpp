@@ -170,6 +170,11 @@ class ModelRun final : public StageSource {
   mutable std::mutex mutex_;
 };
 
+// This machine's fused multiply-add rate now, in GFLOP/s over all threads
+// (12 independent vector FMA chains per thread for about `seconds`): the
+// floor `model bench` states its time against. 0 without a compiled kernel.
+double machine_fma_gflops(double seconds = 0.3);
+
 // Greedy continuation, the book's generate_text_simple: n_tokens times, run
 // the last n_positions ids and append the most likely next one. Returns the
 // new ids only.

@@ -3,6 +3,7 @@
 // (docs/trace-format.md, "Model traces").
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,14 +35,15 @@ std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageS
 // The stages at `keys` as a Trace: tokens, the model's name, one layer per block.
 Trace model_trace(ModelRun& run, const std::vector<StageKey>& keys);
 
-// {"model", "ids", "tokens", "spans", "config", "stages", "next_token"}: the
-// trace's stages as in chapter-3 traces (id, layer, head, shape, data) and
-// the 10 most likely next tokens. Spans are byte offsets of each token in
-// the decoded text.
-std::string model_trace_json(ModelRun& run, const Trace& trace);
+// Writes {"model", "ids", "tokens", "spans", "config", "stages",
+// "next_token"} to `out`: the stages at `keys` as in chapter-3 traces (id,
+// layer, head, shape, data), each fetched and written in turn (a model's
+// whole trace is never held), and the 10 most likely next tokens. Spans are
+// byte offsets of each token in the decoded text.
+void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out);
 // The same for people: tokens, next tokens, and each stage (its values when
 // it is small, else its shape and range).
-std::string model_trace_text(ModelRun& run, const Trace& trace);
+void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out);
 
 // The config as one JSON object (the keys of config.json that the forward uses).
 std::string gpt2_config_json(const Gpt2Config& c);
