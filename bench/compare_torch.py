@@ -25,9 +25,11 @@ attention map, computing only the last position's logits), each side at
 the faster of --model-threads (1 and 2: on a shared 2-core machine one
 thread is often faster). It also prints the FMA floor: the FLOPs the
 engine says it did (its `gflop=`; causal, so about half the dense T x T
-products) over this machine's FMA rate, measured by a loop of 12
-independent FMA chains per thread (AVX2 and AVX-512 where the CPU has
-them, the faster one) compiled here with the system C compiler.
+products) over this machine's FMA rate: the `fma_gflops=` that `model
+bench` measures in the same process right after its runs, or, from an
+engine that does not print one, a loop of 12 independent FMA chains per
+thread (AVX2 and AVX-512 where the CPU has them, the faster one) compiled
+here with the system C compiler.
 """
 import argparse
 import json
@@ -192,7 +194,8 @@ def time_model_torch(folder, tokens, repeat, threads):
 
 
 def time_model_attnscope(cli, folder, tokens, repeat, threads):
-    """(median ms, GFLOP the engine says it did or None) of `model bench`."""
+    """(median ms, GFLOP it says it did, the FMA rate it measured) of `model bench`;
+    the last two are None when it does not print them (gflop=, fma_gflops=)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     out = subprocess.run([cli, "model", "bench", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
                          capture_output=True, text=True, env=env, timeout=3600)
@@ -202,7 +205,9 @@ def time_model_attnscope(cli, folder, tokens, repeat, threads):
                          f"(exit {out.returncode}): "
                          + (out.stderr.strip() or "it printed no median_ms= line"))
     gflop = re.findall(r"\bgflop=([0-9.eE+-]+)", out.stdout)
-    return float(medians[-1]), float(gflop[-1]) if gflop else None
+    fma = re.findall(r"\bfma_gflops=([0-9.eE+-]+)", out.stdout)
+    return (float(medians[-1]), float(gflop[-1]) if gflop else None,
+            float(fma[-1]) if fma else None)
 
 
 FMA_SOURCE = r"""
@@ -279,10 +284,12 @@ def model_main(args):
     cfg = mf.hf_config(**QUICK_MODEL) if args.quick else dict(mf.GPT2_124M)
     tokens = QUICK_MODEL_TOKENS if args.quick else MODEL_TOKENS
     threads = [int(t) for t in args.model_threads.split(",")]
-    rates = {n: measure_fma_gflops(n, args.quick) for n in threads}
-    print("FMA rate: " + "; ".join(f"{n} thread(s) {r:.1f} GFLOP/s ({how})" if r else
-                                   f"{n} thread(s) not measured ({how})"
-                                   for n, (r, how) in sorted(rates.items())))
+    rates = {}  # threads -> (GFLOP/s, how), from our own FMA loop when the engine gives none
+
+    def own_rate(n):
+        if n not in rates:
+            rates[n] = measure_fma_gflops(n, args.quick)
+        return rates[n]
     with tempfile.TemporaryDirectory(prefix="attnscope-gpt2-") as folder:
         start = time.perf_counter()
         mf.write_gpt2_124m(folder, cfg=cfg)
@@ -300,12 +307,15 @@ def model_main(args):
             theirs = {n: time_model_torch(folder, t, args.repeat, n) for n in threads}
             mine = min(ours, key=lambda n: ours[n][0])
             best = min(theirs, key=theirs.get)
-            ms, gflop = ours[mine]
+            ms, gflop, rate = ours[mine]
             gflop = gflop or model_flops(cfg, t) / 1e9  # the engine's own count when it prints one
-            rate = rates[mine][0]
+            how = f"`model bench`'s fma_gflops= at {mine} thread(s)"
+            if rate is None:
+                rate, how = own_rate(mine)
             floor = gflop / rate * 1000.0 if rate else float("nan")
             print(f"{t:>6} {gflop:>7.2f} {ms:>13.2f} {mine:>5} {theirs[best]:>10.2f} {best:>5} "
                   f"{ms / theirs[best]:>6.2f} {floor:>13.2f} {ms / floor:>16.2f}", flush=True)
+            print(f"       FMA rate {rate or float('nan'):.1f} GFLOP/s ({how})")
             print("       by threads: attnscope "
                   + ", ".join(f"{n}: {v[0]:.2f} ms" for n, v in sorted(ours.items()))
                   + "; PyTorch " + ", ".join(f"{n}: {v:.2f} ms" for n, v in sorted(theirs.items())))
