@@ -5,19 +5,41 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
 
     /usr/bin/python3 bench/compare_torch.py [--cli build/app/cli/attnscope-cli]
                                             [--repeat 7] [--threads 2] [--quick]
+    /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--model-threads 1,2]
+                                            [--quick]
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
 (computing only the output, under torch.no_grad()), one after the other in
 this process's run, and prints both medians and their ratio. Nothing here
 asserts a time: CI runs it with --quick only as a smoke test.
+
+--model times a whole GPT-2 instead: it writes a random GPT-2 small (124M:
+12 layers, 12 heads, d 768, 50,257 tokens, 1,024 positions) as an F32
+config.json + model.safetensors folder in a temporary directory (~500 MB;
+--quick: a 2-layer d 64 model), then at T = 256 and 1024 (--quick: 16, 64)
+times `attnscope-cli model bench DIR --tokens T --repeat N` (its last
+`median_ms=` line) against the same math in PyTorch (model_fixtures.py's
+Hugging Face-layout forward under torch.no_grad(), keeping every head's
+attention map, computing only the last position's logits), each side at
+the faster of --model-threads (1 and 2: on a shared 2-core machine one
+thread is often faster). It also prints the FMA floor: the FLOPs the
+engine says it did (its `gflop=`; causal, so about half the dense T x T
+products) over this machine's FMA rate: the `fma_gflops=` that `model
+bench` measures in the same process right after its runs, or, from an
+engine that does not print one, a loop of 12 independent FMA chains per
+thread (AVX2 and AVX-512 where the CPU has them, the faster one) compiled
+here with the system C compiler.
 """
 import argparse
+import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,14 +133,214 @@ def time_torch_in_child(tokens, d, heads, repeat, threads):
     return float(out.strip().splitlines()[-1])
 
 
+# ---------------------------------------------------------------------------
+# --model: a whole GPT-2
+
+MODEL_TOKENS = [256, 1024]
+QUICK_MODEL = {"n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 128}
+QUICK_MODEL_TOKENS = [16, 64]
+
+
+def fixtures_module():
+    sys.path.insert(0, os.path.join(HERE, "..", "app", "tests"))
+    import model_fixtures
+    return model_fixtures
+
+
+def model_flops(cfg, tokens):
+    """FLOPs of one forward (a multiply-add is 2): per block Q/K/V (2·T·d·3d),
+    the dense T x T scores and context of every head (2 · 2·T²·d), the output
+    projection (2·T·d²) and the MLP (2 · 2·T·d·n_inner); then the last
+    position's logits (2·d·vocab). Causal engines may skip the hidden half of
+    the T x T products; this counts them, as a dense forward does."""
+    d, t = cfg["n_embd"], tokens
+    inner = cfg["n_inner"] or 4 * d
+    block = 2 * t * d * 3 * d + 2 * 2 * t * t * d + 2 * t * d * d + 2 * 2 * t * d * inner
+    return cfg["n_layer"] * block + 2 * d * cfg["vocab_size"]
+
+
+def model_torch_worker(argv):
+    """Child process: PyTorch's median forward time (ms) for one GPT-2 folder."""
+    import torch
+    folder, tokens, repeat, threads = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    torch.set_num_threads(threads)
+    mf = fixtures_module()
+    with open(os.path.join(folder, "config.json")) as f:
+        doc = json.load(f)
+    cfg = {k: doc[k] for k in mf.TINY}
+    w = mf.hf_weights_from_files(mf.read_safetensors(os.path.join(folder, "model.safetensors")))
+    ids = torch.randint(0, cfg["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(7)).tolist()
+    times = []
+    with torch.no_grad():
+        mf.hf_forward(w, cfg, ids, record="attention")  # warm-up
+        for _ in range(repeat):
+            start = time.perf_counter()
+            stages, _ = mf.hf_forward(w, cfg, ids, record="attention")  # every head's map kept
+            times.append((time.perf_counter() - start) * 1000.0)
+            del stages
+    print(statistics.median(times))
+    return 0
+
+
+def time_model_torch(folder, tokens, repeat, threads):
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--model-torch-worker", folder, str(tokens),
+         str(repeat), str(threads)],
+        capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise SystemExit(f"compare_torch: the PyTorch worker failed at T = {tokens}: "
+                         + out.stderr.strip()[-2000:])
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def time_model_attnscope(cli, folder, tokens, repeat, threads):
+    """(median ms, GFLOP it says it did, the FMA rate it measured) of `model bench`;
+    the last two are None when it does not print them (gflop=, fma_gflops=)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([cli, "model", "bench", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
+                         capture_output=True, text=True, env=env, timeout=3600)
+    medians = re.findall(r"^median_ms=([0-9.eE+-]+)\s*$", out.stdout, re.M)
+    if out.returncode != 0 or not medians:
+        raise SystemExit(f"compare_torch: {cli} model bench failed at T = {tokens} "
+                         f"(exit {out.returncode}): "
+                         + (out.stderr.strip() or "it printed no median_ms= line"))
+    gflop = re.findall(r"\bgflop=([0-9.eE+-]+)", out.stdout)
+    fma = re.findall(r"\bfma_gflops=([0-9.eE+-]+)", out.stdout)
+    return (float(medians[-1]), float(gflop[-1]) if gflop else None,
+            float(fma[-1]) if fma else None)
+
+
+FMA_SOURCE = r"""
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* 12 independent FMA chains: enough to cover the FMA latency on every
+   port, so the loop runs at the FMA units' throughput. */
+#define CHAINS(T, SET1, FMA, ADD, STORE, LANES)                                    T b = SET1(0.999999f), c = SET1(1e-7f);                                         T a0 = SET1(1.0f), a1 = SET1(1.1f), a2 = SET1(1.2f), a3 = SET1(1.3f);             T a4 = SET1(1.4f), a5 = SET1(1.5f), a6 = SET1(1.6f), a7 = SET1(1.7f);             T a8 = SET1(1.8f), a9 = SET1(1.9f), a10 = SET1(2.0f), a11 = SET1(2.1f);           for (long i = 0; i < iters; ++i) {                                                a0 = FMA(a0, b, c); a1 = FMA(a1, b, c); a2 = FMA(a2, b, c);                     a3 = FMA(a3, b, c); a4 = FMA(a4, b, c); a5 = FMA(a5, b, c);                     a6 = FMA(a6, b, c); a7 = FMA(a7, b, c); a8 = FMA(a8, b, c);                     a9 = FMA(a9, b, c); a10 = FMA(a10, b, c); a11 = FMA(a11, b, c);               }                                                                               T s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));       s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)));                                    float out[LANES];                                                               STORE(out, s);                                                                  return out[0];
+
+__attribute__((target("avx2,fma"))) static float chains256(long iters) {
+  CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
+}
+__attribute__((target("avx512f"))) static float chains512(long iters) {
+  CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_storeu_ps, 16)
+}
+
+int main(int argc, char** argv) {
+  long iters = atol(argv[1]);
+  int threads = atoi(argv[2]), lanes = atoi(argv[3]);
+  double sink = 0, start = omp_get_wtime();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  sink += lanes == 16 ? chains512(iters) : chains256(iters);
+  double seconds = omp_get_wtime() - start;
+  printf("%.3f %g\n", 2.0 * lanes * 12 * (double)iters * threads / seconds / 1e9, sink);
+  return 0;
+}
+"""
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def measure_fma_gflops(threads, quick):
+    """(GFLOP/s at `threads` threads, how it was measured) or (None, why not)."""
+    flags = cpu_flags()
+    widths = [w for w, need in ((8, {"avx2", "fma"}), (16, {"avx512f"})) if need <= flags]
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if not widths or not compiler:
+        return None, ("no AVX2+FMA/AVX-512 in /proc/cpuinfo" if not widths
+                      else "no C compiler (set CC) to build the FMA loop")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "fma.c"), os.path.join(tmp, "fma")
+        with open(src, "w") as f:
+            f.write(FMA_SOURCE)
+        build = subprocess.run([compiler, "-O2", "-fopenmp", src, "-o", exe],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            return None, f"the FMA loop did not compile: {build.stderr.strip()[:300]}"
+        best, how = 0.0, ""
+        iters = 20_000_000 if quick else 200_000_000
+        for lanes in widths:
+            for _ in range(1 if quick else 3):  # best of three: the host is shared
+                out = subprocess.run([exe, str(iters // (lanes // 8)), str(threads), str(lanes)],
+                                     capture_output=True, text=True, timeout=300)
+                rate = float(out.stdout.split()[0])
+                if rate > best:
+                    best, how = rate, f"{lanes * 32}-bit FMA loop, {threads} thread(s)"
+        return best, how
+
+
+def model_main(args):
+    mf = fixtures_module()
+    cfg = mf.hf_config(**QUICK_MODEL) if args.quick else dict(mf.GPT2_124M)
+    tokens = QUICK_MODEL_TOKENS if args.quick else MODEL_TOKENS
+    threads = [int(t) for t in args.model_threads.split(",")]
+    rates = {}  # threads -> (GFLOP/s, how), from our own FMA loop when the engine gives none
+
+    def own_rate(n):
+        if n not in rates:
+            rates[n] = measure_fma_gflops(n, args.quick)
+        return rates[n]
+    with tempfile.TemporaryDirectory(prefix="attnscope-gpt2-") as folder:
+        start = time.perf_counter()
+        mf.write_gpt2_124m(folder, cfg=cfg)
+        size = os.path.getsize(os.path.join(folder, "model.safetensors")) / 2**20
+        print(f"GPT-2 {cfg['n_layer']} layers x {cfg['n_head']} heads, d {cfg['n_embd']}, "
+              f"vocab {cfg['vocab_size']}: random F32 checkpoint, {size:.0f} MiB, written in "
+              f"{time.perf_counter() - start:.1f} s")
+        print(f"each side at the faster of {args.model_threads} threads; PyTorch keeps every "
+              f"attention map and computes the last position's logits; median of {args.repeat} "
+              "runs after a warm-up")
+        print(f"{'T':>6} {'GFLOP':>7} {'attnscope ms':>13} {'(thr)':>5} {'torch ms':>10} {'(thr)':>5} "
+              f"{'ratio':>6} {'FMA floor ms':>13} {'attnscope/floor':>16}")
+        for t in tokens:
+            ours = {n: time_model_attnscope(args.cli, folder, t, args.repeat, n) for n in threads}
+            theirs = {n: time_model_torch(folder, t, args.repeat, n) for n in threads}
+            mine = min(ours, key=lambda n: ours[n][0])
+            best = min(theirs, key=theirs.get)
+            ms, gflop, rate = ours[mine]
+            gflop = gflop or model_flops(cfg, t) / 1e9  # the engine's own count when it prints one
+            how = f"`model bench`'s fma_gflops= at {mine} thread(s)"
+            if rate is None:
+                rate, how = own_rate(mine)
+            floor = gflop / rate * 1000.0 if rate else float("nan")
+            print(f"{t:>6} {gflop:>7.2f} {ms:>13.2f} {mine:>5} {theirs[best]:>10.2f} {best:>5} "
+                  f"{ms / theirs[best]:>6.2f} {floor:>13.2f} {ms / floor:>16.2f}", flush=True)
+            print(f"       FMA rate {rate or float('nan'):.1f} GFLOP/s ({how})")
+            print("       by threads: attnscope "
+                  + ", ".join(f"{n}: {v[0]:.2f} ms" for n, v in sorted(ours.items()))
+                  + "; PyTorch " + ", ".join(f"{n}: {v:.2f} ms" for n, v in sorted(theirs.items())))
+    print("ratio = attnscope / PyTorch (below 1 is faster). GFLOP: what `model bench` says it did "
+          f"(a dense count would be {model_flops(cfg, tokens[-1]) / 1e9:.2f} at T = {tokens[-1]}). "
+          "FMA floor = GFLOP / the FMA rate at attnscope's thread count: the time if every FLOP "
+          "ran at the FMA units' peak")
+    return 0
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         return torch_worker(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--model-torch-worker":
+        return model_torch_worker(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=DEFAULT_CLI)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="timed runs per size (default 7; --model: 3)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="small sizes only (CI smoke test)")
+    ap.add_argument("--model", action="store_true",
+                    help="time a whole GPT-2 (`model bench`) instead of one attention layer")
+    ap.add_argument("--model-threads", default="1,2",
+                    help="--model: thread counts to try on each side; each side's faster is compared")
     args = ap.parse_args()
     if not (os.path.isfile(args.cli) and os.access(args.cli, os.X_OK)):
         print(f"compare_torch: attnscope-cli not found at {os.path.normpath(args.cli)}. "
@@ -132,6 +354,11 @@ def main():
               + (probe.stderr.strip().splitlines() or ["?"])[-1])
         return 77
     torch_version = probe.stdout.strip()
+    if args.model:
+        args.repeat = args.repeat or 3
+        print(f"PyTorch {torch_version}")
+        return model_main(args)
+    args.repeat = args.repeat or 7
     configs = QUICK if args.quick else FULL
     blas = "OpenBLAS" if "openblas" in os.path.realpath(
         "/usr/lib/x86_64-linux-gnu/libblas.so.3").lower() else "the system's BLAS"
