@@ -440,7 +440,11 @@ double fma_loop(long rounds) {
     for (int s = 0; s < 64; ++s)
       for (V& v : c) v = _mm512_fmadd_ps(v, a, b);
   float sink = 0;
-  for (V& v : c) sink += _mm512_reduce_add_ps(v);
+  alignas(64) float lanes[16];  // (GCC 12's _mm512_reduce_add_ps warns under -Werror)
+  for (V& v : c) {
+    _mm512_store_ps(lanes, v);
+    for (float x : lanes) sink += x;
+  }
 #elif defined(__AVX2__) && defined(__FMA__)
   using V = __m256;
   constexpr int kLanes = 8;
