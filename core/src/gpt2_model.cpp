@@ -68,7 +68,7 @@ void Linear::apply(const RowMatrix& x, RowMatrix& y) const {
     if (gemm::sums_stay_finite(tiles.max_abs, max_abs, in)) {
       const auto panels = static_cast<int>(packed.panels());
       const gemm::PackedRows& xt = tiles;
-#pragma omp parallel for schedule(dynamic, 1) if (panels > 1 && x.rows() * in * out > 4000000)
+#pragma omp parallel for schedule(dynamic, 1) if (panels > 1 && in * out >= (1 << 18))
       for (int p = 0; p < panels; ++p) gemm::multiply_panel(xt, packed.panel(p), p, bias, y);
       return;
     }
