@@ -5,12 +5,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attnscope/config.hpp"
 #include "attnscope/formats.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/matrix.hpp"
 
 namespace attnscope::core::detail {
 
@@ -34,6 +38,24 @@ inline float half_to_float(std::uint16_t h) {
   }
   if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // inf, NaN
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+// A checkpoint tensor's values (C order) as a matrix: a scalar is 1 x 1,
+// shape [n] is 1 x n, [r, c] is r x c and [a, ..., y, z] is (a*...*y) x z.
+// Throws ParseError naming `source` and `tensor` when a side passes INT_MAX.
+inline RowMatrix folded_matrix(const std::vector<std::uint64_t>& shape,
+                               const std::vector<float>& values, std::string_view source,
+                               const std::string& tensor) {
+  const std::uint64_t cols = shape.empty() ? 1 : shape.back();
+  std::uint64_t rows = 1;
+  for (std::size_t k = 0; k + 1 < shape.size(); ++k)
+    if (__builtin_mul_overflow(rows, shape[k], &rows)) rows = UINT64_MAX;
+  constexpr auto kMaxSide = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+  if (rows > kMaxSide || cols > kMaxSide)
+    fail(source, "tensor \"" + tensor + "\" is too large for a matrix");
+  RowMatrix m(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+  if (!values.empty()) std::memcpy(m.data(), values.data(), values.size() * sizeof(float));
+  return m;
 }
 
 }  // namespace attnscope::core::detail

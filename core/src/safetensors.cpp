@@ -304,17 +304,7 @@ std::vector<float> SafetensorsFile::values(std::string_view name) const {
 
 RowMatrix SafetensorsFile::matrix(std::string_view name) const {
   const TensorInfo& t = info(name);
-  const std::uint64_t cols = t.shape.empty() ? 1 : t.shape.back();
-  std::uint64_t rows = 1;
-  for (std::size_t k = 0; k + 1 < t.shape.size(); ++k)
-    if (__builtin_mul_overflow(rows, t.shape[k], &rows)) rows = UINT64_MAX;
-  constexpr auto kMaxSide = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
-  if (rows > kMaxSide || cols > kMaxSide)
-    fail(source_, "tensor \"" + t.name + "\" is too large for a matrix");
-  const std::vector<float> v = values(name);
-  RowMatrix m(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  if (!v.empty()) std::memcpy(m.data(), v.data(), v.size() * sizeof(float));
-  return m;
+  return detail::folded_matrix(t.shape, values(name), source_, t.name);
 }
 
 SafetensorsShards SafetensorsShards::open(const std::filesystem::path& index_path) {

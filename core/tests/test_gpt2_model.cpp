@@ -11,25 +11,15 @@
 #include "attnscope/io.hpp"
 #include "attnscope/model_trace.hpp"
 #include "attnscope/stages.hpp"
+#include "test_support.hpp"
 
 namespace attnscope::core {
 namespace {
 
 namespace id = stage_id;
 
-Gpt2Config tiny_config() {
-  Gpt2Config c;
-  c.n_layer = 2;
-  c.n_head = 3;
-  c.n_embd = 24;
-  c.n_inner = 40;
-  c.n_positions = 80;
-  c.vocab_size = 50257;
-  return c;
-}
-
 const std::shared_ptr<const Gpt2Model>& tiny_model() {
-  static const auto model = random_gpt2(tiny_config(), 7);
+  static const auto model = random_gpt2(testing::tiny_gpt2_config(80), 7);
   return model;
 }
 

@@ -11,6 +11,7 @@
 #include "attnscope/gpt2_model.hpp"
 #include "attnscope/head_patterns.hpp"
 #include "attnscope/stages.hpp"
+#include "test_support.hpp"
 
 namespace attnscope::core {
 namespace {
@@ -155,19 +156,8 @@ TEST(HeadPatterns, EveryKindHasANameKeyAndExplanation) {
                                               "entropy_normalised", "induction"}));
 }
 
-Gpt2Config tiny_config() {
-  Gpt2Config c;
-  c.n_layer = 2;
-  c.n_head = 3;
-  c.n_embd = 24;
-  c.n_inner = 40;
-  c.n_positions = 40;
-  c.vocab_size = 50257;
-  return c;
-}
-
 TEST(ModelPatterns, AgreeWithPlainLoopsOverTheRunsWeights) {
-  const auto model = random_gpt2(tiny_config(), 11);
+  const auto model = random_gpt2(testing::tiny_gpt2_config(40), 11);
   std::vector<int> ids;
   for (int i = 0; i < 17; ++i) ids.push_back((7919 * i + 13) % 50000);
   ModelRun run(model, ids);
@@ -228,12 +218,12 @@ TEST(ModelPatterns, AgreeWithPlainLoopsOverTheRunsWeights) {
 }
 
 TEST(ModelPatterns, RefuseAnotherModelsRunAndTooShortASequence) {
-  const auto model = random_gpt2(tiny_config(), 11);
-  const auto other = random_gpt2(tiny_config(), 12);
+  const auto model = random_gpt2(testing::tiny_gpt2_config(40), 11);
+  const auto other = random_gpt2(testing::tiny_gpt2_config(40), 12);
   ModelRun run(model, {1, 2, 3});
   EXPECT_THROW(model_patterns(run, other, 10, 1), std::invalid_argument);
   EXPECT_THROW(model_patterns(run, model, 1, 1), std::invalid_argument);
-  Gpt2Config short_config = tiny_config();
+  Gpt2Config short_config = testing::tiny_gpt2_config(40);
   short_config.n_positions = 4;  // [BOS] + 2 x 1: no room for 2 tokens twice
   const auto short_model = random_gpt2(short_config, 1);
   ModelRun short_run(short_model, {1, 2});

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/gpt2_config.hpp"
 #include "attnscope/io.hpp"
 
 namespace attnscope::core::testing {
@@ -86,6 +87,20 @@ inline const RowMatrix& stage(const Trace& t, const char* id, int head = -1) {
   const Stage* s = t.find(id, head);
   if (!s) throw std::runtime_error(std::string("missing stage ") + id);
   return s->data();
+}
+
+// A GPT-2 small enough for every test to run it: 2 layers of 3 heads, width
+// 24, MLP 40, the full vocabulary (so GPT-2's token ids fit), n_positions
+// as given.
+inline Gpt2Config tiny_gpt2_config(int n_positions) {
+  Gpt2Config c;
+  c.n_layer = 2;
+  c.n_head = 3;
+  c.n_embd = 24;
+  c.n_inner = 40;
+  c.n_positions = n_positions;
+  c.vocab_size = 50257;
+  return c;
 }
 
 }  // namespace attnscope::core::testing
