@@ -42,6 +42,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_oracle import MultiHeadAttention as BookMultiHeadAttention  # noqa: E402
+
 # ---------------------------------------------------------------------------
 # 1. Configs
 
@@ -332,42 +335,17 @@ def hf_generate(w, cfg, ids, new_tokens):
 #    which eval() makes the identity).
 
 
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
-        self.d_out = d_out
-        self.num_heads = num_heads
-        self.head_dim = d_out // num_heads
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-        self.last_weights = None
+class MultiHeadAttention(BookMultiHeadAttention):
+    """The book's class (torch_oracle.py's copy), keeping its last attention
+    weights: a hook on its dropout, which eval() makes the identity."""
 
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
-        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
-        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
-        keys = keys.transpose(1, 2)
-        queries = queries.transpose(1, 2)
-        values = values.transpose(1, 2)
-        attn_scores = queries @ keys.transpose(2, 3)
-        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
-        attn_scores.masked_fill_(mask_bool, -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-        attn_weights = self.dropout(attn_weights)
-        self.last_weights = attn_weights.detach()
-        context_vec = (attn_weights @ values).transpose(1, 2)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        context_vec = self.out_proj(context_vec)
-        return context_vec
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.last_weights = None
+        self.dropout.register_forward_hook(self._keep_weights)
+
+    def _keep_weights(self, module, inputs, output):
+        self.last_weights = output.detach()
 
 
 class LayerNorm(nn.Module):
