@@ -8,7 +8,7 @@ usage: tokenizer_oracle_test.py path/to/attnscope-cli
    and one "error: " line.
 3. The oracle: encoder.py's algorithm (bytes_to_unicode, its regex pattern run by
    Python's `regex` module, bpe() by rank; "<|endoftext|>" typed in the text is
-   token 50256) on a small corpus plus 2,000 random Unicode strings (accents, CJK,
+   token 50256) on a small corpus plus 20,000 random Unicode strings (accents, CJK,
    emoji and ZWJ sequences, combining marks, every kind of whitespace, contractions,
    digits). All strings go to one CLI call with --jsonl; ids, tokens and spans must
    match exactly, with zero differences.
@@ -216,7 +216,7 @@ def main():
 
     enc = Encoder(regex)
     rng = random.Random(20240531)
-    strings = CORPUS + [random_string(rng) for _ in range(2000)]
+    strings = CORPUS + [random_string(rng) for _ in range(20000)]
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "strings.jsonl"
         path.write_text("".join(json.dumps(s) + "\n" for s in strings), encoding="utf-8")
