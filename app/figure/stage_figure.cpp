@@ -14,13 +14,33 @@ std::string stage_name(std::string_view id) {
   return std::string(info->name);
 }
 
-std::string stage_title(const core::Trace&, const core::Stage& stage) {
+std::string stage_title(const core::Trace& trace, const core::Stage& stage) {
   std::string title = stage_name(stage.id);
+  if (!trace.model.empty() && stage.layer >= 0) title += ", layer " + std::to_string(stage.layer);
   if (stage.head >= 0) title += ", head " + std::to_string(stage.head);
   return title;
 }
 
+namespace {
+
+// A model run's subtitle: the model and its text (whole tokens, up to about
+// 60 bytes, then an ellipsis).
+std::string model_subtitle(const core::Trace& trace) {
+  constexpr std::size_t kTextBytes = 60;
+  std::string text;
+  std::size_t shown = 0;
+  for (; shown < trace.tokens.size(); ++shown) {
+    if (text.size() + trace.tokens[shown].size() > kTextBytes && shown > 0) break;
+    text += trace.tokens[shown];
+  }
+  if (shown < trace.tokens.size()) text += "…";
+  return trace.model + ", " + std::to_string(trace.tokens.size()) + " tokens: \"" + text + "\"";
+}
+
+}  // namespace
+
 std::string run_subtitle(const core::Trace& trace) {
+  if (!trace.model.empty()) return model_subtitle(trace);
   const core::Config& c = trace.config;
   std::string s = std::string(core::variant_book_name(c.variant)) + " (" +
                   std::string(core::variant_id(c.variant)) + ")";

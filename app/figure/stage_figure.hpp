@@ -25,12 +25,15 @@ struct FigureStyle {
 // "difference of <name>".
 std::string stage_name(std::string_view id);
 
-// "<stage name>, head <h>" (no head part for -1), e.g. "attention weights, head 1".
+// "<stage name>[, layer <l>], head <h>" (no head part for -1; the layer only
+// in a model's trace), e.g. "attention weights, head 1".
 std::string stage_title(const core::Trace& trace, const core::Stage& stage);
 
 // The run that made the trace, in one line: "<book class> (<variant id>)",
 // then d_out, heads, seed, dropout where the variant has them, e.g.
-// "CausalAttention (causal), d_out 2, seed 789, dropout 0.5". ASCII only.
+// "CausalAttention (causal), d_out 2, seed 789, dropout 0.5" (ASCII only);
+// for a model's trace the model and its text: "gpt2, 4 tokens: \"Every
+// effort moves you\"" (the text's first ~60 bytes, whole tokens, then "…").
 std::string run_subtitle(const core::Trace& trace);
 
 // The heatmap of `stage`: its values, labels and scale.

@@ -140,6 +140,14 @@ def check_requests(cli, model, doc, tmp, failures):
     names = sorted(os.path.basename(x).rsplit("_", 1)[0] for x in p.stdout.split())
     if p.returncode != 0 or names != ["logits_tiny", "weights_l1_h0_tiny", "weights_l1_h1_tiny"]:
         failures.append(f"export: {p.returncode} {names} {p.stderr}")
+    svg_dir = os.path.join(tmp, "svg")
+    os.mkdir(svg_dir)
+    p = run(cli, "model", "export", model, "--text", "Hi there", "--layers", "1", "--heads", "0",
+            "--format", "svg", "--out", svg_dir)
+    svg = open(p.stdout.split()[0], encoding="utf-8").read() if p.returncode == 0 else ""
+    if "attention weights, layer 1, head 0</text>" not in svg or \
+            "tiny, 2 tokens: &quot;Hi there&quot;</text>" not in svg:
+        failures.append(f"svg titles: {p.returncode} {p.stderr} {svg[:600]}")
     p = run(cli, "model", "bench", model, "--tokens", "5", "--repeat", "1")
     if p.returncode != 0 or not p.stdout.splitlines()[-1].startswith("median_ms="):
         failures.append(f"bench: {p.returncode} {p.stdout} {p.stderr}")
