@@ -211,7 +211,10 @@ void AppState::recognise_text_inputs() {
   } catch (const std::exception&) {
     return;  // settings that cannot be embedded made nothing on screen
   }
-  if (inputs_text) inputs_text_hash = embeddings_hash(inputs.embeddings);
+  if (inputs_text) {
+    inputs_text_hash = embeddings_hash(inputs.embeddings);
+    text_tokens = core::Gpt2Tokenizer::builtin().encode(text_source.text);  // for the chips
+  }
 }
 
 bool AppState::load_preset(const std::string& name) {

@@ -218,7 +218,8 @@ struct AppState {
   // many for `positions`, a size out of range) the inputs stay as they were,
   // text_error says why, and false is returned.
   bool embed_text();
-  // Sets inputs_text when the inputs are exactly text_source's embeddings.
+  // Sets inputs_text when the inputs are exactly text_source's embeddings
+  // (and then text_tokens, for the chips).
   void recognise_text_inputs();
 };
 

@@ -349,7 +349,6 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     state.recognise_random_inputs();
     state.text_source = std::move(typed);
     state.recognise_text_inputs();
-    if (state.inputs_text) state.embed_text();  // its tokens' spans for the chips
     state.ui = std::move(ui);
     if (scope.preferences) {
       state.files.export_folder = std::move(files_prefs.export_folder);

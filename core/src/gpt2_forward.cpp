@@ -73,6 +73,13 @@ void head_rows(const RowMatrix& qkv, int n_embd, int head_dim, int h, Eigen::Ind
 
 std::size_t bytes_of(const RowMatrix& m) { return static_cast<std::size_t>(m.size()) * 4; }
 
+// A token id as text for people: its printable bytes, or "<id>" for an id the
+// model has but its tokenizer lacks (a vocabulary padded past the tokenizer's).
+std::string token_text(const Gpt2Tokenizer& tok, int id) {
+  return static_cast<std::size_t>(id) < tok.vocab_size() ? printable_token(tok.token_bytes(id))
+                                                         : "<" + std::to_string(id) + ">";
+}
+
 }  // namespace
 
 // Recomputed stages, least recently used evicted first once over budget.
@@ -143,9 +150,7 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
   qkv_.resize(static_cast<std::size_t>(c.n_layer));
   for (int id : ids) {
     ids_.push_back(id);
-    tokens_.push_back(model_->tokenizer().vocab_size() > static_cast<std::size_t>(id)
-                          ? printable_token(model_->tokenizer().token_bytes(id))
-                          : "<" + std::to_string(id) + ">");
+    tokens_.push_back(token_text(model_->tokenizer(), id));
   }
   const Gpt2Model::Weights& w = model_->weights();
   const auto T = static_cast<Eigen::Index>(ids_.size());
@@ -253,7 +258,7 @@ void ModelRun::append(int id) {
     throw std::invalid_argument(
         "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
   ids_.push_back(id);
-  tokens_.push_back(printable_token(model_->tokenizer().token_bytes(id)));
+  tokens_.push_back(token_text(model_->tokenizer(), id));
   cache_->keep_only_weights();
   const Gpt2Model::Weights& w = model_->weights();
   RowMatrix& x = residual_[0];
@@ -282,10 +287,7 @@ std::vector<NextToken> ModelRun::next_tokens(int k) const {
   const Gpt2Tokenizer& tok = model_->tokenizer();
   for (std::size_t i = 0; i < top; ++i) {
     const int id = order[i];
-    out.push_back(NextToken{id,
-                            static_cast<std::size_t>(id) < tok.vocab_size()
-                                ? printable_token(tok.token_bytes(id))
-                                : "<" + std::to_string(id) + ">",
+    out.push_back(NextToken{id, token_text(tok, id),
                             std::exp(static_cast<double>(logits_(0, id) - largest)) / sum});
   }
   return out;
