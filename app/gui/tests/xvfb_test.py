@@ -35,9 +35,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xvfb_util import (WindowManager, check, colour_pixels, cpu_ticks, finish,  # noqa: E402
-                       fresh_work, grab_bytes, idle_cpu, launch, new_files, png_info, wait_new_png, read_png, run, stop,
-                       visible, wait_for_window, wait_screen_stable, wait_until, window_geometry,
-                       window_state, xdotool)
+                       fresh_work, grab_bytes, idle_cpu, launch, new_files, png_info, wait_new_png, quit_app,
+                       read_png, run, stop, visible, wait_for_window, wait_window_gone, wait_screen_stable,
+                       wait_until, window_geometry, window_state, xdotool)
 
 # The warning banner's background (ui.cpp: ImVec4(0.45, 0.28, 0.05)).
 BANNER_RGB = (115, 71, 13)
@@ -117,6 +117,7 @@ def screenshots_and_first_launches(args, env, cfg):
     check(not os.path.exists(os.path.join(args.work, "imgui.ini")), "no imgui.ini in the working directory")
 
     # 3. The next launch restores the session (and saves it again on exit).
+    wait_window_gone(env)
     app = launch(args.app, ["--size", "1280x800"], env, args.work)
     wid = wait_for_window(env)
     if wid:
@@ -129,8 +130,9 @@ def screenshots_and_first_launches(args, env, cfg):
             wait_until(lambda: grab_bytes(env, args.grab, shot) != restored, 30)
         else:
             time.sleep(1.0)
-        xdotool(env, "key", "ctrl+q")
-    code, _, _ = stop(app)
+        code, _, _ = quit_app(env, app, wid)
+    else:
+        code, _, _ = stop(app)
     view = session_view(session_path)
     check(code == 0 and view.get("stage") == "softmax",
           f"the next launch restored 'context' (one Left gives 'softmax', got {view.get('stage')})")
@@ -192,14 +194,16 @@ def autosave_survives_sigkill(args, env, cfg):
     code, _, _ = stop(app)
     check(code == -signal.SIGKILL, f"the app was SIGKILLed ({code})")
     temps = [n for n in os.listdir(cfg) if n.startswith(".attnscope-")]
+    check(wait_window_gone(env), "the killed app's window is gone")
 
     app = launch(args.app, ["--size", "1280x800"], env, args.work)
     wid = wait_for_window(env)
     if wid:
         focus(env, wid)
         wait_screen_stable(env, args.grab, os.path.join(args.work, "autosave2.png"))
-        xdotool(env, "key", "ctrl+q")
-    code, _, err = stop(app)
+        code, _, err = quit_app(env, app, wid)
+    else:
+        code, _, err = stop(app)
     check(code == 0 and "could not be restored" not in err, f"the relaunch exits 0 ({code}: {err.strip()})")
     stage = session_view(session_path).get("stage")
     check(stage == "softmax", f"the relaunch restored the change made before SIGKILL (stage {stage})")

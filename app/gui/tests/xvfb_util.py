@@ -137,6 +137,30 @@ def wait_for_window(env, timeout=60):
     return ids[0] if ids else None
 
 
+def wait_window_gone(env, timeout=30):
+    """Waits until no window named "attnscope" is left (a killed app's window
+    outlives the process until the X server has seen its connection close)."""
+    def gone():
+        r = subprocess.run(["xdotool", "search", "--name", "^attnscope$"], env=env,
+                           capture_output=True, text=True)
+        return not r.stdout.split()
+    return wait_until(gone, timeout)
+
+
+def quit_app(env, proc, wid, tries=3, wait_s=20):
+    """Ctrl+Q to the app's window until the process ends (a key sent while the
+    window is still taking focus can be lost); (returncode, stdout, stderr)."""
+    for _ in range(tries):
+        xdotool(env, "windowfocus", "--sync", wid)
+        xdotool(env, "key", "ctrl+q")
+        try:
+            out, err = proc.communicate(timeout=wait_s)
+            return proc.returncode, out, err
+        except subprocess.TimeoutExpired:
+            continue
+    return stop(proc, timeout=1)
+
+
 def xdotool(env, *args, timeout=30):
     return subprocess.run(["xdotool", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
