@@ -105,7 +105,9 @@ inline void transpose_8x8(const __m256 r[8], float* out, Eigen::Index stride = 8
 
 }  // namespace
 
-float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out) {
+float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out,
+                   Eigen::Index first_tile, Eigen::Index last_tile) {
+  if (last_tile < 0) last_tile = out.tiles();
   const Eigen::Index K = block.cols();
   float largest = 0.0f;  // of |block|; NaN compares false and is caught by the finite test
   bool finite = true;
@@ -121,7 +123,7 @@ float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();
 #endif
-  for (Eigen::Index t = 0; t < out.tiles(); ++t) {
+  for (Eigen::Index t = first_tile; t < last_tile; ++t) {
     float* dst = out.data.data() + t * out.cols * kTileRows + col * kTileRows;
     const float* src[kTileRows];
     for (Eigen::Index i = 0; i < kTileRows; ++i) {
@@ -215,7 +217,8 @@ namespace {
 // accumulators, each element one FMA chain in k order. NV = 3 is the full
 // 48-column panel; 1 and 2 are its narrower tails.
 template <int NV>
-void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc) {
+void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc,
+            const char* ahead = nullptr, Eigen::Index lines = 0, const float* bias = nullptr) {
   __m512 acc[kTileRows][NV];
   for (auto& row : acc)
     for (auto& v : row) v = _mm512_setzero_ps();
@@ -224,6 +227,8 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     _mm_prefetch(reinterpret_cast<const char*>(b + 12 * kPanelCols), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + 12 * kPanelCols + 16), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + 12 * kPanelCols + 32), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(a + 64 * kTileRows), _MM_HINT_T0);
+    if (k < lines) _mm_prefetch(ahead + 64 * k, _MM_HINT_T1);
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
@@ -233,6 +238,12 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     }
     a += kTileRows;
     b += kPanelCols;
+  }
+  if (bias) {  // each chain ends, then + bias: the order of multiply_panel's other path
+    for (int v = 0; v < NV; ++v) {
+      const __m512 bv = _mm512_loadu_ps(bias + 16 * v);
+      for (int i = 0; i < kTileRows; ++i) acc[i][v] = _mm512_add_ps(acc[i][v], bv);
+    }
   }
   for (int i = 0; i < kTileRows; ++i)
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
@@ -410,18 +421,35 @@ bool available() { return false; }
 #endif
 
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
-                    RowMatrix& y) {
-  const Eigen::Index col = p * kPanelCols;
+                    Eigen::Ref<RowMatrix> y) {
+  const Eigen::Index col = p * kPanelCols, ldy = y.outerStride();
   const Eigen::Index n = std::min(kPanelCols, y.cols() - col);
+#if defined(__AVX512F__)
+  // The next panel in memory (the next one this thread multiplies, when the
+  // caller splits panels into contiguous ranges) is fetched into L2 while
+  // this one runs, spread over the tiles: one cache line per k step.
+  const auto* ahead = reinterpret_cast<const char*>(panel + x.cols * kPanelCols);
+  const Eigen::Index lines = col + kPanelCols < y.cols() ? x.cols * kPanelCols / 16 : 0;
+  const Eigen::Index per_tile =
+      std::min(x.cols, (lines + x.tiles() - 1) / std::max<Eigen::Index>(x.tiles(), 1));
+#endif
   for (Eigen::Index t = 0; t < x.tiles(); ++t) {
     const Eigen::Index row = t * kTileRows;
     const Eigen::Index m = std::min(kTileRows, x.rows - row);
-    float* c = y.data() + row * y.cols() + col;
-    multiply_tile(x.tile(t), panel, x.cols, m, n, c, y.cols());
+    float* c = y.data() + row * ldy + col;
+#if defined(__AVX512F__)
+    if (m == kTileRows && n == kPanelCols) {  // the bias added in the kernel
+      const Eigen::Index from = std::min(lines, t * per_tile);
+      kernel<3>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from,
+                std::min(per_tile, lines - from), bias.size() > 0 ? bias.data() + col : nullptr);
+      continue;
+    }
+#endif
+    multiply_tile(x.tile(t), panel, x.cols, m, n, c, ldy);
     if (bias.size() > 0) {
       const float* b = bias.data() + col;
       for (Eigen::Index i = 0; i < m; ++i)
-        for (Eigen::Index j = 0; j < n; ++j) c[i * y.cols() + j] += b[j];
+        for (Eigen::Index j = 0; j < n; ++j) c[i * ldy + j] += b[j];
     }
   }
 }

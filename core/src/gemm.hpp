@@ -42,6 +42,11 @@ struct NoInitAllocator : std::allocator<T> {
   NoInitAllocator() = default;
   template <typename U>
   NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  // Cache-line aligned: a 64-byte vector load from a panel row then never
+  // straddles two lines.
+  static constexpr std::align_val_t kAlign{64};
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
   template <typename U>
   void construct(U* p) noexcept {
     ::new (static_cast<void*>(p)) U;  // default-initialisation: no value for floats and bytes
@@ -113,8 +118,11 @@ void pack_rows(const RowMatrix& x, PackedRows& out);
 // (zero in the padding rows) and returns max_abs(block). The caller sets
 // out.max_abs to the largest of the returned values. Calls for disjoint
 // column ranges may run on different threads.
+// Tiles [first_tile, last_tile) only (last_tile -1: to the end), so that
+// threads can pack disjoint tiles of one x.
 void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out);
-float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out);
+float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out,
+                   Eigen::Index first_tile = 0, Eigen::Index last_tile = -1);
 
 // The attention heads' products (scores = Q . K^T, context = weights . V)
 // run on the same kernel, one tile of 8 query rows at a time:
@@ -131,8 +139,9 @@ void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen:
                    Eigen::Index n, float* c, Eigen::Index ldc);
 
 // Columns [p*48, min(p*48 + 48, N)) of y = x . w + bias, from panel p of w
-// (`panel`: pack_panel's layout). bias is (1, N) or empty; y is (M, N).
+// (`panel`: pack_panel's layout). bias is (1, N) or empty; y is (M, N), or
+// M rows of a taller matrix.
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
-                    RowMatrix& y);
+                    Eigen::Ref<RowMatrix> y);
 
 }  // namespace attnscope::core::gemm

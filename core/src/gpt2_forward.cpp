@@ -39,9 +39,9 @@ struct ScoreStages {
 // at least T - w0 rows and T columns); row i of the context to
 // ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
 // keys 0..i only. The score stages, when asked, are T x T.
-void head_rows(const RowMatrix& qkv, int n_embd, int head_dim, int h, Eigen::Index r0, float scale,
-               RowMatrix& weights, Eigen::Index w0, Eigen::Index ctx_col, RowMatrix& ctx,
-               const ScoreStages& out) {
+void head_rows(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim, int h,
+               Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
+               Eigen::Index ctx_col, RowMatrix& ctx, const ScoreStages& out) {
   const Eigen::Index T = qkv.rows();
   const auto q = qkv.middleCols(h * head_dim, head_dim);
   const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
@@ -114,10 +114,31 @@ struct ModelRun::Cache {
     }
   }
   void erase(const Key& key) {
+    if (std::get<2>(key) == stage_id::weights) pending.erase({std::get<0>(key), std::get<1>(key)});
     auto it = entries.find(key);
     if (it == entries.end()) return;
     bytes -= it->second.bytes;
     entries.erase(it);
+  }
+
+  // Rows of a head's weights that appends computed after its whole map was
+  // cached: blocks (new rows x the length then), joined below the map by
+  // ModelRun::settle when someone asks for it. Not counted in `bytes`.
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<const RowMatrix>>> pending;
+
+  // Rows [r0, r0 + rows.rows()) of head (layer, h)'s weights: pending when
+  // the cached map and the rows already pending end at r0; otherwise the
+  // head's map is dropped, to be recomputed whole when asked for.
+  void add_rows(int layer, int h, Eigen::Index r0, std::shared_ptr<const RowMatrix> rows) {
+    const Key key{layer, h, std::string(stage_id::weights)};
+    auto it = entries.find(key);
+    Eigen::Index covered = it == entries.end() ? -1 : it->second.matrix->rows();
+    auto& list = pending[{layer, h}];
+    for (const auto& block : list) covered += block->rows();
+    if (covered == r0)
+      list.push_back(std::move(rows));
+    else
+      erase(key);
   }
   // Drops every entry but the attention weights (which append extends).
   void keep_only_weights() {
@@ -146,8 +167,11 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
       throw std::invalid_argument("token id " + std::to_string(id) +
                                   " is outside the vocabulary (0.." +
                                   std::to_string(c.vocab_size - 1) + ")");
+  // resize leaves the rows unwritten, so the pages past T are never touched.
   residual_.resize(static_cast<std::size_t>(c.n_layer) + 1);
+  for (RowMatrix& r : residual_) r.resize(c.n_positions, c.n_embd);
   qkv_.resize(static_cast<std::size_t>(c.n_layer));
+  for (RowMatrix& r : qkv_) r.resize(c.n_positions, 3 * c.n_embd);
   for (int id : ids) {
     ids_.push_back(id);
     tokens_.push_back(token_text(model_->tokenizer(), id));
@@ -155,7 +179,6 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
   const Gpt2Model::Weights& w = model_->weights();
   const auto T = static_cast<Eigen::Index>(ids_.size());
   RowMatrix& x = residual_[0];
-  x.resize(T, c.n_embd);
   for (Eigen::Index t = 0; t < T; ++t)
     x.row(t) = w.wte.map().row(ids_[static_cast<std::size_t>(t)]) + w.wpe.map().row(t);
   for (int l = 0; l < c.n_layer; ++l) forward_layer(l, 0);
@@ -175,50 +198,31 @@ std::size_t ModelRun::cached_bytes() const {
 void ModelRun::forward_layer(int layer, int first_row) {
   const Gpt2Config& c = model_->config();
   const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
-  const RowMatrix& x_all = residual_[static_cast<std::size_t>(layer)];
-  const Eigen::Index T = x_all.rows(), r0 = first_row, n = T - r0;
-  const RowMatrix x = x_all.bottomRows(n);
-  RowMatrix fresh;
-  b.attn.apply(b.ln_1.apply(x, c.layer_norm_epsilon), fresh);
-  RowMatrix& qkv = qkv_[static_cast<std::size_t>(layer)];
-  qkv.conservativeResize(T, 3 * c.n_embd);
-  qkv.bottomRows(n) = fresh;
+  const auto L = static_cast<std::size_t>(layer);
+  const Eigen::Index T = static_cast<Eigen::Index>(ids_.size()), r0 = first_row, n = T - r0;
+  const auto x = residual_[L].middleRows(r0, n);
+  b.attn.apply_into(b.ln_1.apply(x, c.layer_norm_epsilon), qkv_[L].middleRows(r0, n));
+  const auto qkv = used(qkv_[L]);
 
   RowMatrix concat(n, c.n_embd);
   const float scale = score_scale(c, layer);
-  // Each head's whole weights map when it can be kept (a fresh run, or an
-  // append to a map the cache still holds), else only the new rows.
+  // A fresh run keeps each head's whole weights map (when the budget allows
+  // one); an append computes the new rows only and, where the head's map is
+  // cached, leaves them pending below it (settle() joins them on demand).
   std::vector<std::shared_ptr<RowMatrix>> maps(static_cast<std::size_t>(c.n_head));
-  std::vector<Eigen::Index> first(maps.size(), r0);
-  const bool keep = static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
-  for (int h = 0; h < c.n_head; ++h) {
-    const auto k = static_cast<std::size_t>(h);
-    std::shared_ptr<const RowMatrix> old =
-        r0 > 0 ? cache_->get({layer, h, stage_id::weights}) : nullptr;
-    if (keep && (r0 == 0 || (old && old->rows() == r0))) {
-      maps[k] = std::make_shared<RowMatrix>(T, T);
-      first[k] = 0;
-      if (old) {
-        maps[k]->topLeftCorner(r0, r0) = *old;
-        maps[k]->topRightCorner(r0, n).setZero();
-      }
-    } else {
-      maps[k] = std::make_shared<RowMatrix>(n, T);
-      first[k] = r0;
-    }
-  }
+  const bool whole = r0 == 0 && static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
+  for (auto& m : maps) m = std::make_shared<RowMatrix>(whole ? T : n, T);
+  const Eigen::Index w0 = whole ? 0 : r0;
 #pragma omp parallel for schedule(dynamic, 1)
+  for (int h = 0; h < c.n_head; ++h)
+    head_rows(qkv, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)], w0,
+              h * c.head_dim(), concat, {});
   for (int h = 0; h < c.n_head; ++h) {
-    const auto k = static_cast<std::size_t>(h);
-    head_rows(qkv, c.n_embd, c.head_dim(), h, r0, scale, *maps[k], first[k], h * c.head_dim(),
-              concat, {});
-  }
-  for (int h = 0; h < c.n_head; ++h) {
-    const auto k = static_cast<std::size_t>(h);
-    if (first[k] == 0)
-      cache_->put({layer, h, stage_id::weights}, std::move(maps[k]));
-    else
-      cache_->erase({layer, h, stage_id::weights});
+    auto& m = maps[static_cast<std::size_t>(h)];
+    if (whole)
+      cache_->put({layer, h, stage_id::weights}, std::move(m));
+    else if (r0 > 0)
+      cache_->add_rows(layer, h, r0, std::move(m));
   }
 
   RowMatrix out, hidden, mlp;
@@ -227,19 +231,17 @@ void ModelRun::forward_layer(int layer, int first_row) {
   b.fc.apply(b.ln_2.apply(attn, c.layer_norm_epsilon), hidden);
   detail::activate(hidden, c.activation_function);
   b.fc_proj.apply(hidden, mlp);
-  RowMatrix& next = residual_[static_cast<std::size_t>(layer) + 1];
-  next.conservativeResize(T, c.n_embd);
-  next.bottomRows(n) = attn + mlp;
+  residual_[L + 1].middleRows(r0, n) = attn + mlp;
 }
 
 void ModelRun::finish() {
   const Gpt2Model::Weights& w = model_->weights();
   const Gpt2Config& c = w.config;
   const RowMatrix last =
-      w.ln_f.apply(residual_.back().bottomRows(1), c.layer_norm_epsilon);  // 1 x d
-  const auto head = w.head().map();                                        // V x d
+      w.ln_f.apply(used(residual_.back()).bottomRows(1), c.layer_norm_epsilon);  // 1 x d
+  const auto head = w.head().map();                                              // V x d
   logits_.resize(1, head.rows());
-  const Eigen::Index V = head.rows(), chunk = 4096;
+  const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks for GPT-2: even on 2 threads
   const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < chunks; ++k) {
@@ -261,9 +263,7 @@ void ModelRun::append(int id) {
   tokens_.push_back(token_text(model_->tokenizer(), id));
   cache_->keep_only_weights();
   const Gpt2Model::Weights& w = model_->weights();
-  RowMatrix& x = residual_[0];
-  x.conservativeResize(T + 1, c.n_embd);
-  x.row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
+  residual_[0].row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
   for (int l = 0; l < c.n_layer; ++l) forward_layer(l, static_cast<int>(T));
   finish();
 }
@@ -300,10 +300,33 @@ std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
   if (!info || info->parameter() || key.layer < -1 || key.layer >= c.n_layer || key.head < -1 ||
       key.head >= c.n_head)
     return nullptr;
+  if (key.id == stage_id::weights && key.head >= 0) settle(key.layer, key.head);
   if (auto hit = cache_->get({key.layer, key.head, std::string(key.id)})) return hit;
   auto made = compute(key);
   if (made) cache_->put({key.layer, key.head, std::string(key.id)}, made);
   return made;
+}
+
+void ModelRun::settle(int layer, int head) {
+  auto it = cache_->pending.find({layer, head});
+  if (it == cache_->pending.end()) return;
+  const std::vector<std::shared_ptr<const RowMatrix>> blocks = std::move(it->second);
+  cache_->pending.erase(it);
+  const Cache::Key key{layer, head, std::string(stage_id::weights)};
+  const std::shared_ptr<const RowMatrix> base = cache_->get(key);
+  if (!base) return;
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  auto whole = std::make_shared<RowMatrix>(T, T);
+  Eigen::Index row = base->rows();
+  whole->topLeftCorner(row, row) = *base;
+  whole->topRightCorner(row, T - row).setZero();
+  for (const auto& block : blocks) {
+    const Eigen::Index n = block->rows(), keys = block->cols();
+    whole->block(row, 0, n, keys) = *block;
+    whole->block(row, keys, n, T - keys).setZero();
+    row += n;
+  }
+  cache_->put(key, std::move(whole));
 }
 
 std::shared_ptr<const RowMatrix> ModelRun::compute(const StageKey& key) {
@@ -312,9 +335,10 @@ std::shared_ptr<const RowMatrix> ModelRun::compute(const StageKey& key) {
   const std::string_view id = key.id;
   if (key.layer == -1) {
     if (key.head != -1) return nullptr;
-    if (id == stage_id::embeddings) return std::make_shared<RowMatrix>(residual_.front());
+    if (id == stage_id::embeddings) return std::make_shared<RowMatrix>(used(residual_.front()));
     if (id == stage_id::ln_f)
-      return std::make_shared<RowMatrix>(w.ln_f.apply(residual_.back(), c.layer_norm_epsilon));
+      return std::make_shared<RowMatrix>(
+          w.ln_f.apply(used(residual_.back()), c.layer_norm_epsilon));
     if (id == stage_id::logits) return std::make_shared<RowMatrix>(logits_);
     return nullptr;
   }
@@ -324,7 +348,7 @@ std::shared_ptr<const RowMatrix> ModelRun::compute(const StageKey& key) {
 
 std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::string_view id) {
   const Gpt2Config& c = model_->config();
-  const RowMatrix& qkv = qkv_[static_cast<std::size_t>(layer)];
+  const auto qkv = used(qkv_[static_cast<std::size_t>(layer)]);
   const Eigen::Index T = qkv.rows(), hd = c.head_dim();
   if (id == stage_id::queries) return std::make_shared<RowMatrix>(qkv.middleCols(head * hd, hd));
   if (id == stage_id::keys)
@@ -364,11 +388,11 @@ std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::
 std::shared_ptr<const RowMatrix> ModelRun::layer_stage(int layer, std::string_view id) {
   const Gpt2Config& c = model_->config();
   const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
-  const RowMatrix& x = residual_[static_cast<std::size_t>(layer)];
+  const auto x = used(residual_[static_cast<std::size_t>(layer)]);
   if (id == stage_id::ln_1)
     return std::make_shared<RowMatrix>(b.ln_1.apply(x, c.layer_norm_epsilon));
   if (id == stage_id::block_output)
-    return std::make_shared<RowMatrix>(residual_[static_cast<std::size_t>(layer) + 1]);
+    return std::make_shared<RowMatrix>(used(residual_[static_cast<std::size_t>(layer) + 1]));
   if (id != stage_id::concat && id != stage_id::output && id != stage_id::attn_output)
     return nullptr;
   const Eigen::Index hd = c.head_dim();

@@ -26,13 +26,15 @@ struct Linear {
   static Linear from(const float* w, Eigen::Index in, Eigen::Index out, RowMatrix bias);
   // y (rows x out) = x . W + b; rows of x are tokens. Runs on every thread.
   void apply(const RowMatrix& x, RowMatrix& y) const;
+  // The same into y, already x.rows() x out (rows of a taller matrix).
+  void apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const;
 };
 
 // LayerNorm over each row: (x - mean) / sqrt(var + eps) * gain + shift,
 // var the biased variance (nn.LayerNorm, and the book's LayerNorm).
 struct Norm {
   RowMatrix gain, shift;  // (1, d)
-  RowMatrix apply(const RowMatrix& x, double eps) const;
+  RowMatrix apply(const Eigen::Ref<const RowMatrix>& x, double eps) const;
 };
 
 struct Block {

@@ -61,17 +61,36 @@ RowMatrix unpack(const gemm::PackedWeights& p) {
 
 void Linear::apply(const RowMatrix& x, RowMatrix& y) const {
   y.resize(x.rows(), out);
+  apply_into(x, y);
+}
+
+void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
   if (x.rows() == 0) return;
   if (gemm::available()) {
     thread_local gemm::PackedRows tiles;
-    gemm::pack_rows(x, tiles);
-    if (gemm::sums_stay_finite(tiles.max_abs, max_abs, in)) {
-      const auto panels = static_cast<int>(packed.panels());
-      const gemm::PackedRows& xt = tiles;
-#pragma omp parallel for schedule(dynamic, 1) if (panels > 1 && in * out >= (1 << 18))
-      for (int p = 0; p < panels; ++p) gemm::multiply_panel(xt, packed.panel(p), p, bias, y);
-      return;
+    gemm::PackedRows& xt = tiles;
+    gemm::size_rows(x.rows(), x.cols(), xt);
+    const auto panels = static_cast<int>(packed.panels());
+    const auto row_tiles = static_cast<int>(xt.tiles());
+    float largest = 0.0f;
+    bool done = false;
+    // One team packs x (tiles split between the threads), then multiplies
+    // contiguous ranges of panels: multiply_panel fetches a thread's next
+    // panel while it works on this one.
+#pragma omp parallel if (panels > 1 && in * out >= (1 << 18))
+    {
+#pragma omp for schedule(static) reduction(max : largest)
+      for (int t = 0; t < row_tiles; ++t)
+        largest = std::max(largest, gemm::pack_columns(x, 0, xt, t, t + 1));
+      if (gemm::sums_stay_finite(largest, max_abs, in)) {  // the same answer on every thread
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; ++p) gemm::multiply_panel(xt, packed.panel(p), p, bias, y);
+#pragma omp single nowait
+        done = true;
+      }
     }
+    xt.max_abs = largest;
+    if (done) return;
     y.noalias() = x * unpack(packed);
   } else {
     y.noalias() = x * weight;
@@ -79,9 +98,10 @@ void Linear::apply(const RowMatrix& x, RowMatrix& y) const {
   y.rowwise() += bias.row(0);
 }
 
-RowMatrix Norm::apply(const RowMatrix& x, double eps) const {
+RowMatrix Norm::apply(const Eigen::Ref<const RowMatrix>& x, double eps) const {
   RowMatrix y(x.rows(), x.cols());
   const auto d = static_cast<double>(x.cols());
+#pragma omp parallel for schedule(static) if (x.size() > 100000)
   for (Eigen::Index i = 0; i < x.rows(); ++i) {
     double mean = 0.0;
     for (Eigen::Index j = 0; j < x.cols(); ++j) mean += x(i, j);

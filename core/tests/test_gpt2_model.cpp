@@ -117,6 +117,38 @@ TEST(ModelRun, AppendingATokenGivesWhatAFullRunGives) {
   EXPECT_LT(max_diff(*lean.stage({0, 1, id::weights}), *full.stage({0, 1, id::weights})), 1e-5f);
 }
 
+TEST(ModelRun, AppendedRowsJoinTheirHeadsMapWhenAskedFor) {
+  const std::vector<int> ids = some_ids(50);
+  ModelRun full(tiny_model(), ids);
+  ModelRun grown(tiny_model(), std::vector<int>(ids.begin(), ids.end() - 3));
+  grown.append(ids[47]);
+  const auto early = grown.stage({1, 2, id::weights});  // joined now; the other heads wait
+  ASSERT_EQ(early->rows(), 48);
+  grown.append(ids[48]);
+  grown.append(ids[49]);
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h) {
+      const auto w = grown.stage({l, h, id::weights});
+      ASSERT_EQ(w->rows(), 50);
+      EXPECT_LT(max_diff(*w, *full.stage({l, h, id::weights})), 1e-5f) << l << "," << h;
+    }
+  // A map handed out before an append does not change under its holder.
+  EXPECT_LT(max_diff(*early, full.stage({1, 2, id::weights})->topLeftCorner(48, 48)), 1e-5f);
+
+  // Maps evicted between appends (room for two of six) are recomputed whole.
+  ModelRun::Options small;
+  small.cache_bytes = 2 * 50 * 50 * sizeof(float);
+  ModelRun tight(tiny_model(), std::vector<int>(ids.begin(), ids.end() - 2), small);
+  tight.append(ids[48]);
+  ASSERT_TRUE(tight.stage({0, 0, id::weights}));
+  tight.append(ids[49]);
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h)
+      EXPECT_LT(max_diff(*tight.stage({l, h, id::weights}), *full.stage({l, h, id::weights})),
+                1e-5f);
+  EXPECT_LE(tight.cached_bytes(), small.cache_bytes);
+}
+
 TEST(ModelRun, TheCacheKeepsToItsBudget) {
   ModelRun::Options small;
   small.cache_bytes = 3 * 40 * 40 * sizeof(float);  // three 40 x 40 maps

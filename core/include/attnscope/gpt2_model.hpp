@@ -159,12 +159,16 @@ class ModelRun final : public StageSource {
   std::shared_ptr<const RowMatrix> compute(const StageKey& key);
   std::shared_ptr<const RowMatrix> head_stage(int layer, int head, std::string_view id);
   std::shared_ptr<const RowMatrix> layer_stage(int layer, std::string_view id);
+  void settle(int layer, int head);
+  // Rows [0, T) of residual_ or qkv_ (each reserves n_positions rows, which
+  // take memory only once written: an append never moves them).
+  auto used(const RowMatrix& m) const { return m.topRows(static_cast<Eigen::Index>(ids_.size())); }
 
   std::shared_ptr<const Gpt2Model> model_;
   std::vector<int> ids_;
   std::vector<std::string> tokens_;
   std::vector<RowMatrix> residual_;  // x_l (T x d) for l = 0..L: inputs of each block, then x_L
-  std::vector<RowMatrix> qkv_;       // [Q | K | V] of each block (T x 3d)
+  std::vector<RowMatrix> qkv_;       // [Q | K | V] of each block (T x 3d); see used()
   RowMatrix logits_;
   std::unique_ptr<Cache> cache_;
   mutable std::mutex mutex_;
