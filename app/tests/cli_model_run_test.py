@@ -152,7 +152,13 @@ def check_requests(cli, model, doc, tmp, failures):
     if p.returncode != 0 or not p.stdout.splitlines()[-1].startswith("median_ms="):
         failures.append(f"bench: {p.returncode} {p.stdout} {p.stderr}")
     p = run(cli, "model", "bench", model, "--tokens", "5", "--repeat", "1", "--append")
-    if p.returncode != 0 or "append" not in p.stdout:
+    fields = dict(w.split("=", 1) for w in p.stdout.split() if "=" in w)
+    try:
+        timed = all(float(fields[k]) > 0 for k in
+                    ("append_over_full", "full_forward_ms", "read_weights_ms", "weights_mb"))
+    except (KeyError, ValueError):
+        timed = False
+    if p.returncode != 0 or "append" not in p.stdout or not timed:
         failures.append(f"bench --append: {p.returncode} {p.stdout} {p.stderr}")
     long_text = " ".join(["word"] * (P + 3))
     expect_error(cli, ["model", "trace", model, "--text", long_text], "n_positions = 16", failures)

@@ -34,12 +34,12 @@ bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K) {
 
 namespace {
 
-void pack_panel_from(const float* w, Eigen::Index rows, Eigen::Index cols, Eigen::Index p,
-                     float* out) {
+void pack_panel_from(const float* w, Eigen::Index rows, Eigen::Index cols, Eigen::Index ld,
+                     Eigen::Index p, float* out) {
   const Eigen::Index col = p * kPanelCols;
   const Eigen::Index n = std::min(kPanelCols, cols - col);
   for (Eigen::Index k = 0; k < rows; ++k) {
-    const float* src = w + k * cols + col;
+    const float* src = w + k * ld + col;
     float* dst = out + k * kPanelCols;
     std::copy(src, src + n, dst);
     std::fill(dst + n, dst + kPanelCols, 0.0f);
@@ -48,22 +48,23 @@ void pack_panel_from(const float* w, Eigen::Index rows, Eigen::Index cols, Eigen
 
 }  // namespace
 
-PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols) {
+PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols, Eigen::Index ld) {
+  if (ld == 0) ld = cols;
   PackedWeights packed;
   packed.rows = rows;
   packed.cols = cols;
   packed.data.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
   for (Eigen::Index p = 0; p < packed.panels(); ++p)
-    pack_panel_from(w, rows, cols, p, packed.data.data() + p * packed.rows * kPanelCols);
+    pack_panel_from(w, rows, cols, ld, p, packed.data.data() + p * packed.rows * kPanelCols);
   return packed;
 }
 
-PackedWeights pack_weights(const RowMatrix& w) {
-  return pack_weights(w.data(), w.rows(), w.cols());
+PackedWeights pack_weights(const Eigen::Ref<const RowMatrix>& w) {
+  return pack_weights(w.data(), w.rows(), w.cols(), w.outerStride());
 }
 
 void pack_panel(const RowMatrix& w, Eigen::Index p, float* out) {
-  pack_panel_from(w.data(), w.rows(), w.cols(), p, out);
+  pack_panel_from(w.data(), w.rows(), w.cols(), w.cols(), p, out);
 }
 
 void size_rows(Eigen::Index rows, Eigen::Index cols, PackedRows& out) {
@@ -175,7 +176,7 @@ void pack_tile(const float* src, Eigen::Index stride, Eigen::Index m, Eigen::Ind
       out[k * kTileRows + i] = i < m ? src[i * stride + k] : 0.0f;
 }
 
-PackedWeights pack_transposed(const RowMatrix& m) {
+PackedWeights pack_transposed(const Eigen::Ref<const RowMatrix>& m) {
   PackedWeights packed;
   packed.rows = m.cols();  // K: m's columns
   packed.cols = m.rows();  // N: m's rows become the panels' columns
@@ -196,7 +197,8 @@ PackedWeights pack_transposed(const RowMatrix& m) {
     if (rows == 8) {
       for (; k + 8 <= K; k += 8) {
         __m256 r[8];
-        for (Eigen::Index i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(m.data() + (j0 + i) * K + k);
+        for (Eigen::Index i = 0; i < 8; ++i)
+          r[i] = _mm256_loadu_ps(m.data() + (j0 + i) * m.outerStride() + k);
         transpose_8x8(r, dst + k * kPanelCols, kPanelCols);
       }
     }
@@ -213,9 +215,11 @@ bool available() { return true; }
 
 namespace {
 
-// c (8 x 16*NV, row stride ldc) = a-tile . b-panel over k = 0..K-1: 8*NV
-// accumulators, each element one FMA chain in k order. NV = 3 is the full
-// 48-column panel; 1 and 2 are its narrower tails.
+// c (8 x 16*NV, row stride ldc) = a-tile . b-panel over k = 0..K-1 (+ bias
+// when given): 8*NV accumulators, each element one FMA chain in k order.
+// NV = 3 is the full 48-column panel; 1 and 2 are its narrower tails. Step
+// k also fetches lines k, k + K, ... (below `lines`) of `ahead` into L2:
+// the caller's share of the next panel.
 template <int NV>
 void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc,
             const char* ahead = nullptr, Eigen::Index lines = 0, const float* bias = nullptr) {
@@ -228,7 +232,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     _mm_prefetch(reinterpret_cast<const char*>(b + 12 * kPanelCols + 16), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(b + 12 * kPanelCols + 32), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(a + 64 * kTileRows), _MM_HINT_T0);
-    if (k < lines) _mm_prefetch(ahead + 64 * k, _MM_HINT_T1);
+    for (Eigen::Index j = k; j < lines; j += K) _mm_prefetch(ahead + 64 * j, _MM_HINT_T1);
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
@@ -430,18 +434,26 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
   // this one runs, spread over the tiles: one cache line per k step.
   const auto* ahead = reinterpret_cast<const char*>(panel + x.cols * kPanelCols);
   const Eigen::Index lines = col + kPanelCols < y.cols() ? x.cols * kPanelCols / 16 : 0;
-  const Eigen::Index per_tile =
-      std::min(x.cols, (lines + x.tiles() - 1) / std::max<Eigen::Index>(x.tiles(), 1));
+  const Eigen::Index per_tile = (lines + x.tiles() - 1) / std::max<Eigen::Index>(x.tiles(), 1);
+  const float* panel_bias = bias.size() > 0 ? bias.data() + col : nullptr;
 #endif
   for (Eigen::Index t = 0; t < x.tiles(); ++t) {
     const Eigen::Index row = t * kTileRows;
     const Eigen::Index m = std::min(kTileRows, x.rows - row);
     float* c = y.data() + row * ldy + col;
 #if defined(__AVX512F__)
-    if (m == kTileRows && n == kPanelCols) {  // the bias added in the kernel
+    if (n == kPanelCols) {  // the bias added in the kernel
       const Eigen::Index from = std::min(lines, t * per_tile);
-      kernel<3>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from,
-                std::min(per_tile, lines - from), bias.size() > 0 ? bias.data() + col : nullptr);
+      const Eigen::Index count = std::min(per_tile, lines - from);
+      if (m == kTileRows) {
+        kernel<3>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from, count, panel_bias);
+      } else {  // a last tile of fewer rows (an append's one): through a buffer
+        alignas(64) float edge[kTileRows * kPanelCols];
+        kernel<3>(x.tile(t), panel, x.cols, edge, kPanelCols, ahead + 64 * from, count,
+                  panel_bias);
+        for (Eigen::Index i = 0; i < m; ++i)
+          std::copy(edge + i * kPanelCols, edge + (i + 1) * kPanelCols, c + i * ldy);
+      }
       continue;
     }
 #endif

@@ -105,9 +105,11 @@ bool all_finite(const RowMatrix& m);
 float max_abs(const RowMatrix& m);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
-PackedWeights pack_weights(const RowMatrix& w);
-// The same from a row-major (rows, cols) array in place (a mapped file).
-PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols);
+PackedWeights pack_weights(const Eigen::Ref<const RowMatrix>& w);
+// The same from a row-major (rows, cols) array in place (a mapped file),
+// rows `ld` floats apart (0: cols).
+PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols,
+                           Eigen::Index ld = 0);
 // Panel p of w into out (w.rows() * kPanelCols floats).
 void pack_panel(const RowMatrix& w, Eigen::Index p, float* out);
 // Reuses out's storage.
@@ -133,7 +135,7 @@ float pack_columns(const RowMatrix& block, Eigen::Index col, PackedRows& out,
 // may be less than the tile's and the panel's length (the causal context
 // stops at the tile's last visible key). Each element is one FMA chain in k
 // order from 0, as in multiply_panel.
-PackedWeights pack_transposed(const RowMatrix& m);
+PackedWeights pack_transposed(const Eigen::Ref<const RowMatrix>& m);
 void pack_tile(const float* src, Eigen::Index stride, Eigen::Index m, Eigen::Index K, float* out);
 void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
                    Eigen::Index n, float* c, Eigen::Index ldc);

@@ -34,6 +34,66 @@ struct ScoreStages {
   RowMatrix* scaled = nullptr;  // masked x score_scale
 };
 
+// The softmax of row i's visible scores (keys 0..i) x scale into w (T
+// floats; zero past the visible keys).
+void softmax_row(const float* scores, Eigen::Index keys, Eigen::Index T, float scale, float* w) {
+  auto visible = Eigen::Map<Eigen::ArrayXf>(w, keys);
+  visible = Eigen::Map<const Eigen::ArrayXf>(scores, keys) * scale;
+  visible = (visible - visible.maxCoeff()).exp();  // vectorised exp
+  visible *= 1.0f / visible.sum();
+  std::fill(w + keys, w + T, 0.0f);
+}
+
+// gemm::max_abs of a block: +inf when it holds a NaN or an infinity.
+float largest(const Eigen::Ref<const RowMatrix>& m) {
+  float most = 0.0f;
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    const auto row = m.row(i).array();
+    if (!row.isFinite().all()) return std::numeric_limits<float>::infinity();
+    most = std::max(most, row.abs().maxCoeff());
+  }
+  return most;
+}
+
+// head_rows on the projection kernel (gemm.hpp), 8 query rows at a time:
+// their scores against K_hᵀ's panels up to the tile's last visible key, the
+// rows' softmax while in cache, then their context over the visible keys.
+// False, with nothing computed, where the kernel may not run (no kernel,
+// or a sum that could overflow: the reason is in gemm.hpp).
+bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim, int h,
+                     Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
+                     Eigen::Index ctx_col, RowMatrix& ctx) {
+  if (!gemm::available()) return false;
+  const Eigen::Index T = qkv.rows(), hd = head_dim;
+  const auto q = qkv.block(r0, h * hd, T - r0, hd);
+  const auto k = qkv.middleCols(n_embd + h * hd, hd);
+  const auto v = qkv.middleCols(2 * n_embd + h * hd, hd);
+  if (!gemm::sums_stay_finite(largest(q), largest(k), hd) ||
+      !gemm::sums_stay_finite(1.0f, largest(v), T))  // softmax weights are at most 1
+    return false;
+  const gemm::PackedWeights keys_t = gemm::pack_transposed(k);
+  const gemm::PackedWeights values = gemm::pack_weights(v);
+  thread_local gemm::Buffer<float> tile, scores;
+  tile.resize(static_cast<std::size_t>(T * gemm::kTileRows));
+  scores.resize(static_cast<std::size_t>(T * gemm::kTileRows));
+  for (Eigen::Index b = r0; b < T; b += gemm::kTileRows) {
+    const Eigen::Index m = std::min(gemm::kTileRows, T - b), e = b + m;  // keys 0..e-1 visible
+    gemm::pack_tile(q.data() + (b - r0) * q.outerStride(), q.outerStride(), m, hd, tile.data());
+    for (Eigen::Index p = 0; p * gemm::kPanelCols < e; ++p)
+      gemm::multiply_tile(tile.data(), keys_t.panel(p), hd, m,
+                          std::min(gemm::kPanelCols, T - p * gemm::kPanelCols),
+                          scores.data() + p * gemm::kPanelCols, T);
+    for (Eigen::Index i = 0; i < m; ++i)
+      softmax_row(scores.data() + i * T, b + i + 1, T, scale, weights.row(b + i - w0).data());
+    gemm::pack_tile(weights.row(b - w0).data(), weights.outerStride(), m, e, tile.data());
+    for (Eigen::Index p = 0; p < values.panels(); ++p)
+      gemm::multiply_tile(tile.data(), values.panel(p), e, m,
+                          std::min(gemm::kPanelCols, hd - p * gemm::kPanelCols),
+                          &ctx(b - r0, ctx_col + p * gemm::kPanelCols), ctx.outerStride());
+  }
+  return true;
+}
+
 // Rows [r0, T) of head h's weights and context from the layer's [Q | K | V]
 // (T x 3d). Row i of the weights goes to weights.row(i - w0) (weights has
 // at least T - w0 rows and T columns); row i of the context to
@@ -43,6 +103,11 @@ void head_rows(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim,
                Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
                Eigen::Index ctx_col, RowMatrix& ctx, const ScoreStages& out) {
   const Eigen::Index T = qkv.rows();
+  // Packing K and V costs as much as one row's products: the kernel pays
+  // off from a few tiles of new rows on (a fresh run, not an append).
+  if (!out.scores && T - r0 >= 4 * gemm::kTileRows &&
+      head_rows_tiled(qkv, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, ctx))
+    return;
   const auto q = qkv.middleCols(h * head_dim, head_dim);
   const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
   const auto v = qkv.middleCols(2 * n_embd + h * head_dim, head_dim);
@@ -52,12 +117,7 @@ void head_rows(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim,
     s.noalias() = q.middleRows(b, m) * k.topRows(e).transpose();  // m x e
     for (Eigen::Index i = 0; i < m; ++i) {
       const Eigen::Index row = b + i, keys = row + 1;
-      float* w = weights.row(row - w0).data();
-      auto visible = Eigen::Map<Eigen::ArrayXf>(w, keys);
-      visible = s.row(i).head(keys).array().transpose() * scale;
-      visible = (visible - visible.maxCoeff()).exp();  // vectorised exp
-      visible *= 1.0f / visible.sum();
-      std::fill(w + keys, w + T, 0.0f);
+      softmax_row(s.row(i).data(), keys, T, scale, weights.row(row - w0).data());
       if (out.scores) {
         out.scores->row(row).head(e) = s.row(i);
         out.scores->row(row).tail(T - e) = q.row(row) * k.bottomRows(T - e).transpose();
@@ -69,6 +129,13 @@ void head_rows(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim,
     ctx.middleRows(b - r0, m).middleCols(ctx_col, head_dim).noalias() =
         weights.block(b - w0, 0, m, e) * v.topRows(e);
   }
+}
+
+// y += x, rows in parallel (T x 768 adds are too many for one thread to do
+// while the other waits).
+void add_rows_to(const Eigen::Ref<const RowMatrix>& x, Eigen::Ref<RowMatrix> y) {
+#pragma omp parallel for schedule(static) if (y.size() > 100000)
+  for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) += x.row(i);
 }
 
 std::size_t bytes_of(const RowMatrix& m) { return static_cast<std::size_t>(m.size()) * 4; }
@@ -225,13 +292,14 @@ void ModelRun::forward_layer(int layer, int first_row) {
       cache_->add_rows(layer, h, r0, std::move(m));
   }
 
-  RowMatrix out, hidden, mlp;
-  b.proj.apply(concat, out);
-  RowMatrix attn = x + out;
+  RowMatrix attn, hidden;
+  b.proj.apply(concat, attn);
+  add_rows_to(x, attn);  // the attention's residual
   b.fc.apply(b.ln_2.apply(attn, c.layer_norm_epsilon), hidden);
   detail::activate(hidden, c.activation_function);
-  b.fc_proj.apply(hidden, mlp);
-  residual_[L + 1].middleRows(r0, n) = attn + mlp;
+  auto next = residual_[L + 1].middleRows(r0, n);
+  b.fc_proj.apply_into(hidden, next);
+  add_rows_to(attn, next);  // the MLP's residual
 }
 
 void ModelRun::finish() {

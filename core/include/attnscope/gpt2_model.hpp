@@ -179,6 +179,16 @@ class ModelRun final : public StageSource {
 // floor `model bench` states its time against. 0 without a compiled kernel.
 double machine_fma_gflops(double seconds = 0.3);
 
+// The memory floor of an append: the milliseconds it takes to read every
+// weight one new token multiplies (the blocks' packed projections and the
+// LM head, `bytes` in all) once, summing them on all threads; the best of
+// `repeat` passes.
+struct WeightStream {
+  double bytes = 0.0;
+  double ms = 0.0;
+};
+WeightStream stream_weights(const Gpt2Model& model, int repeat = 3);
+
 // Greedy continuation, the book's generate_text_simple: n_tokens times, run
 // the last n_positions ids and append the most likely next one. Returns the
 // new ids only.
