@@ -449,8 +449,7 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
         kernel<3>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from, count, panel_bias);
       } else {  // a last tile of fewer rows (an append's one): through a buffer
         alignas(64) float edge[kTileRows * kPanelCols];
-        kernel<3>(x.tile(t), panel, x.cols, edge, kPanelCols, ahead + 64 * from, count,
-                  panel_bias);
+        kernel<3>(x.tile(t), panel, x.cols, edge, kPanelCols, ahead + 64 * from, count, panel_bias);
         for (Eigen::Index i = 0; i < m; ++i)
           std::copy(edge + i * kPanelCols, edge + (i + 1) * kPanelCols, c + i * ldy);
       }

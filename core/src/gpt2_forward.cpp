@@ -44,13 +44,20 @@ void softmax_row(const float* scores, Eigen::Index keys, Eigen::Index T, float s
   std::fill(w + keys, w + T, 0.0f);
 }
 
+// Packing K and V costs as much as one row's products: the kernel pays off
+// from a few tiles of new rows on (a fresh run, not an append).
+bool tiled_rows(Eigen::Index new_rows) { return new_rows >= 4 * gemm::kTileRows; }
+
 // gemm::max_abs of a block: +inf when it holds a NaN or an infinity.
+// (Eigen's vectorised reductions: a row's sum of |values| is inf or NaN
+// when one is, and also past FLT_MAX, where the kernel may not run anyway.)
 float largest(const Eigen::Ref<const RowMatrix>& m) {
   float most = 0.0f;
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    const auto row = m.row(i).array();
-    if (!row.isFinite().all()) return std::numeric_limits<float>::infinity();
-    most = std::max(most, row.abs().maxCoeff());
+    const auto a = m.row(i).array().abs();
+    if (!(a.sum() <= std::numeric_limits<float>::max()))
+      return std::numeric_limits<float>::infinity();
+    most = std::max(most, a.maxCoeff());
   }
   return most;
 }
@@ -60,16 +67,16 @@ float largest(const Eigen::Ref<const RowMatrix>& m) {
 // rows' softmax while in cache, then their context over the visible keys.
 // False, with nothing computed, where the kernel may not run (no kernel,
 // or a sum that could overflow: the reason is in gemm.hpp).
-bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim, int h,
-                     Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
-                     Eigen::Index ctx_col, RowMatrix& ctx) {
+bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd,
+                     int head_dim, int h, Eigen::Index r0, float scale, RowMatrix& weights,
+                     Eigen::Index w0, Eigen::Index ctx_col, RowMatrix& ctx) {
   if (!gemm::available()) return false;
   const Eigen::Index T = qkv.rows(), hd = head_dim;
   const auto q = qkv.block(r0, h * hd, T - r0, hd);
   const auto k = qkv.middleCols(n_embd + h * hd, hd);
   const auto v = qkv.middleCols(2 * n_embd + h * hd, hd);
-  if (!gemm::sums_stay_finite(largest(q), largest(k), hd) ||
-      !gemm::sums_stay_finite(1.0f, largest(v), T))  // softmax weights are at most 1
+  if (!gemm::sums_stay_finite(qkv_largest, qkv_largest, hd) ||
+      !gemm::sums_stay_finite(1.0f, qkv_largest, T))  // softmax weights are at most 1
     return false;
   const gemm::PackedWeights keys_t = gemm::pack_transposed(k);
   const gemm::PackedWeights values = gemm::pack_weights(v);
@@ -99,14 +106,14 @@ bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int hea
 // at least T - w0 rows and T columns); row i of the context to
 // ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
 // keys 0..i only. The score stages, when asked, are T x T.
-void head_rows(const Eigen::Ref<const RowMatrix>& qkv, int n_embd, int head_dim, int h,
-               Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
+// qkv_largest is largest(qkv) where the kernel may serve (see tiled_rows),
+// else negative.
+void head_rows(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd, int head_dim,
+               int h, Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
                Eigen::Index ctx_col, RowMatrix& ctx, const ScoreStages& out) {
   const Eigen::Index T = qkv.rows();
-  // Packing K and V costs as much as one row's products: the kernel pays
-  // off from a few tiles of new rows on (a fresh run, not an append).
-  if (!out.scores && T - r0 >= 4 * gemm::kTileRows &&
-      head_rows_tiled(qkv, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, ctx))
+  if (!out.scores && qkv_largest >= 0.0f &&
+      head_rows_tiled(qkv, qkv_largest, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, ctx))
     return;
   const auto q = qkv.middleCols(h * head_dim, head_dim);
   const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
@@ -280,10 +287,11 @@ void ModelRun::forward_layer(int layer, int first_row) {
   const bool whole = r0 == 0 && static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
   for (auto& m : maps) m = std::make_shared<RowMatrix>(whole ? T : n, T);
   const Eigen::Index w0 = whole ? 0 : r0;
+  const float bound = tiled_rows(n) ? largest(qkv) : -1.0f;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int h = 0; h < c.n_head; ++h)
-    head_rows(qkv, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)], w0,
-              h * c.head_dim(), concat, {});
+    head_rows(qkv, bound, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)],
+              w0, h * c.head_dim(), concat, {});
   for (int h = 0; h < c.n_head; ++h) {
     auto& m = maps[static_cast<std::size_t>(h)];
     if (whole)
@@ -437,8 +445,8 @@ std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::
   auto context = std::make_shared<RowMatrix>(T, hd);
   const ScoreStages out =
       before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()} : ScoreStages{};
-  head_rows(qkv, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0, 0,
-            *context, out);
+  head_rows(qkv, -1.0f, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0,
+            0, *context, out);
   cache_->put({layer, head, stage_id::weights}, weights);
   cache_->put({layer, head, stage_id::context}, context);
   if (before_weights) {
