@@ -4,7 +4,7 @@
 // splits panels between threads itself). Where the kernel is not compiled
 // (no AVX-512 and no AVX2 + FMA) the packed case runs the portable loops.
 //
-//   build/bench/attnscope_bench --benchmark_filter=Projection
+//   build/bench/attnscope_bench --benchmark_filter="Projection|MlpDown"
 #include <benchmark/benchmark.h>
 
 #include "attnscope/io.hpp"
@@ -47,6 +47,28 @@ void PackedProjection(benchmark::State& state) {
   state.SetLabel(gemm::available() ? "kernel" : "portable loops (no kernel in this build)");
 }
 BENCHMARK(PackedProjection)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The MLP's down projection, x (T x 3072) . w (3072 x 768): the same
+// FLOPs as the fused Q/K/V above, but x (3 MiB at T = 256) no longer fits
+// in one core's L2 beside a panel.
+void PackedMlpDown(benchmark::State& state) {
+  const Eigen::Index T = state.range(0), K = 4 * 768, N = 768;
+  const core::RowMatrix x = random_matrix(T, K, 1), w = random_matrix(K, N, 2);
+  const gemm::PackedWeights panels = gemm::pack_weights(w);
+  gemm::PackedRows tiles;
+  core::RowMatrix y(T, N);
+  const core::RowMatrix no_bias;
+  for (auto _ : state) {
+    gemm::pack_rows(x, tiles);
+    for (Eigen::Index p = 0; p < panels.panels(); ++p)
+      gemm::multiply_panel(tiles, panels.panel(p), p, no_bias, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(T * K * N) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(PackedMlpDown)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 void EigenProjection(benchmark::State& state) {
   const Eigen::Index T = state.range(0);
