@@ -90,6 +90,33 @@ TEST(ModelRun, StagesAgreeWithEachOther) {
   EXPECT_FALSE(run.stage({-1, 0, id::logits}));
 }
 
+// The forward's own weights (a fresh run's heads, on the projection kernel
+// 8 query rows at a time) against softmax(mask(Q K^T) / sqrt(d_head))
+// computed here in double from the run's Q and K.
+TEST(ModelRun, TheForwardsWeightsAreTheSoftmaxOfItsScores) {
+  ModelRun run(tiny_model(), some_ids(45));  // 5 full tiles and a partial one
+  const Gpt2Config& c = run.model().config();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim()));
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const auto w = run.stage({l, h, id::weights});  // first: the forward's, not a recompute
+      const auto q = run.stage({l, h, id::queries});
+      const auto k = run.stage({l, h, id::keys});
+      ASSERT_TRUE(w && q && k);
+      const Eigen::MatrixXd s = q->cast<double>() * k->cast<double>().transpose() * scale;
+      double worst = 0.0;
+      for (Eigen::Index i = 0; i < s.rows(); ++i) {
+        const double top = s.row(i).head(i + 1).maxCoeff();
+        const double sum = (s.row(i).head(i + 1).array() - top).exp().sum();
+        for (Eigen::Index j = 0; j < s.cols(); ++j) {
+          const double want = j > i ? 0.0 : std::exp(s(i, j) - top) / sum;
+          worst = std::max(worst, std::abs((*w)(i, j) - want));
+        }
+      }
+      EXPECT_LT(worst, 1e-6) << "layer " << l << ", head " << h;
+    }
+}
+
 TEST(ModelRun, AppendingATokenGivesWhatAFullRunGives) {
   const std::vector<int> ids = some_ids(67);  // crosses a 64-row block
   ModelRun full(tiny_model(), ids);
