@@ -233,10 +233,14 @@ int run_model_trace(const ModelCommands& c) {
   const auto model = load(c);
   core::ModelRun run(model, input_ids(c, *model));
   const auto keys = core::select_model_stages(run, selection(c));
+  if (c.next_at < -1 || c.next_at >= run.num_tokens())
+    throw core::ParseError(
+        "--next-at " + std::to_string(c.next_at) + " is not a token of the text: it has " +
+        std::to_string(run.num_tokens()) + " tokens, 0.." + std::to_string(run.num_tokens() - 1));
   if (c.format == "text")
-    core::write_model_trace_text(run, keys, std::cout);
+    core::write_model_trace_text(run, keys, std::cout, c.next_at);
   else
-    core::write_model_trace_json(run, keys, std::cout);
+    core::write_model_trace_json(run, keys, std::cout, c.next_at);
   std::cout.flush();
   return std::cout ? 0 : 1;
 }
@@ -418,6 +422,8 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   add_selection_options(*c.trace, c);
   c.trace->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
       ->check(CLI::IsMember({"json", "text"}));
+  c.trace->add_option("--next-at", c.next_at,
+                      "the next tokens predicted after this token (0-based; default: the last)");
   c.generate = c.cmd->add_subcommand("generate",
                                      "continue a text greedily (the book's generate_text_simple)");
   add_text_options(*c.generate, c);

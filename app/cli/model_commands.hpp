@@ -34,6 +34,7 @@ struct ModelCommands {
   std::optional<std::string> text_file;  // --text-file
   std::optional<std::string> ids;        // --ids 1,2,3
   bool keep_last = false;                // --keep-last: keep the last n_positions tokens
+  int next_at = -1;                      // --next-at: next tokens after this token (-1: last)
   std::vector<int> layers, heads;        // --layers, --heads
   std::vector<std::string> stages;       // --stages
   std::string format = "json";           // trace: json|text; generate: text|json

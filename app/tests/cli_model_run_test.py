@@ -112,6 +112,8 @@ def check_trace(cli, model, failures):
     if len(nxt) != 10 or probs != sorted(probs, reverse=True) or \
             nxt[0]["id"] != max(range(V), key=lambda j: logits[j]):
         failures.append(f"next_token: {nxt[:3]}")
+    if doc.get("next_token_position") != len(doc["ids"]) - 1:
+        failures.append(f"next_token_position: {doc.get('next_token_position')}")
     return doc
 
 
@@ -129,6 +131,19 @@ def check_requests(cli, model, doc, tmp, failures):
     p = run(cli, "model", "trace", model, "--text", "Hello, world!", "--format", "text")
     if p.returncode != 0 or "next token" not in p.stdout or "weights layer 1 head 1" not in p.stdout:
         failures.append(f"text format: {p.returncode} {p.stdout[:300]} {p.stderr}")
+    # --next-at: what the model predicts after "Hello" inside "Hello, world!"
+    # is what a run of "Hello" alone predicts (causal attention).
+    at = run(cli, "model", "trace", model, "--text", "Hello, world!", "--next-at", "0",
+             "--layers", "0", "--heads", "0")
+    alone = run(cli, "model", "trace", model, "--text", "Hello", "--layers", "0", "--heads", "0")
+    got = json.loads(at.stdout) if at.returncode == 0 else {}
+    want = json.loads(alone.stdout) if alone.returncode == 0 else {}
+    got_ids = [n["id"] for n in got.get("next_token", [])]
+    if got.get("next_token_position") != 0 or len(got_ids) != 10 or \
+            got_ids != [n["id"] for n in want.get("next_token", [])]:
+        failures.append(f"--next-at 0: {at.returncode} {at.stderr} {got.get('next_token', [])[:2]}")
+    expect_error(cli, ["model", "trace", model, "--text", "Hello", "--next-at", "1"],
+                 "--next-at 1 is not a token of the text", failures)
     p = run(cli, "model", "generate", model, "--text", "Hello", "--tokens", "3", "--format", "json")
     gen = json.loads(p.stdout) if p.returncode == 0 else {}
     if len(gen.get("new_ids", [])) != 3 or gen.get("ids", [])[:1] != [15496]:

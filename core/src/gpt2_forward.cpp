@@ -310,19 +310,20 @@ void ModelRun::forward_layer(int layer, int first_row) {
   add_rows_to(attn, next);  // the MLP's residual
 }
 
-void ModelRun::finish() {
+void ModelRun::finish() { logits_of_row(static_cast<Eigen::Index>(ids_.size()) - 1, logits_); }
+
+void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits) const {
   const Gpt2Model::Weights& w = model_->weights();
   const Gpt2Config& c = w.config;
-  const RowMatrix last =
-      w.ln_f.apply(used(residual_.back()).bottomRows(1), c.layer_norm_epsilon);  // 1 x d
-  const auto head = w.head().map();                                              // V x d
-  logits_.resize(1, head.rows());
+  const RowMatrix x = w.ln_f.apply(residual_.back().middleRows(row, 1), c.layer_norm_epsilon);
+  const auto head = w.head().map();  // V x d
+  logits.resize(1, head.rows());
   const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks for GPT-2: even on 2 threads
   const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
 #pragma omp parallel for schedule(static)
   for (int k = 0; k < chunks; ++k) {
     const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
-    logits_.middleCols(begin, size).noalias() = last * head.middleRows(begin, size).transpose();
+    logits.middleCols(begin, size).noalias() = x * head.middleRows(begin, size).transpose();
   }
 }
 
@@ -346,25 +347,39 @@ void ModelRun::append(int id) {
 
 std::vector<NextToken> ModelRun::next_tokens(int k) const {
   std::lock_guard lock(mutex_);
-  const Eigen::Index V = logits_.cols();
-  const float largest = logits_.maxCoeff();
+  return top_tokens(logits_, k);
+}
+
+std::vector<NextToken> ModelRun::next_tokens_at(int position, int k) const {
+  std::lock_guard lock(mutex_);
+  const auto T = static_cast<int>(ids_.size());
+  if (position < 0 || position >= T)
+    throw std::invalid_argument("position " + std::to_string(position) +
+                                " is not a token of the text (0.." + std::to_string(T - 1) + ")");
+  if (position == T - 1) return top_tokens(logits_, k);
+  RowMatrix logits;
+  logits_of_row(position, logits);
+  return top_tokens(logits, k);
+}
+
+std::vector<NextToken> ModelRun::top_tokens(const RowMatrix& logits, int k) const {
+  const Eigen::Index V = logits.cols();
+  const float largest = logits.maxCoeff();
   double sum = 0.0;
-  for (Eigen::Index j = 0; j < V; ++j)
-    sum += std::exp(static_cast<double>(logits_(0, j) - largest));
+  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(logits(0, j) - largest));
   std::vector<int> order(static_cast<std::size_t>(V));
   for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
   const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
                     [&](int a, int b) {
-                      return logits_(0, a) > logits_(0, b) ||
-                             (logits_(0, a) == logits_(0, b) && a < b);
+                      return logits(0, a) > logits(0, b) || (logits(0, a) == logits(0, b) && a < b);
                     });
   std::vector<NextToken> out;
   const Gpt2Tokenizer& tok = model_->tokenizer();
   for (std::size_t i = 0; i < top; ++i) {
     const int id = order[i];
     out.push_back(NextToken{id, token_text(tok, id),
-                            std::exp(static_cast<double>(logits_(0, id) - largest)) / sum});
+                            std::exp(static_cast<double>(logits(0, id) - largest)) / sum});
   }
   return out;
 }

@@ -145,7 +145,17 @@ std::string gpt2_config_json(const Gpt2Config& c) {
   return j.dump();
 }
 
-void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os) {
+namespace {
+
+// The position next_at names (-1: the last token).
+int next_position(const ModelRun& run, int next_at) {
+  return next_at < 0 ? run.num_tokens() - 1 : next_at;
+}
+
+}  // namespace
+
+void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os,
+                            int next_at) {
   using detail::json_quoted;
   std::string out = "{\"model\": " + json_quoted(run.model().name()) + ",\n \"ids\": [";
   const std::vector<int>& ids = run.ids();
@@ -174,18 +184,20 @@ void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, st
     out.clear();
   }
   out += "],\n \"next_token\": [";
-  const auto next = run.next_tokens(10);
+  const int position = next_position(run, next_at);
+  const auto next = run.next_tokens_at(position, 10);
   for (std::size_t i = 0; i < next.size(); ++i) {
     char p[32];
     std::snprintf(p, sizeof p, "%.9g", next[i].probability);
     out += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(next[i].id) +
            ", \"token\": " + json_quoted(next[i].token) + ", \"probability\": " + p + "}";
   }
-  out += "]}\n";
+  out += "],\n \"next_token_position\": " + std::to_string(position) + "}\n";
   os << out;
 }
 
-void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os) {
+void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& os,
+                            int next_at) {
   constexpr Eigen::Index kShownCells = 16;  // print a stage's values up to 16 x 16
   std::string out = "model " + run.model().name() + ": " + std::to_string(run.num_layers()) +
                     " layers x " + std::to_string(run.num_heads()) + " heads, " +
@@ -195,8 +207,9 @@ void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, st
     std::snprintf(buf, sizeof buf, "  %4zu  %6d  ", i, run.ids()[i]);
     out += buf + run.tokens()[i] + "\n";
   }
-  out += "next token (most likely first):\n";
-  for (const NextToken& n : run.next_tokens(10)) {
+  const int position = next_position(run, next_at);
+  out += "next token after token " + std::to_string(position) + " (most likely first):\n";
+  for (const NextToken& n : run.next_tokens_at(position, 10)) {
     std::snprintf(buf, sizeof buf, "  %6.2f %%  %6d  ", 100.0 * n.probability, n.id);
     out += buf + n.token + "\n";
   }

@@ -216,6 +216,26 @@ TEST(ModelRun, NextTokensAreTheLargestLogitsAsProbabilities) {
   EXPECT_EQ(generate_greedy(tiny_model(), some_ids(5), 1), std::vector<int>{next[0].id});
 }
 
+TEST(ModelRun, NextTokensAtAnyPositionSeeOnlyTheTextUpToIt) {
+  const std::vector<int> ids = some_ids(12);
+  ModelRun run(tiny_model(), ids);
+  for (int p : {0, 4, 10}) {  // a run of the text up to p predicts the same there
+    ModelRun prefix(tiny_model(), std::vector<int>(ids.begin(), ids.begin() + p + 1));
+    const auto want = prefix.next_tokens(5), got = run.next_tokens_at(p, 5);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].id, want[i].id) << "position " << p << ", rank " << i;
+      EXPECT_EQ(got[i].token, want[i].token);
+      EXPECT_NEAR(got[i].probability, want[i].probability, 1e-6);
+    }
+  }
+  const auto last = run.next_tokens_at(11, 3), plain = run.next_tokens(3);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(last[i].id, plain[i].id);
+  EXPECT_NE(run.next_tokens_at(4, 1)[0].probability, plain[0].probability);
+  EXPECT_THROW(run.next_tokens_at(12), std::invalid_argument);
+  EXPECT_THROW(run.next_tokens_at(-1), std::invalid_argument);
+}
+
 TEST(ModelStages, SelectionDefaultsOrderAndRefusals) {
   ModelRun run(tiny_model(), some_ids(4));
   const auto keys = select_model_stages(run, {});

@@ -149,6 +149,11 @@ class ModelRun final : public StageSource {
   const RowMatrix& logits() const { return logits_; }
   // The k most likely next tokens after the last position, most likely first.
   std::vector<NextToken> next_tokens(int k = 10) const;
+  // The same after token `position` (0-based): what the model predicts there
+  // from the tokens up to it (causal: the later ones do not change it).
+  // Computes that position's logits (reads the LM head once) unless it is
+  // the last. Throws std::invalid_argument outside 0..num_tokens()-1.
+  std::vector<NextToken> next_tokens_at(int position, int k = 10) const;
   // Bytes the cache holds now.
   std::size_t cached_bytes() const;
 
@@ -160,6 +165,9 @@ class ModelRun final : public StageSource {
   std::shared_ptr<const RowMatrix> head_stage(int layer, int head, std::string_view id);
   std::shared_ptr<const RowMatrix> layer_stage(int layer, std::string_view id);
   void settle(int layer, int head);
+  std::vector<NextToken> top_tokens(const RowMatrix& logits, int k) const;
+  // logits (1 x vocab) of the final residual's row `row`, on every thread.
+  void logits_of_row(Eigen::Index row, RowMatrix& logits) const;
   // Rows [0, T) of residual_ or qkv_ (each reserves n_positions rows, which
   // take memory only once written: an append never moves them).
   auto used(const RowMatrix& m) const { return m.topRows(static_cast<Eigen::Index>(ids_.size())); }

@@ -36,14 +36,17 @@ std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageS
 Trace model_trace(ModelRun& run, const std::vector<StageKey>& keys);
 
 // Writes {"model", "ids", "tokens", "spans", "config", "stages",
-// "next_token"} to `out`: the stages at `keys` as in chapter-3 traces (id,
-// layer, head, shape, data), each fetched and written in turn (a model's
-// whole trace is never held), and the 10 most likely next tokens. Spans are
-// byte offsets of each token in the decoded text.
-void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out);
+// "next_token", "next_token_position"} to `out`: the stages at `keys` as in
+// chapter-3 traces (id, layer, head, shape, data), each fetched and written
+// in turn (a model's whole trace is never held), and the 10 most likely
+// tokens after token `next_at` (-1: the last; ModelRun::next_tokens_at).
+// Spans are byte offsets of each token in the decoded text.
+void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out,
+                            int next_at = -1);
 // The same for people: tokens, next tokens, and each stage (its values when
 // it is small, else its shape and range).
-void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out);
+void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, std::ostream& out,
+                            int next_at = -1);
 
 // The config as one JSON object (the keys of config.json that the forward uses).
 std::string gpt2_config_json(const Gpt2Config& c);
