@@ -48,8 +48,19 @@ def fresh_work(work, pictures=False):
     return env, os.path.join(xdg, "attnscope")
 
 
+# LeakSanitizer's own failure, not the app's: its exit-time tracer (a
+# ptrace'd helper that stops every thread to scan for leaks) was seen to die
+# with SIGSEGV once in a sanitized clean-clone run, after the app had done
+# everything right. A run that ends so is run once more.
+LSAN_TRACER_DIED = "LeakSanitizer has encountered a fatal error"
+
+
 def run(cmd, env, timeout=120):
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0 and LSAN_TRACER_DIED in r.stderr:
+        print(f"note: LeakSanitizer's tracer died; running once more: {' '.join(cmd)}", flush=True)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    return r
 
 
 # ---------------------------------------------------------------------------
