@@ -12,19 +12,26 @@
 
 namespace attnscope::core::gemm {
 
-bool all_finite(const RowMatrix& m) {
-  const float* v = m.data();
+namespace {
+
+bool all_finite(const float* v, Eigen::Index n) {
   int bad = 0;  // |v| <= FLT_MAX is false for inf and NaN; no branch, so the loop vectorizes
-  for (Eigen::Index i = 0; i < m.size(); ++i)
+  for (Eigen::Index i = 0; i < n; ++i)
     bad |= static_cast<int>(!(std::fabs(v[i]) <= std::numeric_limits<float>::max()));
   return bad == 0;
 }
 
-float max_abs(const RowMatrix& m) {
-  if (m.size() == 0) return 0.0f;
-  if (!all_finite(m)) return std::numeric_limits<float>::infinity();
-  return m.cwiseAbs().maxCoeff();
+}  // namespace
+
+bool all_finite(const RowMatrix& m) { return all_finite(m.data(), m.size()); }
+
+float max_abs(const float* v, Eigen::Index n) {
+  if (n == 0) return 0.0f;
+  if (!all_finite(v, n)) return std::numeric_limits<float>::infinity();
+  return Eigen::Map<const Eigen::ArrayXf>(v, n).abs().maxCoeff();
 }
+
+float max_abs(const RowMatrix& m) { return max_abs(m.data(), m.size()); }
 
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K) {
   const double bound = static_cast<double>(max_abs_x) * static_cast<double>(max_abs_w) *

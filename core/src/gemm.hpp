@@ -103,6 +103,8 @@ bool all_finite(const RowMatrix& m);
 // same NaNs; otherwise it uses Eigen, like the reference path.
 // The largest |value| in m, or +inf when m holds a NaN or an infinity.
 float max_abs(const RowMatrix& m);
+// The same over n contiguous floats (the first rows of a taller matrix).
+float max_abs(const float* v, Eigen::Index n);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
 PackedWeights pack_weights(const Eigen::Ref<const RowMatrix>& w);

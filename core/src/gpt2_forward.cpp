@@ -48,20 +48,6 @@ void softmax_row(const float* scores, Eigen::Index keys, Eigen::Index T, float s
 // from a few tiles of new rows on (a fresh run, not an append).
 bool tiled_rows(Eigen::Index new_rows) { return new_rows >= 4 * gemm::kTileRows; }
 
-// gemm::max_abs of a block: +inf when it holds a NaN or an infinity.
-// (Eigen's vectorised reductions: a row's sum of |values| is inf or NaN
-// when one is, and also past FLT_MAX, where the kernel may not run anyway.)
-float largest(const Eigen::Ref<const RowMatrix>& m) {
-  float most = 0.0f;
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    const auto a = m.row(i).array().abs();
-    if (!(a.sum() <= std::numeric_limits<float>::max()))
-      return std::numeric_limits<float>::infinity();
-    most = std::max(most, a.maxCoeff());
-  }
-  return most;
-}
-
 // head_rows on the projection kernel (gemm.hpp), 8 query rows at a time:
 // their scores against K_hᵀ's panels up to the tile's last visible key, the
 // rows' softmax while in cache, then their context over the visible keys.
@@ -106,7 +92,7 @@ bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, 
 // at least T - w0 rows and T columns); row i of the context to
 // ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
 // keys 0..i only. The score stages, when asked, are T x T.
-// qkv_largest is largest(qkv) where the kernel may serve (see tiled_rows),
+// qkv_largest is gemm::max_abs of qkv where the kernel may serve (see tiled_rows),
 // else negative.
 void head_rows(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd, int head_dim,
                int h, Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
@@ -287,7 +273,8 @@ void ModelRun::forward_layer(int layer, int first_row) {
   const bool whole = r0 == 0 && static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
   for (auto& m : maps) m = std::make_shared<RowMatrix>(whole ? T : n, T);
   const Eigen::Index w0 = whole ? 0 : r0;
-  const float bound = tiled_rows(n) ? largest(qkv) : -1.0f;
+  // qkv is the first T rows of qkv_[L]: contiguous.
+  const float bound = tiled_rows(n) ? gemm::max_abs(qkv.data(), qkv.size()) : -1.0f;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int h = 0; h < c.n_head; ++h)
     head_rows(qkv, bound, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)],
