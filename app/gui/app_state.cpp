@@ -2,11 +2,13 @@
 #include "app_state.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "attnscope/attention.hpp"
 #include "attnscope/embedding.hpp"
 #include "attnscope/inspect.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
 #include "attnscope/weights.hpp"
 #include "stage_info.hpp"
 
@@ -28,6 +30,35 @@ void AppState::start_worker(std::function<void()> notify) {
   worker = std::make_unique<ComputeWorker>(std::move(notify));
 }
 
+std::optional<ComputeJob> AppState::next_job() {
+  if (model.active()) {
+    error.clear();
+    if (!model.model) return std::nullopt;  // the Model panel says how to open one
+    if (!model.text_error.empty()) {
+      error = model.text_error;
+      return std::nullopt;
+    }
+    auto job = std::make_shared<ModelJob>();
+    job->model = model.model;
+    job->ids = model.ids();
+    if (model.run && &model.run->model() == model.model.get()) job->base = model.run;
+    job->layer = model.layer;
+    job->head = head;
+    job->next_at = model.next_at;
+    job->induction = model.induction;
+    ComputeJob j;
+    j.model = std::move(job);
+    j.version = requested_version;
+    return j;
+  }
+  error = core::validate(config, inputs);
+  if (error.empty() && explicit_parameters)
+    error = core::validate_parameters(*explicit_parameters, config,
+                                      static_cast<int>(inputs.embeddings.cols()));
+  if (!error.empty()) return std::nullopt;
+  return ComputeJob{config, inputs, explicit_parameters, requested_version, nullptr};
+}
+
 void AppState::recompute_if_dirty() {
   if (dirty) {
     dirty = false;
@@ -40,19 +71,15 @@ void AppState::recompute_if_dirty() {
       incoming.reset();
       textures.drop_prepared();
     }
-    error = core::validate(config, inputs);
-    if (error.empty() && explicit_parameters)
-      error = core::validate_parameters(*explicit_parameters, config,
-                                        static_cast<int>(inputs.embeddings.cols()));
-    if (!error.empty()) {
+    std::optional<ComputeJob> job = next_job();
+    if (!job) {
       settled_version = requested_version;  // keep the last good trace on screen
     } else if (worker) {
       keep_only_the_view();
-      worker->post(ComputeJob{config, inputs, explicit_parameters, requested_version});
+      worker->post(std::move(*job));
     } else {
       settled_version = requested_version;
-      adopt(
-          run_job(ComputeJob{config, inputs, explicit_parameters, requested_version}, sync_cache));
+      adopt(run_job(*job, sync_cache));
       return;
     }
   }
@@ -86,7 +113,7 @@ void AppState::keep_only_the_view() {
   if (!own || own != trace || own.use_count() != 2 || trace_bytes(*own) <= kSlimAbove) return;
   const int focused = stage_head();
   const int pinned_head = pinned.valid() ? pinned.head : -1;
-  const std::string_view grid = per_head_stage(step, trace->config.variant);
+  const std::string_view grid = per_head_stage(step, *trace);
   // The same numbers stay: the same trace_version, the textures stay valid.
   drop_stages(*own, [&](const core::Stage& s) {
     return s.head < 0 || s.head == focused || s.head == pinned_head || s.id == grid;
@@ -98,6 +125,12 @@ void AppState::adopt(ComputeResult r) {
   if (!r.trace) {
     error = r.error;
     return;
+  }
+  if (r.run) {
+    model.run = std::move(r.run);
+    model.overview = std::move(r.overview);
+    ++model.overview_version;
+    if (!model.induction) model.induction = model.overview->induction;
   }
   own_trace = r.trace;
   trace = std::move(r.trace);  // the previous trace is freed here, not later
@@ -119,7 +152,7 @@ void AppState::finish_recompute() {
 }
 
 std::vector<Step> AppState::steps() const {
-  return steps_for(trace ? trace->config.variant : config.variant);
+  return trace ? steps_for(*trace) : steps_for(config.variant);
 }
 
 void AppState::step_by(int delta) {
@@ -224,6 +257,108 @@ bool AppState::load_preset(const std::string& name) {
   preset = name;
   inputs_text = false;
   mark_dirty();
+  return true;
+}
+
+}  // namespace attnscope::gui
+
+namespace attnscope::gui {
+
+// ---------------------------------------------------------------------------
+// Real models
+
+void AppState::open_model(const std::string& path) {
+  model.path = path;
+  model.load_error.clear();
+  model.loader->start(path, model.config);
+}
+
+void AppState::open_dropped(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string ext = p.extension().string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec) || ext == ".safetensors" || ext == ".pth" ||
+      ext == ".json") {
+    set_source(Source::Model);  // the Model panel shows the load and any error
+    open_model(path);
+    return;
+  }
+  ui.session_warning = "Dropped " + path +
+                       ": attnscope opens a model dropped onto the window (a Hugging Face "
+                       "folder, a .safetensors file or the book's .pth). Open sessions, "
+                       "embeddings and weights from the File menu.";
+}
+
+void AppState::poll_model_loader(bool wait) {
+  if (wait) model.loader->wait();
+  std::optional<ModelLoader::Outcome> o = model.loader->take();
+  if (!o) return;
+  if (!o->model) {
+    model.load_error = o->error;  // the previous model and everything on screen stay
+    return;
+  }
+  model.model = std::move(o->model);
+  model.model_path = o->path;
+  model.load_error.clear();
+  model.remember(o->path);
+  model.run.reset();
+  model.overview.reset();
+  model.induction.reset();
+  const core::Gpt2Config& c = model.model->config();
+  model.layer = std::clamp(model.layer, 0, c.n_layer - 1);
+  head = std::clamp(head, 0, c.n_head - 1);
+  model.query = -1;
+  model.next_at = -1;
+  model.heads_off.assign(static_cast<std::size_t>(c.n_head), false);
+  set_source(Source::Model);
+}
+
+void AppState::set_source(Source s) {
+  model.source = s;
+  if (s == Source::Chapter3) {  // the model stays loaded; its run is freed
+    model.run.reset();
+    model.overview.reset();
+  } else {
+    model.encode_text();
+  }
+  pinned = CellRef{};
+  mark_dirty();
+}
+
+void AppState::model_text_changed() {
+  model.encode_text();
+  const int n = static_cast<int>(model.tokens.size());
+  if (model.query >= n) model.query = -1;
+  if (model.next_at >= n) model.next_at = -1;
+  mark_dirty();
+}
+
+void AppState::select_layer(int layer) {
+  if (!model.model) return;
+  model.layer = std::clamp(layer, 0, model.model->config().n_layer - 1);
+  mark_dirty();
+}
+
+void AppState::select_head(int h) {
+  const int heads = model.active() && model.model ? model.model->config().n_head
+                    : trace                       ? trace->heads_shown()
+                                                  : 1;
+  head = std::clamp(h, 0, std::max(heads - 1, 0));
+  // Above kEveryHeadUpTo tokens a block's trace holds the focused head's
+  // stages only: fetch the new head's.
+  if (showing_model() && !trace->find(core::stage_id::scores, head)) mark_dirty();
+}
+
+bool AppState::append_top_token() {
+  if (!model.overview || model.overview->next_last.empty() || !model.model) return false;
+  if (static_cast<int>(model.tokens.size()) >= model.max_tokens()) {
+    model.text_error = "The text fills the model's " + std::to_string(model.max_tokens()) +
+                       " positions; there is no room for another token.";
+    return false;
+  }
+  const std::string& bytes = model.model->tokenizer().token_bytes(model.overview->next_last[0].id);
+  model.text += bytes;
+  model_text_changed();
   return true;
 }
 

@@ -24,6 +24,7 @@
 #include "export/files_state.hpp"
 #include "figure/scale.hpp"
 #include "imgui.h"
+#include "model_state.hpp"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
 #include "step.hpp"
@@ -131,6 +132,10 @@ struct AppState {
   std::string text_error;                // why text_source cannot be embedded ("" when it can)
   std::vector<core::Token> text_tokens;  // text_source's tokens with byte spans, as last embedded
 
+  // A real model and its text, when the source is Source::Model (the
+  // Model panel; model_state.hpp). Then the trace is one block of its run.
+  ModelState model;
+
   // Selection.
   Step step = Step::Inputs;
   int head = 0;  // focused head for head variants
@@ -192,6 +197,9 @@ struct AppState {
   // are dropped, never shown). On an invalid state keeps the last good trace
   // and sets `error`.
   void recompute_if_dirty();
+  // The job for the current state, or nullopt (and `error` says why, or is
+  // empty when there is simply nothing to run: a model source with no model).
+  std::optional<ComputeJob> next_job();
   // Waits for the worker's newest job and adopts its result (tests,
   // --screenshot, --cell); without a worker, the same as recompute_if_dirty().
   void finish_recompute();
@@ -221,6 +229,33 @@ struct AppState {
   // Sets inputs_text when the inputs are exactly text_source's embeddings
   // (and then text_tokens, for the chips).
   void recognise_text_inputs();
+
+  // Real models (model_state.hpp).
+  // Starts loading the checkpoint at `path` (with model.config when set) on
+  // the loader's thread; the previous model stays until the new one is in.
+  void open_model(const std::string& path);
+  // A file or folder dropped onto the window: a model (a folder, a
+  // .safetensors, .index.json or .pth file) is opened; anything else is
+  // refused with a banner that says what can be dropped.
+  void open_dropped(const std::string& path);
+  // Takes a finished load: a model replaces the previous one and becomes
+  // the source; a failure keeps everything and sets model.load_error.
+  // Called once a frame; waits for the load first when `wait` (tests, --screenshot).
+  void poll_model_loader(bool wait = false);
+  // Switches the source; the matrices follow at the next recompute.
+  void set_source(Source s);
+  // The model's text changed: re-encode it and recompute.
+  void model_text_changed();
+  // Shows block `layer` (clamped to the model's); recomputes.
+  void select_layer(int layer);
+  // Focuses head `h` (clamped): a model's block trace holds the focused
+  // head's every stage, so a model recomputes its trace too.
+  void select_head(int h);
+  // Appends the most likely next token to the text (greedy), as the book's
+  // generate_text_simple does; false when there is none or no room.
+  bool append_top_token();
+  // True when the trace on screen is a model's block (not chapter 3).
+  bool showing_model() const { return trace && !trace->model.empty(); }
 };
 
 }  // namespace attnscope::gui

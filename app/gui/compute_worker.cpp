@@ -18,10 +18,30 @@
 namespace attnscope::gui {
 
 namespace {
+
 constexpr int kWorkerNice = 5;  // 1/3 of a normal thread's CPU share when they compete
+
+ComputeResult run_model(const ComputeJob& job) {
+  ComputeResult r;
+  r.version = job.version;
+  try {
+    ModelResult m = run_model_job(*job.model);
+    r.trace = std::move(m.trace);
+    r.run = std::move(m.run);
+    r.overview = std::move(m.overview);
+    r.nonfinite = core::find_nonfinite(*r.trace);
+  } catch (const std::bad_alloc&) {
+    r.error = "out of memory: try a shorter text or a smaller model";
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
 }  // namespace
 
 ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache) {
+  if (job.model) return run_model(job);
   ComputeResult r;
   r.version = job.version;
   std::string problem = core::memory_problem(job.config, job.inputs);

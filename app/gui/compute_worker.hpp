@@ -34,16 +34,19 @@
 #include "attnscope/config.hpp"
 #include "attnscope/diagnose.hpp"
 #include "attnscope/trace.hpp"
+#include "model_job.hpp"
 
 namespace attnscope::gui {
 
 // What to run. Precondition: validated (core::validate, and
-// core::validate_parameters when explicit_parameters is set).
+// core::validate_parameters when explicit_parameters is set), unless `model`
+// is set: then a real model runs and config, inputs and parameters are unused.
 struct ComputeJob {
   core::Config config;
   core::Inputs inputs;
   std::shared_ptr<const core::Parameters> explicit_parameters;  // null: the seeded module
   std::uint64_t version = 0;                                    // increases with every post
+  std::shared_ptr<const ModelJob> model;                        // null: the chapter-3 classes
 };
 
 // What a job produced: a trace, or why there is none.
@@ -56,11 +59,14 @@ struct ComputeResult {
   // The trace's first unexpected NaN/inf, explained (core/diagnose.hpp);
   // found here, on the worker, while the whole trace is still there.
   std::optional<core::NonFiniteFinding> nonfinite;
+  // A model job's run (its trace is one block of it) and its overview.
+  std::shared_ptr<core::ModelRun> run;
+  std::shared_ptr<const ModelOverview> overview;
 };
 
 // Runs one job: the seeded module through `cache`, or the explicit
-// parameters, then looks for unexpected NaN/inf in the trace. Catches
-// out-of-memory and turns it into result.error.
+// parameters, then looks for unexpected NaN/inf in the trace; or the model
+// job (run_model_job). Catches out-of-memory and turns it into result.error.
 ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache);
 
 // The bytes of matrix data a trace holds (~320 MiB at T = 1024, d = 768, 12 heads).

@@ -26,4 +26,13 @@ inline bool letter_pressed(char upper) {
 #endif
 }
 
+// The character was typed this frame, wherever the keyboard layout puts it
+// ('[' and ']' are not keys of their own on many layouts).
+inline bool char_typed(ImWchar c) {
+  const ImGuiIO& io = ImGui::GetIO();
+  for (int i = 0; i < io.InputQueueCharacters.Size; ++i)
+    if (io.InputQueueCharacters[i] == c) return true;
+  return false;
+}
+
 }  // namespace attnscope::gui

@@ -119,6 +119,93 @@ void apply_text_flags(const LaunchOptions& o, AppState& state) {
   if (!state.embed_text()) throw core::ParseError("--text: " + state.text_error);
 }
 
+// The model's steps, for --stage with --model.
+const std::vector<Step>& model_steps() {
+  static const std::vector<Step> steps = [] {
+    core::Trace t;
+    t.model = "model";
+    return steps_for(t);
+  }();
+  return steps;
+}
+
+// --model and the flags that go with it: loads the model (waiting for it),
+// then the text, layer, head, stage and view. Throws core::ParseError with
+// the engine's message when the model cannot be loaded.
+void apply_model_flags(const LaunchOptions& o, AppState& state) {
+  run_flags::RunFlags others = o.run;
+  others.config.reset();
+  if (others.any())
+    throw core::ParseError(
+        "--model runs the model's own attention: the chapter-3 flags (--preset, --variant, "
+        "--d-out, --heads, --dropout, --seed, ...) do not apply to it; leave them out");
+  ModelState& m = state.model;
+  m.config = o.run.config_path().value_or("");
+  if (o.text) m.text = *o.text;
+  state.open_model(*o.model);
+  state.poll_model_loader(true);
+  if (!m.model) throw core::ParseError("--model: " + m.load_error);
+  if (!m.text_error.empty()) throw core::ParseError("--text: " + m.text_error);
+  const core::Gpt2Config& c = m.model->config();
+  if (o.layer) {
+    if (*o.layer < 0 || *o.layer >= c.n_layer)
+      throw core::ParseError(
+          "--layer " + std::to_string(*o.layer) + " is out of range: " + m.model->name() + " has " +
+          std::to_string(c.n_layer) + " layers (0 to " + std::to_string(c.n_layer - 1) + ")");
+    m.layer = *o.layer;
+  }
+  if (o.head) {
+    if (*o.head < 0 || *o.head >= c.n_head)
+      throw core::ParseError("--head " + std::to_string(*o.head) + " is out of range: " +
+                             m.model->name() + " has " + std::to_string(c.n_head) +
+                             " heads per layer (0 to " + std::to_string(c.n_head - 1) + ")");
+    state.head = *o.head;
+  }
+  if (o.stage) {
+    const auto step = parse_step(*o.stage);
+    const auto& steps = model_steps();
+    if (!step || std::find(steps.begin(), steps.end(), *step) == steps.end())
+      throw core::ParseError("unknown stage '" + *o.stage +
+                             "' of a model's block (known: " + step_list(steps) + ")");
+    state.step = *step;
+    m.view = ModelView::Head;
+  }
+  if (o.view) {
+    const auto v = parse_model_view(*o.view);
+    if (!v) throw core::ParseError("--view '" + *o.view + "' must be model, head or tokens");
+    m.view = *v;
+  }
+  state.mark_dirty();
+}
+
+// --colors, --row-scale / --no-row-scale, --decimals, --scale, --size.
+void apply_view_flags(const LaunchOptions& o, AppState& state) {
+  if (o.palette) {
+    bool known = false;
+    for (Palette p : kAllPalettes)
+      if (palette_id(p) == *o.palette) {
+        state.ui.palette = p;
+        known = true;
+      }
+    if (!known)
+      throw core::ParseError("unknown colours '" + *o.palette +
+                             "' (known: standard, colorblind, warm, greys)");
+  }
+  if (o.figure.row_scale) state.ui.row_scale = figure::RowScale::On;
+  if (o.no_row_scale) state.ui.row_scale = figure::RowScale::Off;
+  if (const auto decimals = o.figure.checked_decimals()) state.ui.decimals = *decimals;
+  if (o.scale) {
+    if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
+      throw core::ParseError("--scale (" + std::to_string(*o.scale) +
+                             ") must be between 0.5 and 3");
+    state.ui.ui_scale = *o.scale;
+  }
+  if (o.size_given) {
+    state.ui.window_width = o.width;
+    state.ui.window_height = o.height;
+  }
+}
+
 }  // namespace
 
 ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
@@ -133,16 +220,27 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
                               "inputs from your own sentence: GPT-2's token ids, then "
                               "torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in)");
   text->excludes(run.preset);
-  text->excludes(run.config);
   text->excludes(run.random);
-  app.add_option("--d-in", o.text_d_in, "with --text: embedding width (default 3)")->needs(text);
-  app.add_option("--embed-seed", o.embed_seed,
-                 "with --text: torch.manual_seed before the "
-                 "embedding layers (default 123)")
-      ->needs(text);
-  app.add_option("--positions", o.positions,
-                 "with --text: add nn.Embedding(N, d_in) position embeddings (N >= tokens)")
-      ->needs(text);
+  auto* model = app.add_option("--model", o.model,
+                               "open a trained model: a Hugging Face GPT-2 folder or "
+                               ".safetensors, or the book's chapter-5 .pth (--config: its "
+                               "GPT_CONFIG as JSON); --text is then the model's text");
+  auto* d_in = app.add_option("--d-in", o.text_d_in, "with --text: embedding width (default 3)")
+                   ->needs(text);
+  auto* embed_seed = app.add_option("--embed-seed", o.embed_seed,
+                                    "with --text: torch.manual_seed before the "
+                                    "embedding layers (default 123)")
+                         ->needs(text);
+  auto* positions =
+      app.add_option("--positions", o.positions,
+                     "with --text: add nn.Embedding(N, d_in) position embeddings (N >= tokens)")
+          ->needs(text);
+  for (CLI::Option* chapter2 : {d_in, embed_seed, positions}) chapter2->excludes(model);
+  app.add_option("--layer", o.layer, "with --model: the layer to open (0-based)")->needs(model);
+  app.add_option("--view", o.view,
+                 "with --model: model (every head as a thumbnail, the default), head (one "
+                 "head's stages) or tokens (the head view)")
+      ->needs(model);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
                  "dropout, context, concat, output");
@@ -178,6 +276,10 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
 
   try {
     app.parse(argc, argv);
+    if (o.text && o.run.config && !o.model)
+      throw core::ParseError(
+          "--text makes the inputs, so it excludes --config (a config file's inputs); with "
+          "--model, --config is the model's GPT_CONFIG");
     // A bad seed or size fails here, exit 2.
     (void)o.run.parsed_seed();
     (void)o.run.parsed_input_seed();
@@ -234,12 +336,16 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);
   }
-  if (o.text) apply_text_flags(o, state);
+  if (o.model) {
+    apply_model_flags(o, state);
+  } else if (o.text) {
+    apply_text_flags(o, state);
+  }
   const bool new_inputs = run.preset || config_path;
   core::RunSpec flags, file;  // what this command line and the config file say
   RunOrigins origins;         // without run flags: every value is held
   origins.session = session_restored;
-  if (run.any()) {
+  if (run.any() && !o.model) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
     base.variant = state.config.variant;
@@ -277,33 +383,11 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     state.mark_dirty();
   }
 
-  if (o.palette) {
-    bool known = false;
-    for (Palette p : kAllPalettes)
-      if (palette_id(p) == *o.palette) {
-        state.ui.palette = p;
-        known = true;
-      }
-    if (!known)
-      throw core::ParseError("unknown colours '" + *o.palette +
-                             "' (known: standard, colorblind, warm, greys)");
-  }
-  if (o.figure.row_scale) state.ui.row_scale = figure::RowScale::On;
-  if (o.no_row_scale) state.ui.row_scale = figure::RowScale::Off;
-  if (const auto decimals = o.figure.checked_decimals()) state.ui.decimals = *decimals;
-  if (o.scale) {
-    if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
-      throw core::ParseError("--scale (" + std::to_string(*o.scale) +
-                             ") must be between 0.5 and 3");
-    state.ui.ui_scale = *o.scale;
-  }
-  if (o.size_given) {
-    state.ui.window_width = o.width;
-    state.ui.window_height = o.height;
-  }
+  apply_view_flags(o, state);
 
+  // With --model, stage and head were the model's (apply_model_flags).
   const auto steps = steps_for(state.config.variant);
-  if (o.stage) {
+  if (o.stage && !o.model) {
     const auto step = parse_step(*o.stage);
     if (!step)
       throw core::ParseError("unknown stage '" + *o.stage + "' (known: " + step_list(steps) + ")");
@@ -325,7 +409,7 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     }
     state.step = *step;
   }
-  if (o.head) {
+  if (o.head && !o.model) {
     if (!core::has_heads(state.config.variant)) {
       if (*o.head != 0) {
         const std::string whose = origins.whose(&core::RunSpec::variant);

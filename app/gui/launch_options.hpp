@@ -17,6 +17,9 @@ struct LaunchOptions {
   std::optional<int> text_d_in;     // --d-in N (with --text)
   std::optional<std::string> embed_seed;  // --embed-seed S (with --text)
   std::optional<int> positions;           // --positions N (with --text)
+  std::optional<std::string> model;       // --model PATH: a trained model (--text: its text)
+  std::optional<int> layer;               // --layer L (with --model)
+  std::optional<std::string> view;        // --view model|head|tokens (with --model)
   std::optional<std::string> stage;       // --stage ID
   std::optional<int> head;                // --head H
   std::optional<std::string> cell;        // --cell I,J (pins a cell of the stage's first matrix)

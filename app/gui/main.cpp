@@ -64,6 +64,7 @@ struct Wake {
   // Keys and typed characters go to ImGui one frame's worth at a time, in
   // order (keyboard_queue.hpp): a press and release in one poll are both seen.
   std::optional<gui::KeyboardQueue> keyboard;
+  std::vector<std::string> dropped;  // paths dropped onto the window, for the next frame
 };
 
 Wake& wake_of(GLFWwindow* w) { return *static_cast<Wake*>(glfwGetWindowUserPointer(w)); }
@@ -107,6 +108,11 @@ void install_keyboard_callbacks(GLFWwindow* w) {
     Wake& wake = wake_of(win);
     ++wake.events;
     wake.keyboard->character(codepoint);
+  });
+  glfwSetDropCallback(w, [](GLFWwindow* win, int count, const char** paths) {
+    Wake& wake = wake_of(win);
+    ++wake.events;
+    for (int k = 0; k < count; ++k) wake.dropped.emplace_back(paths[k]);
   });
 }
 
@@ -325,6 +331,10 @@ FrameDrawn draw_frame(App& app) {
   } else if (app.busy_frames > 0) {
     --app.busy_frames;
   }
+  for (const std::string& path : wake.dropped) state.open_dropped(path);
+  wake.dropped.clear();
+  // A model loads on its own thread: keep drawing (the elapsed time) until it is in.
+  if (state.model.loader->loading()) app.busy_frames = std::max(app.busy_frames, 1);
   if (wake.scale_changed) {
     wake.scale_changed = false;
     float xs = 1.0f, ys = 1.0f;

@@ -367,6 +367,7 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
 }  // namespace
 
 StepText describe_step(Step step, const core::Trace& t, int head) {
+  if (!t.model.empty()) return describe_model_step(step, t, head);
   const StepContext x = step_context(t, head);
   switch (step) {
     case Step::Inputs:
@@ -384,6 +385,9 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
     case Step::Concat:
     case Step::OutProj:
       return describe_weights_to_output(step, x);
+    case Step::LayerNorm:
+    case Step::Residual:
+      break;  // a model's steps only
   }
   return {};
 }

@@ -22,6 +22,8 @@ struct StepText {
 
 // The texts of `step` for this trace; `head` is the focused head.
 StepText describe_step(Step step, const core::Trace& trace, int head);
+// The same for a real model's block (trace.model set; model_step_text.cpp).
+StepText describe_model_step(Step step, const core::Trace& trace, int head);
 
 // "6×2"
 std::string shape_text(const core::RowMatrix& m);

@@ -24,6 +24,7 @@ constexpr StepName kStepNames[] = {
     {Step::Masked, "masked", "Masked"},         {Step::Softmax, "softmax", "Softmax"},
     {Step::Dropout, "dropout", "Dropout"},      {Step::Context, "context", "Context"},
     {Step::Concat, "concat", "Concat"},         {Step::OutProj, "output", "Out proj"},
+    {Step::LayerNorm, "ln_1", "LayerNorm"},     {Step::Residual, "residual", "Residual"},
 };
 // stage-literals: on
 
@@ -48,6 +49,8 @@ constexpr StepAlias kAliases[] = {
     {core::stage_id::dropped_weights, Step::Dropout},
     {"context_vec", Step::Context},
     {"out_proj", Step::OutProj},
+    {"layernorm", Step::LayerNorm},
+    {core::stage_id::attn_output, Step::Residual},
 };
 
 }  // namespace
@@ -70,6 +73,14 @@ std::vector<Step> steps_for(core::Variant v) {
               Scaled, Softmax,     Dropout,    Context, Concat, OutProj};
   }
   return {Inputs};
+}
+
+std::vector<Step> steps_for(const core::Trace& trace) {
+  using enum Step;
+  if (!trace.model.empty())  // a model's block: no dropout in eval mode, no fused projection
+    return {Inputs, LayerNorm, Projections, Scores, Mask,    Masked,
+            Scaled, Softmax,   Context,     Concat, OutProj, Residual};
+  return steps_for(trace.config.variant);
 }
 
 std::string_view step_id(Step s) {
@@ -95,11 +106,14 @@ std::optional<Step> parse_step(std::string_view id) {
 // ---------------------------------------------------------------------------
 // Matrices of a step
 
-std::string_view per_head_stage(Step step, core::Variant variant) {
+std::string_view per_head_stage(Step step, const core::Trace& trace) {
+  const core::Variant variant = trace.config.variant;
   if (!core::has_heads(variant)) return {};
   switch (step) {
-    case Step::Projections:
-      return variant == core::Variant::MultiheadWrapper ? core::stage_id::queries : "";
+    case Step::Projections:  // a model's block shows each head's slice of [Q | K | V]
+      return variant == core::Variant::MultiheadWrapper || !trace.model.empty()
+                 ? core::stage_id::queries
+                 : "";
     case Step::SplitHeads:
       return core::stage_id::queries;
     case Step::Scores:
@@ -118,14 +132,59 @@ std::string_view per_head_stage(Step step, core::Variant variant) {
     case Step::Concat:
       return core::stage_id::context;
     case Step::Inputs:
+    case Step::LayerNorm:
     case Step::OutProj:
+    case Step::Residual:
       return {};
   }
   return {};
 }
 
+namespace {
+
+// The steps of a model's block that differ from the chapter-3 classes': the
+// block's input is another layer's stage, and there is no fused projection.
+std::optional<StepMatrices> model_step_matrices(Step step, const core::Trace& t, int h) {
+  StepMatrices m;
+  auto add = [&](std::vector<const core::Stage*>& to, const core::StageKey& key) {
+    if (const core::Stage* s = t.find(key)) to.push_back(s);
+  };
+  const core::StageKey input = block_input_key(t.layer);
+  const int l = t.layer;
+  switch (step) {
+    case Step::Inputs:
+      add(m.outputs, input);
+      return m;
+    case Step::LayerNorm:
+      add(m.outputs, {l, -1, core::stage_id::ln_1});
+      add(m.inputs, input);
+      return m;
+    case Step::Projections:
+      for (auto id : {core::stage_id::queries, core::stage_id::keys, core::stage_id::values})
+        add(m.outputs, {l, h, id});
+      add(m.inputs, {l, -1, core::stage_id::ln_1});
+      return m;
+    case Step::Residual:
+      add(m.outputs, {l, -1, core::stage_id::attn_output});
+      add(m.inputs, input);
+      add(m.inputs, {l, -1, core::stage_id::output});
+      return m;
+    default:
+      return std::nullopt;  // the same as the book's classes
+  }
+}
+
+}  // namespace
+
+core::StageKey block_input_key(int layer) {
+  return layer == 0 ? core::StageKey{-1, -1, core::stage_id::embeddings}
+                    : core::StageKey{layer - 1, -1, core::stage_id::block_output};
+}
+
 StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
+  if (!t.model.empty())
+    if (std::optional<StepMatrices> m = model_step_matrices(step, t, h)) return std::move(*m);
   const bool simple = t.config.variant == core::Variant::Simple;
   // Multihead projects once for all heads; the wrapper has one projection per head.
   const int proj_head = t.config.variant == core::Variant::Multihead ? -1 : h;
@@ -209,6 +268,9 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       add(m.inputs, core::stage_id::W_out, -1);
       add(m.inputs, core::stage_id::b_out, -1);
       break;
+    case Step::LayerNorm:
+    case Step::Residual:
+      break;  // a model's steps only (model_step_matrices)
   }
   return m;
 }

@@ -17,7 +17,8 @@ namespace attnscope::gui {
 
 // In pipeline order (a variant's steps are a subsequence of it).
 enum class Step {
-  Inputs,       // X, the token embeddings
+  Inputs,       // X, the token embeddings (a model: the block's input, the residual stream)
+  LayerNorm,    // a model's ln_1: each row normalised before attention
   Projections,  // Q, K, V = X . W_query, W_key, W_value
   SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
   Scores,       // omega = Q . K^T  (simple: X . X^T)
@@ -29,10 +30,14 @@ enum class Step {
   Context,      // Z = weights . V
   Concat,       // heads' contexts side by side
   OutProj,      // multihead: output = concat . W_out + b_out
+  Residual,     // a model's block: x + output (the attention's part of the residual stream)
 };
 
 // The steps a variant has, in pipeline order.
 std::vector<Step> steps_for(core::Variant v);
+// The steps of a trace: its variant's, or a real model's block (Inputs,
+// LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual).
+std::vector<Step> steps_for(const core::Trace& trace);
 // The id used on the command line and in sessions, e.g. "scaled".
 std::string_view step_id(Step s);
 // The short name on the stage strip, e.g. "Q/K/V".
@@ -47,8 +52,12 @@ struct StepMatrices {
 };
 StepMatrices step_matrices(Step step, const core::Trace& trace, int head);
 
+// The stage a model's block `layer` reads: the embeddings before block 0,
+// else the previous block's output.
+core::StageKey block_input_key(int layer);
+
 // The per-head stage the heads grid shows for a step ("weights"), or "" when
-// the step has no per-head matrix in this variant.
-std::string_view per_head_stage(Step step, core::Variant variant);
+// the step has no per-head matrix in this trace's variant (or model block).
+std::string_view per_head_stage(Step step, const core::Trace& trace);
 
 }  // namespace attnscope::gui

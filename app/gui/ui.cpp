@@ -25,6 +25,12 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
   if (letter_pressed('R')) toggle_row_scale(state);
+  if (state.model.active() && state.model.model) {
+    if (key_pressed(ImGuiKey_PageDown)) state.select_layer(state.model.layer + 1);
+    if (key_pressed(ImGuiKey_PageUp)) state.select_layer(state.model.layer - 1);
+    if (char_typed(']')) state.select_head(state.head + 1);
+    if (char_typed('[')) state.select_head(state.head - 1);
+  }
   if (TeachState& t = state.teach; t.walk_active && t.walk_apply < 0) {
     const int last = static_cast<int>(walkthrough_steps().size()) - 1;
     if ((letter_pressed('N') || key_pressed(ImGuiKey_Enter)) && t.walk_step < last)
@@ -112,7 +118,31 @@ void draw_welcome_card(AppState& state) {
 
 }  // namespace
 
+void draw_stage_area(AppState& state) {
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float font = ImGui::GetFontSize();
+  constexpr ImGuiWindowFlags kFixed =
+      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
+  const float centre_h = ImGui::GetContentRegionAvail().y;
+  // The heads grid only for steps that have a matrix per head.
+  const bool heads = state.trace && !per_head_stage(state.step, *state.trace).empty();
+  const float heads_h = heads ? std::clamp(centre_h * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
+  ImGui::BeginChild("stage", ImVec2(0, centre_h - heads_h - (heads ? gap : 0.0f)), false, kFixed);
+  if (!state.trace && state.computing())  // the first trace is on its way
+    ImGui::TextDisabled("Computing the first trace (%d tokens)...",
+                        static_cast<int>(state.inputs.tokens.size()));
+  else
+    draw_stage_panel(state);
+  ImGui::EndChild();
+  if (heads) {
+    ImGui::BeginChild("heads", ImVec2(0, heads_h), true, ImGuiWindowFlags_HorizontalScrollbar);
+    draw_heads_panel(state);
+    ImGui::EndChild();
+  }
+}
+
 void draw_ui(AppState& state) {
+  state.poll_model_loader();
   state.recompute_if_dirty();  // the one recompute point of the frame
   state.textures.collect(ImGui::GetFrameCount());
   handle_shortcuts(state);
@@ -144,8 +174,13 @@ void draw_ui(AppState& state) {
   const float centre_w = std::max(avail.x - left_w - right_w - 2 * gap, 100.0f);
 
   ImGui::BeginChild("left", ImVec2(left_w, avail.y), true);
-  draw_controls_panel(state);
-  draw_embedding_panel(state);
+  draw_source_switch(state);
+  if (state.model.active()) {
+    draw_model_panel(state);
+  } else {
+    draw_controls_panel(state);
+    draw_embedding_panel(state);
+  }
   ImGui::EndChild();
 
   ImGui::SameLine();
@@ -154,23 +189,10 @@ void draw_ui(AppState& state) {
   ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
   if (state.teach.walk_active) state.ui.welcome_dismissed = true;
   if (!state.ui.welcome_dismissed) draw_welcome_card(state);
-  const float centre_h = ImGui::GetContentRegionAvail().y;
-  // The heads grid only for steps that have a matrix per head.
-  const bool heads =
-      state.trace && !per_head_stage(state.step, state.trace->config.variant).empty();
-  const float heads_h = heads ? std::clamp(centre_h * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
-  ImGui::BeginChild("stage", ImVec2(0, centre_h - heads_h - (heads ? gap : 0.0f)), false, kFixed);
-  if (!state.trace && state.computing())  // the first trace is on its way
-    ImGui::TextDisabled("Computing the first trace (%d tokens)...",
-                        static_cast<int>(state.inputs.tokens.size()));
+  if (state.model.active())
+    draw_model_centre(state);
   else
-    draw_stage_panel(state);
-  ImGui::EndChild();
-  if (heads) {
-    ImGui::BeginChild("heads", ImVec2(0, heads_h), true, ImGuiWindowFlags_HorizontalScrollbar);
-    draw_heads_panel(state);
-    ImGui::EndChild();
-  }
+    draw_stage_area(state);
   ImGui::EndChild();
 
   ImGui::SameLine();

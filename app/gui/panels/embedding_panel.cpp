@@ -172,34 +172,6 @@ void draw_random_inputs(AppState& state) {
   }
 }
 
-// A token as a chip: its text with spaces shown as "·", a colour per
-// position, the id and byte span on hover.
-void draw_token_chip(const core::Token& t, std::size_t index, float max_x) {
-  std::string shown = core::printable_token(t.text);
-  for (std::size_t at = 0; (at = shown.find(' ', at)) != std::string::npos;)
-    shown.replace(at, 1, "\xc2\xb7");  // U+00B7 middle dot
-  if (shown.empty()) shown = "\xc2\xb7";
-  const float hue = static_cast<float>((index * 37) % 100) / 100.0f;
-  ImVec4 fill;
-  ImGui::ColorConvertHSVtoRGB(hue, 0.45f, 0.55f, fill.x, fill.y, fill.z);
-  fill.w = 1.0f;
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const float width = ImGui::CalcTextSize(shown.c_str()).x + 2 * style.FramePadding.x;
-  if (index > 0) {
-    ImGui::SameLine(0, 2);
-    if (ImGui::GetCursorPosX() + width > max_x) ImGui::NewLine();
-  }
-  ImGui::PushStyleColor(ImGuiCol_Button, fill);
-  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, fill);
-  ImGui::PushStyleColor(ImGuiCol_ButtonActive, fill);
-  ImGui::PushID(static_cast<int>(index));
-  ImGui::Button(shown.c_str());
-  ImGui::PopID();
-  ImGui::PopStyleColor(3);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("token %zu: id %d\nbytes %zu..%zu of the text", index, t.id, t.start, t.end);
-}
-
 // Typed text as the inputs: GPT-2's tokens, embedded as the book's chapter 2
 // does. While the inputs are the text's, every edit here re-embeds at once;
 // otherwise "Use this text" replaces the inputs (edited values are never

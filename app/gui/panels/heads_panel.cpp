@@ -12,7 +12,7 @@ namespace attnscope::gui {
 void draw_heads_panel(AppState& state) {
   if (!state.trace || !core::has_heads(state.trace->config.variant)) return;
   const core::Trace& t = *state.trace;
-  const std::string_view id = per_head_stage(state.step, t.config.variant);
+  const std::string_view id = per_head_stage(state.step, t);
   const int heads = t.heads_shown();
   const bool multihead = t.config.variant == core::Variant::Multihead;
 
@@ -67,7 +67,7 @@ void draw_heads_panel(AppState& state) {
     const float w = std::clamp(cells_h * aspect, ImGui::GetFontSize() * 6, side * 1.6f);
     const HeatmapResult r = draw_heatmap(state, spec, ImVec2(w, side));
     if (r.clicked) {
-      state.head = h;
+      state.select_head(h);
       // Keep the pinned cell on the same stage, now of the new head.
       if (state.pinned.valid() && state.pinned.head >= 0) state.pinned.head = h;
     }

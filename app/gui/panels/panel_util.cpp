@@ -2,6 +2,7 @@
 #include <string>
 
 #include "attnscope/stages.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "imgui_internal.h"  // the window's wrap position
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
@@ -47,6 +48,38 @@ void text_wrapped(const AppState& state, const std::string& text) {
   if (first) ImGui::TextUnformatted("");
   ImGui::PopStyleVar();
   ImGui::SetCursorPosY(ImGui::GetCursorPosY() + gap_y);
+}
+
+// A token as a chip: its text with spaces shown as "·", a colour per
+// position, the id and byte span on hover.
+bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool selected) {
+  std::string shown = core::printable_token(t.text);
+  for (std::size_t at = 0; (at = shown.find(' ', at)) != std::string::npos;)
+    shown.replace(at, 1, "\xc2\xb7");  // U+00B7 middle dot
+  if (shown.empty()) shown = "\xc2\xb7";
+  const float hue = static_cast<float>((index * 37) % 100) / 100.0f;
+  ImVec4 fill;
+  ImGui::ColorConvertHSVtoRGB(hue, 0.45f, 0.55f, fill.x, fill.y, fill.z);
+  fill.w = 1.0f;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float width = ImGui::CalcTextSize(shown.c_str()).x + 2 * style.FramePadding.x;
+  if (index > 0) {
+    ImGui::SameLine(0, 2);
+    if (ImGui::GetCursorPosX() + width > max_x) ImGui::NewLine();
+  }
+  if (selected) ImGui::PushStyleVar(ImGuiStyleVar_FrameBorderSize, 2.0f);
+  ImGui::PushStyleColor(ImGuiCol_Border, ImVec4(1.0f, 0.85f, 0.3f, 1.0f));
+  ImGui::PushStyleColor(ImGuiCol_Button, fill);
+  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, fill);
+  ImGui::PushStyleColor(ImGuiCol_ButtonActive, fill);
+  ImGui::PushID(static_cast<int>(index));
+  const bool clicked = ImGui::Button(shown.c_str());
+  ImGui::PopID();
+  ImGui::PopStyleColor(4);
+  if (selected) ImGui::PopStyleVar();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("token %zu: id %d\nbytes %zu..%zu of the text", index, t.id, t.start, t.end);
+  return clicked;
 }
 
 PinMarks pin_marks(const AppState& state, const core::Stage& stage) {

@@ -44,6 +44,21 @@ void draw_inspector_panel(AppState& state);
 void text_wrapped(const AppState& state, const std::string& text);
 std::string display(const AppState& state, const std::string& text);
 
+// A token as a chip: its text with spaces shown as "·", a colour per
+// position, the id and byte span on hover; wraps before max_x (a window
+// x position). `selected` draws a frame round it. True when clicked.
+bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool selected = false);
+
+// The Source switch at the top of the left column: the chapter-3 classes,
+// the same on typed text, or a trained model.
+void draw_source_switch(AppState& state);
+// The left column for a model: checkpoint, text and tokens, layer and head,
+// view, next tokens, head patterns (model_panel.cpp).
+void draw_model_panel(AppState& state);
+// The centre for a model: the model view, one head's stepper, or the head
+// view; with no model, where to get one (model_view.cpp).
+void draw_model_centre(AppState& state);
+
 // The pinned-cell outlines a heatmap of `stage` should draw.
 struct PinMarks {
   int pin_row = -1, pin_col = -1;

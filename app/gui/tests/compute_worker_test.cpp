@@ -59,13 +59,13 @@ TEST(ComputeWorker, ManyJobsPostedWhileOneRunsCoalesceToTheLast) {
   std::atomic<int> notified = 0;
   ComputeWorker w([&] { ++notified; });
   // A slow job first (tens of ms), then 99 quick ones while it runs.
-  w.post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 1});
+  w.post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 1, nullptr});
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let it start (not required)
   const core::Inputs small = random_inputs(6, 3);
   for (std::uint64_t v = 2; v <= 100; ++v) {
     core::Config c = multihead(4, 2);
     c.seed = v;
-    w.post(ComputeJob{c, small, nullptr, v});
+    w.post(ComputeJob{c, small, nullptr, v, nullptr});
   }
   w.wait_idle();
   const auto r = w.take();
@@ -219,13 +219,13 @@ bool eventually(const std::function<bool()>& done) {
 
 TEST(ComputeWorker, FreedMemoryGoesBackOnlyOnceTheWorkerHasBeenIdle) {
   ComputeWorker w;
-  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 1});
+  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 1, nullptr});
   w.wait_idle();
   ASSERT_TRUE(w.take());
 
   // A job posted right after the request cancels it: a drag keeps its warm pages.
   w.release_when_idle();
-  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 2});
+  w.post(ComputeJob{multihead(8, 2), random_inputs(16, 8), nullptr, 2, nullptr});
   w.wait_idle();
   ASSERT_TRUE(w.take());
   std::this_thread::sleep_for(ComputeWorker::kReleaseDelay + std::chrono::milliseconds(300));
@@ -282,8 +282,8 @@ TEST(ComputeWorker, ReleasingReturnsKeptMemoryToTheSystem) {
 
 TEST(ComputeWorker, StoppingWhileAJobRunsJoinsCleanly) {
   auto w = std::make_unique<ComputeWorker>();
-  w->post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 1});
-  w->post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 2});
+  w->post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 1, nullptr});
+  w->post(ComputeJob{multihead(64, 4), random_inputs(512, 64), nullptr, 2, nullptr});
   w.reset();  // the running job finishes, the pending one is dropped
   SUCCEED();
 }

@@ -76,7 +76,10 @@ struct Trace {
   int d_in = 0;                     // embedding width
   bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
   std::string model;                // a real model's name ("gpt2"); empty for chapter 3
-  std::vector<Stage> stages;        // in pipeline order
+  // The layer find(id, head) reads: 0 for the chapter-3 classes; a model
+  // trace of one block (the app's view of a layer) names that block.
+  int layer = 0;
+  std::vector<Stage> stages;  // in pipeline order
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   // The head count a viewer should show: num_heads for head variants, else 1.
@@ -85,9 +88,9 @@ struct Trace {
   int num_layers() const;
   // What produced it, for files: the model's name, else the variant's id.
   std::string producer() const;
-  // The stage with this id and head (in layer 0), or nullptr.
+  // The stage with this id and head in `layer`, or nullptr.
   const Stage* find(std::string_view id, int head = -1) const {
-    return find(StageKey{0, head, id});
+    return find(StageKey{layer, head, id});
   }
   // The stage at this key, or nullptr.
   const Stage* find(const StageKey& key) const;

@@ -1,0 +1,272 @@
+// model_panel.cpp: the left column while a trained model is the source.
+//
+// Sections
+//   1. the Source switch (shown for every source)
+//   2. checkpoint: path, config, recent and found models, loading and Cancel
+//   3. text and tokens
+//   4. layer, head, view
+//   5. next token
+//   6. head patterns
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "attnscope/head_patterns.hpp"
+#include "attnscope/tokenizer.hpp"
+#include "imgui.h"
+#include "imgui_stdlib.h"  // needs imgui.h first
+#include "panels/panels.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+const ImVec4 kErrorColour(1.0f, 0.42f, 0.42f, 1.0f);
+
+void error_text(const AppState& state, const std::string& text) {
+  if (text.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColour);
+  text_wrapped(state, text);
+  ImGui::PopStyleColor();
+}
+
+// A heading between sections (ImGui 1.86 has no SeparatorText).
+void section(const char* title) {
+  ImGui::Spacing();
+  ImGui::TextDisabled("%s", title);
+  ImGui::Separator();
+}
+
+void help(const char* text) {
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
+}
+
+// ---------------------------------------------------------------------------
+// 2. Checkpoint
+
+void draw_model_list(AppState& state) {
+  ModelState& m = state.model;
+  if (!m.recent.empty() && ImGui::BeginCombo("##recent", "Recent models")) {
+    for (const std::string& p : m.recent)
+      if (ImGui::Selectable(p.c_str())) {
+        state.open_model(p);
+        break;  // open_model may reorder `recent` once the load is in
+      }
+    ImGui::EndCombo();
+  }
+  if (ImGui::Button("Find models on this computer")) {
+    m.found = core::find_models();
+    m.found_scanned = true;
+  }
+  help("Lists the models in the Hugging Face cache and in attnscope's models folder");
+  if (!m.found_scanned) return;
+  if (m.found.empty()) {
+    std::string where;
+    for (const auto& f : core::model_search_folders()) where += "\n  " + f.string();
+    ImGui::TextDisabled("No model in:%s", where.c_str());
+    return;
+  }
+  for (std::size_t k = 0; k < m.found.size(); ++k) {
+    const core::FoundModel& f = m.found[k];
+    ImGui::PushID(static_cast<int>(k));
+    if (ImGui::Selectable((f.name + "  (" + f.where + ")").c_str(), f.path.string() == m.model_path))
+      state.open_model(f.path.string());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", f.path.string().c_str());
+    ImGui::PopID();
+  }
+}
+
+void draw_checkpoint(AppState& state) {
+  ModelState& m = state.model;
+  if (m.model) {
+    const core::Gpt2Config& c = m.model->config();
+    ImGui::Text("%s", m.model->name().c_str());
+    ImGui::TextDisabled("%d layers × %d heads, d = %d, up to %d tokens", c.n_layer, c.n_head,
+                        c.n_embd, c.n_positions);
+  }
+  if (!ImGui::CollapsingHeader("Checkpoint", m.model ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+    error_text(state, m.load_error);
+    return;
+  }
+  const float open_w = ImGui::CalcTextSize("Open").x + ImGui::GetStyle().FramePadding.x * 2;
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - open_w -
+                          ImGui::GetStyle().ItemSpacing.x);
+  const bool entered = ImGui::InputTextWithHint("##path", "folder, .safetensors or .pth", &m.path,
+                                                ImGuiInputTextFlags_EnterReturnsTrue);
+  help("A Hugging Face GPT-2 folder, a .safetensors file, or the book's model.pth");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(m.path.empty());
+  if ((ImGui::Button("Open") || entered) && !m.path.empty()) state.open_model(m.path);
+  ImGui::EndDisabled();
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputTextWithHint("##config", "config file (optional)", &m.config);
+  help("The book's GPT_CONFIG as JSON for a .pth (else config.json beside it is read)");
+  if (m.loader->loading()) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::Text("Loading %s: %.1f s", m.loader->path().c_str(), m.loader->seconds());
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) m.loader->cancel();
+    help("Stop waiting for this model; the current one stays");
+  }
+  error_text(state, m.load_error);
+  draw_model_list(state);
+}
+
+// ---------------------------------------------------------------------------
+// 3. Text
+
+void draw_text(AppState& state) {
+  ModelState& m = state.model;
+  section("Text");
+  const float line = ImGui::GetTextLineHeight();
+  if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1, line * 4.2f)))
+    state.model_text_changed();
+  help("Type: the model's tokenizer splits the text as you go and the views follow");
+  ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.tokens.size(),
+                      m.max_tokens());
+  error_text(state, m.text_error);
+  if (m.tokens.empty()) return;
+  const int shown = m.query < 0 ? static_cast<int>(m.tokens.size()) - 1 : m.query;
+  ImGui::BeginChild("chips", ImVec2(0, std::min(line * 9.0f, ImGui::GetContentRegionAvail().y * 0.3f)),
+                    false);
+  const float max_x = ImGui::GetContentRegionAvail().x + ImGui::GetCursorPosX();
+  for (std::size_t i = 0; i < m.tokens.size(); ++i)
+    if (draw_token_chip(m.tokens[i], i, max_x, static_cast<int>(i) == shown)) {
+      m.query = static_cast<int>(i);
+      m.next_at = static_cast<int>(i);
+      state.mark_dirty();  // the next tokens after it
+    }
+  ImGui::EndChild();
+}
+
+// ---------------------------------------------------------------------------
+// 4. Layer, head, view
+
+void draw_selection(AppState& state) {
+  ModelState& m = state.model;
+  if (!m.model) return;
+  const core::Gpt2Config& c = m.model->config();
+  section("Layer and head");
+  int layer = m.layer;
+  if (ImGui::SliderInt("layer", &layer, 0, c.n_layer - 1)) state.select_layer(layer);
+  help("PgUp / PgDn");
+  int h = state.head;
+  if (ImGui::SliderInt("head", &h, 0, c.n_head - 1)) state.select_head(h);
+  help("[ and ]");
+  int view = static_cast<int>(m.view);
+  ImGui::RadioButton("All heads", &view, static_cast<int>(ModelView::Model));
+  help("Every layer × head as a small map; click one to open it");
+  ImGui::SameLine();
+  ImGui::RadioButton("One head", &view, static_cast<int>(ModelView::Head));
+  help("The stepper: every stage of this head, from the block's input to its output");
+  ImGui::SameLine();
+  ImGui::RadioButton("Head view", &view, static_cast<int>(ModelView::Tokens));
+  help("Lines from one token to the tokens it attends to, for the heads of this layer");
+  m.view = static_cast<ModelView>(view);
+}
+
+// ---------------------------------------------------------------------------
+// 5. Next token
+
+void draw_next_tokens(AppState& state) {
+  ModelState& m = state.model;
+  if (!m.overview || m.tokens.empty()) return;
+  const ModelOverview& o = *m.overview;
+  section("Next token");
+  const int last = o.tokens - 1;
+  const std::string after =
+      o.next_at < static_cast<int>(m.tokens.size())
+          ? core::printable_token(m.tokens[static_cast<std::size_t>(o.next_at)].text)
+          : "";
+  ImGui::TextDisabled("after token %d \"%s\"%s", o.next_at, after.c_str(),
+                      o.next_at == last ? " (the last)" : "");
+  const float bar_w = ImGui::GetContentRegionAvail().x * 0.45f;
+  for (std::size_t k = 0; k < o.next.size(); ++k) {
+    const core::NextToken& t = o.next[k];
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.2f %%", 100.0 * t.probability);
+    ImGui::ProgressBar(static_cast<float>(t.probability), ImVec2(bar_w, 0), pct);
+    ImGui::SameLine();
+    ImGui::Text("\"%s\"", t.token.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("token id %d", t.id);
+  }
+  if (o.next_at != last && ImGui::Button("Show the last position")) {
+    m.next_at = -1;
+    m.query = -1;
+    state.mark_dirty();
+  }
+  if (!o.next_last.empty()) {
+    const std::string label = "Append \"" + o.next_last[0].token + "\"";
+    ImGui::BeginDisabled(state.computing());
+    if (ImGui::Button(label.c_str())) state.append_top_token();
+    ImGui::EndDisabled();
+    help("Add the most likely next token to the text (greedy decoding, as the book's "
+         "generate_text_simple) and watch the attention change");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 6. Head patterns
+
+void draw_patterns(AppState& state) {
+  PatternChoice& p = state.model.pattern;
+  if (!state.model.overview) return;
+  section("Head patterns");
+  const std::string current = p.kind ? std::string(core::pattern_name(*p.kind)) : "none";
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
+  if (ImGui::BeginCombo("colour by", current.c_str())) {
+    if (ImGui::Selectable("none", !p.kind)) p.kind.reset();
+    for (core::PatternKind k : core::kPatternKinds) {
+      if (ImGui::Selectable(std::string(core::pattern_name(k)).c_str(), p.kind == k)) p.kind = k;
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s", std::string(core::pattern_explanation(k)).c_str());
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::BeginDisabled(!p.kind);
+  ImGui::Checkbox("sort each layer's heads", &p.sort);
+  ImGui::EndDisabled();
+  if (p.kind) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_wrapped(state, std::string(core::pattern_explanation(*p.kind)));
+    ImGui::PopStyleColor();
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// 1. Source
+
+void draw_source_switch(AppState& state) {
+  static const char* const kNames[] = {"Chapter 3 classes", "Chapter 3 classes on typed text",
+                                       "GPT-2 checkpoint"};
+  int at = state.model.active() ? 2 : state.inputs_text ? 1 : 0;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Source");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::Combo("##source", &at, kNames, 3)) {
+    if (at == 2) {
+      state.set_source(Source::Model);
+    } else {
+      if (state.model.active()) state.set_source(Source::Chapter3);
+      if (at == 1 && !state.inputs_text) state.embed_text();
+      if (at == 0 && state.inputs_text) state.load_preset(state.preset);
+    }
+  }
+  help("What the matrices come from: the book's attention classes on small inputs, the same "
+       "on a sentence (GPT-2 tokens, seeded embeddings, no download), or a trained GPT-2 / "
+       "chapter-5 model");
+  ImGui::Separator();
+}
+
+void draw_model_panel(AppState& state) {
+  draw_checkpoint(state);
+  draw_text(state);
+  draw_selection(state);
+  draw_next_tokens(state);
+  draw_patterns(state);
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,288 @@
+// model_view.cpp: the centre of the window while a trained model is the source.
+//
+// Sections
+//   1. no model yet: where to get one
+//   2. the model view: every layer x head as a thumbnail
+//   3. the head view: lines from one token to the tokens it attends to
+//   4. the centre: view switch, then the chosen view
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "attnscope/head_patterns.hpp"
+#include "attnscope/stages.hpp"
+#include "attnscope/tokenizer.hpp"
+#include "imgui.h"
+#include "panels/panels.hpp"
+#include "render/heatmap.hpp"
+#include "ui.hpp"
+#include "widgets/heatmap_view.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+ImU32 to_u32(Rgba8 c) { return IM_COL32(c.r, c.g, c.b, c.a); }
+
+// ---------------------------------------------------------------------------
+// 1. No model
+
+void draw_no_model(AppState& state) {
+  const ModelState& m = state.model;
+  ImGui::PushTextWrapPos(0.0f);
+  if (m.loader->loading()) {
+    ImGui::Text("Loading %s ...", m.loader->path().c_str());
+    ImGui::PopTextWrapPos();
+    return;
+  }
+  ImGui::TextUnformatted("No model is open yet.");
+  ImGui::Spacing();
+  text_wrapped(state,
+               "attnscope reads a trained GPT-2 from your disk; it never downloads one. Open "
+               "(Checkpoint, on the left) or drop onto this window:");
+  text_wrapped(state,
+               "  • a Hugging Face gpt2 folder: config.json, model.safetensors, vocab.json and "
+               "merges.txt (huggingface-cli download openai-community/gpt2 puts one in the "
+               "Hugging Face cache, which Find models searches);");
+  text_wrapped(state,
+               "  • the book's chapter-5 model.pth (torch.save(model.state_dict(), ...)) with its "
+               "GPT_CONFIG as JSON in config.json beside it, or named in the config field.");
+  std::string folders;
+  for (const auto& f : core::model_search_folders()) folders += "  " + f.string() + "\n";
+  ImGui::TextDisabled("Find models looks in:\n%s", folders.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Spacing();
+  text_wrapped(state,
+               "No model at hand? The book's own attention classes run on any sentence too: "
+               "GPT-2's tokens with seeded chapter-2 embeddings.");
+  if (ImGui::Button("Use the chapter 3 classes on typed text")) {
+    state.set_source(Source::Chapter3);
+    state.embed_text();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2. Model view
+
+// The tooltip of one head: where it is and its pattern scores.
+void head_tooltip(const ModelOverview& o, int layer, int head) {
+  ImGui::BeginTooltip();
+  ImGui::Text("layer %d, head %d", layer, head);
+  for (core::PatternKind k : core::kPatternKinds)
+    ImGui::Text("%-22s %.3f", std::string(core::pattern_name(k)).c_str(),
+                pattern_value(o, k, layer * o.heads + head));
+  ImGui::TextDisabled("click: open this head");
+  ImGui::EndTooltip();
+}
+
+void draw_model_grid(AppState& state) {
+  ModelState& m = state.model;
+  const ModelOverview& o = *m.overview;
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float label_w = ImGui::CalcTextSize("L00 ").x;
+  const float top = ImGui::GetTextLineHeightWithSpacing();
+  const float gap = std::max(2.0f, font * 0.15f);
+  const float cell =
+      std::max(std::min((avail.x - label_w) / static_cast<float>(o.heads),
+                        (avail.y - top - ImGui::GetTextLineHeightWithSpacing()) /
+                            static_cast<float>(o.layers)),
+               font);
+  const float tile = cell - gap;
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const Colormap map = sequential_map(state.ui.palette);
+  // Row scale unless the learner turned it off: each query's strongest key stands out.
+  const ScaleScope scope =
+      state.ui.row_scale == figure::RowScale::Off ? ScaleScope::Matrix : ScaleScope::Row;
+  const bool sorted = m.pattern.kind && m.pattern.sort;
+  // The chosen score's range over every head, for the frames' colours.
+  double lo = 0, hi = 1;
+  if (m.pattern.kind) {
+    lo = hi = pattern_value(o, *m.pattern.kind, 0);
+    for (int k = 0; k < o.layers * o.heads; ++k) {
+      lo = std::min(lo, pattern_value(o, *m.pattern.kind, k));
+      hi = std::max(hi, pattern_value(o, *m.pattern.kind, k));
+    }
+  }
+  const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  for (int k = 0; k < o.heads && !sorted; ++k)
+    dl->AddText(ImVec2(origin.x + label_w + cell * static_cast<float>(k) + tile * 0.3f, origin.y),
+                label_colour, ("H" + std::to_string(k)).c_str());
+  if (sorted) dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
+                          "heads sorted by score, highest on the left (number: the head)");
+  ImGui::InvisibleButton("grid", ImVec2(label_w + cell * static_cast<float>(o.heads),
+                                        top + cell * static_cast<float>(o.layers)));
+  const bool hovered = ImGui::IsItemHovered();
+  const bool clicked = ImGui::IsItemClicked();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  m.hovered = -1;
+  for (int l = 0; l < o.layers; ++l) {
+    const float y = origin.y + top + cell * static_cast<float>(l);
+    dl->AddText(ImVec2(origin.x, y + tile * 0.5f - font * 0.5f),
+                l == m.layer ? ImGui::GetColorU32(ImGuiCol_Text) : label_colour,
+                ("L" + std::to_string(l)).c_str());
+    const std::vector<int> order = heads_in_order(o, l, m.pattern);
+    for (int k = 0; k < o.heads; ++k) {
+      const int h = order[static_cast<std::size_t>(k)];
+      const int index = l * o.heads + h;
+      const ImVec2 p0(origin.x + label_w + cell * static_cast<float>(k), y);
+      const ImVec2 p1(p0.x + tile, p0.y + tile);
+      const core::Stage& st = o.thumbs[static_cast<std::size_t>(index)];
+      const HeatmapTexture tex =
+          state.textures.get("thumb/" + std::to_string(index), m.overview_version, st,
+                             scale_kind_for(st.id), map, 0, scope);
+      if (tex.ready && tex.id)
+        dl->AddImage(tex.id, p0, p1, ImVec2(0, 0), tex.uv_max);
+      else
+        dl->AddRectFilled(p0, p1, IM_COL32(60, 60, 60, 255));
+      if (m.pattern.kind) {
+        const double v = pattern_value(o, *m.pattern.kind, index);
+        const float t = hi > lo ? static_cast<float>((v - lo) / (hi - lo)) : 0.0f;
+        dl->AddRect(p0, p1, to_u32(sample(map, t)), 0.0f, 0, std::max(2.0f, tile * 0.06f));
+      }
+      if (sorted && tile > font * 1.6f)
+        dl->AddText(ImVec2(p0.x + 2, p0.y + 1), IM_COL32(255, 255, 255, 220),
+                    std::to_string(h).c_str());
+      if (l == m.layer && h == state.head)
+        dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
+                    IM_COL32(255, 200, 60, 255), 0.0f, 0, 2.0f);
+      const bool over = hovered && mouse.x >= p0.x && mouse.x < p0.x + cell && mouse.y >= p0.y &&
+                        mouse.y < p0.y + cell;
+      if (!over) continue;
+      m.hovered = index;
+      head_tooltip(o, l, h);
+      if (clicked) {
+        state.select_layer(l);
+        state.select_head(h);
+        m.view = ModelView::Head;
+      }
+    }
+  }
+  ImGui::TextDisabled("%d tokens; each tile shows a head's weights (%s), the largest of each "
+                      "block of cells at this size",
+                      o.tokens, scope == ScaleScope::Row ? "each row on its own scale" : "0 to 1");
+}
+
+// ---------------------------------------------------------------------------
+// 3. Head view
+
+void draw_head_toggles(AppState& state, int heads) {
+  std::vector<bool>& off = state.model.heads_off;
+  off.resize(static_cast<std::size_t>(heads), false);
+  ImGui::TextUnformatted("Heads:");
+  for (int h = 0; h < heads; ++h) {
+    ImGui::SameLine();
+    const bool on = !off[static_cast<std::size_t>(h)];
+    ImGui::PushID(h);
+    ImGui::PushStyleColor(ImGuiCol_Button, on ? head_color(h) : IM_COL32(70, 70, 70, 255));
+    ImGui::PushStyleColor(ImGuiCol_Text, on ? IM_COL32(0, 0, 0, 255) : IM_COL32(180, 180, 180, 255));
+    if (ImGui::SmallButton(std::to_string(h).c_str())) off[static_cast<std::size_t>(h)] = on;
+    ImGui::PopStyleColor(2);
+    ImGui::PopID();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: click to %s it", h, on ? "hide" : "show");
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("all")) off.assign(off.size(), false);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("none")) off.assign(off.size(), true);
+}
+
+void draw_head_view(AppState& state) {
+  ModelState& m = state.model;
+  const core::Trace& t = *state.trace;
+  const int T = t.num_tokens();
+  const int heads = t.heads_shown();
+  draw_head_toggles(state, heads);
+  const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
+  ImGui::TextDisabled("Layer %d. Hover or click a token on the left: lines go to the tokens it "
+                      "attends to, as thick as the weight, one colour per head.",
+                      t.layer);
+  const float line_h = ImGui::GetTextLineHeightWithSpacing();
+  ImGui::BeginChild("head_view", ImVec2(0, 0), false);
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float col_w = std::min(width * 0.3f, ImGui::GetFontSize() * 12);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float left_x = origin.x + col_w, right_x = origin.x + width - col_w;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  auto row_y = [&](int i) { return origin.y + line_h * (static_cast<float>(i) + 0.5f); };
+  int hovered_row = -1;
+  for (int i = 0; i < T; ++i) {
+    std::string label = core::printable_token(
+        i < static_cast<int>(m.tokens.size()) ? m.tokens[static_cast<std::size_t>(i)].text
+                                              : t.tokens[static_cast<std::size_t>(i)]);
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
+    ImGui::PushID(i);
+    const bool sel = i == q;
+    if (ImGui::Selectable(label.c_str(), sel, 0, ImVec2(w, 0))) {
+      m.query = i;
+    }
+    if (ImGui::IsItemHovered()) hovered_row = i;
+    ImGui::PopID();
+    dl->AddText(ImVec2(right_x + 6, row_y(i) - ImGui::GetFontSize() * 0.5f),
+                ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
+  }
+  const int from = hovered_row >= 0 ? hovered_row : q;
+  for (int h = 0; h < heads; ++h) {
+    if (h < static_cast<int>(m.heads_off.size()) && m.heads_off[static_cast<std::size_t>(h)])
+      continue;
+    const core::Stage* w = t.find(core::stage_id::weights, h);
+    if (!w || w->data().rows() <= from) continue;
+    for (int j = 0; j <= from && j < w->data().cols(); ++j) {
+      const float v = w->data()(from, j);
+      if (!(v > 0.01f)) continue;  // lines thinner than a hair only hide the others
+      dl->AddLine(ImVec2(left_x, row_y(from)), ImVec2(right_x, row_y(j)),
+                  head_color(h, 0.25f + 0.65f * v), 1.0f + 7.0f * v);
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h * static_cast<float>(T)));
+  ImGui::Dummy(ImVec2(1, 1));
+  ImGui::EndChild();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// 4. Centre
+
+void draw_model_centre(AppState& state) {
+  ModelState& m = state.model;
+  if (!m.model) {
+    draw_no_model(state);
+    return;
+  }
+  if (!state.showing_model() || !m.overview) {
+    if (!state.error.empty())
+      text_wrapped(state, state.error);
+    else
+      ImGui::TextDisabled("Running %s on %zu tokens...", m.model->name().c_str(), m.tokens.size());
+    return;
+  }
+  const char* names[] = {"All heads", "One head", "Head view"};
+  for (int v = 0; v < 3; ++v) {
+    if (v > 0) ImGui::SameLine();
+    const bool current = static_cast<int>(m.view) == v;
+    if (current) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.95f, 0.62f, 0.15f, 0.9f));
+    if (ImGui::Button(names[v])) m.view = static_cast<ModelView>(v);
+    if (current) ImGui::PopStyleColor();
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("   %s, layer %d, head %d   (PgUp/PgDn: layer, [ ]: head)",
+                      m.model->name().c_str(), m.layer, state.head);
+  if (!state.error.empty()) text_wrapped(state, state.error);
+  switch (m.view) {
+    case ModelView::Model:
+      draw_model_grid(state);
+      break;
+    case ModelView::Head:
+      draw_stage_area(state);
+      break;
+    case ModelView::Tokens:
+      draw_head_view(state);
+      break;
+  }
+}
+
+}  // namespace attnscope::gui

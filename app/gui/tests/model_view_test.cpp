@@ -1,0 +1,337 @@
+// model_view_test.cpp: a real model in the app, without a window: the
+// worker's model job (one block's trace, the overview, appends), the
+// pattern scores against sums computed here from the engine's weights, and
+// every model view drawn and driven with the mouse and keys.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "app_state.hpp"
+#include "attnscope/io.hpp"
+#include "attnscope/stages.hpp"
+#include "headless_imgui.hpp"
+#include "imgui.h"
+#include "launch_options.hpp"
+#include "model_job.hpp"
+#include "step.hpp"
+#include "temp_dir.hpp"
+#include "ui.hpp"
+
+namespace attnscope::gui {
+namespace {
+
+namespace id = core::stage_id;
+
+std::shared_ptr<const core::Gpt2Model> tiny_model() {
+  core::Gpt2Config c;
+  c.n_layer = 2;
+  c.n_head = 3;
+  c.n_embd = 24;
+  c.n_inner = 40;
+  c.n_positions = 64;
+  c.vocab_size = 50257;
+  static const auto model = core::random_gpt2(c, 5);
+  return model;
+}
+
+std::vector<int> ids_of(const std::string& text) {
+  std::vector<int> ids;
+  for (const core::Token& t : core::Gpt2Tokenizer::builtin().encode(text)) ids.push_back(t.id);
+  return ids;
+}
+
+ModelJob job_for(const std::string& text, int layer = 1, int head = 2) {
+  ModelJob j;
+  j.model = tiny_model();
+  j.ids = ids_of(text);
+  j.layer = layer;
+  j.head = head;
+  return j;
+}
+
+// ---------------------------------------------------------------------------
+// The worker's job
+
+TEST(ModelJob, ABlocksTraceHoldsEveryStageTheStepperShows) {
+  const ModelResult r = run_model_job(job_for("Your journey starts with one step"));
+  const core::Trace& t = *r.trace;
+  EXPECT_EQ(t.layer, 1);
+  EXPECT_EQ(t.heads_shown(), 3);
+  EXPECT_EQ(t.num_tokens(), 6);
+  for (Step step : steps_for(t)) {
+    const StepMatrices m = step_matrices(step, t, 2);
+    EXPECT_FALSE(m.outputs.empty()) << step_id(step);
+    for (const core::Stage* s : m.outputs) EXPECT_EQ(s->layer, s->id == id::block_output ? 0 : 1);
+  }
+  // The block's input is the previous block's output, the same numbers.
+  const core::Stage* in = step_matrices(Step::Inputs, t, 0).outputs.front();
+  EXPECT_EQ(in->id, id::block_output);
+  EXPECT_TRUE(in->data().isApprox(*r.run->stage({0, -1, id::block_output})));
+  // Every stage a head has is in the trace for every head at this T.
+  for (int h = 0; h < 3; ++h) EXPECT_NE(t.find(id::scores, h), nullptr);
+}
+
+TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {
+  const ModelResult r = run_model_job(job_for("The cat sat on the mat and the cat sat again"));
+  const ModelOverview& o = *r.overview;
+  ASSERT_EQ(o.patterns.size(), 6u);
+  ASSERT_EQ(o.thumbs.size(), 6u);
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h) {
+      const core::RowMatrix w = *r.run->stage({l, h, id::weights});
+      const int T = static_cast<int>(w.rows());
+      double prev = 0, first = 0, self = 0, entropy = 0;
+      for (int i = 0; i < T; ++i) {
+        if (i > 0) prev += w(i, i - 1) / (T - 1.0);
+        if (i > 0) first += w(i, 0) / (T - 1.0);
+        self += w(i, i) / static_cast<double>(T);
+        for (int j = 0; j <= i; ++j)
+          if (w(i, j) > 0) entropy -= w(i, j) * std::log(static_cast<double>(w(i, j))) / T;
+      }
+      const core::HeadPatternScores& s = o.patterns[static_cast<std::size_t>(l * 3 + h)];
+      EXPECT_NEAR(s.previous_token, prev, 1e-6);
+      EXPECT_NEAR(s.first_token, first, 1e-6);
+      EXPECT_NEAR(s.self, self, 1e-6);
+      EXPECT_NEAR(s.entropy, entropy, 1e-5);
+      // The thumbnail of a map within kThumbnailCells is the map itself.
+      EXPECT_EQ(o.thumbs[static_cast<std::size_t>(l * 3 + h)].data(), w);
+    }
+  ASSERT_TRUE(o.induction);
+  EXPECT_EQ(o.induction->size(), 6u);
+  // The most likely next token heads both lists when they are at the last position.
+  ASSERT_EQ(o.next.size(), 10u);
+  EXPECT_EQ(o.next_at, o.tokens - 1);
+  EXPECT_EQ(o.next.front().id, o.next_last.front().id);
+  EXPECT_EQ(o.next.front().id, r.run->next_tokens(1).front().id);
+}
+
+TEST(ModelJob, ExtendingTheTextAppendsToTheRunOnScreen) {
+  const ModelResult first = run_model_job(job_for("Every effort moves"));
+  ModelJob more = job_for("Every effort moves you forward");
+  more.base = first.run;
+  more.induction = first.overview->induction;
+  const ModelResult r = run_model_job(more);
+  EXPECT_TRUE(r.appended);
+  EXPECT_EQ(r.run, first.run);
+  // The same numbers as a run of the whole text from scratch.
+  const ModelResult fresh = run_model_job(job_for("Every effort moves you forward"));
+  EXPECT_FALSE(fresh.appended);
+  const core::RowMatrix a = *r.run->stage({1, 2, id::weights});
+  const core::RowMatrix b = *fresh.run->stage({1, 2, id::weights});
+  ASSERT_EQ(a.rows(), b.rows());
+  EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-5f);
+  // An edit that is not an extension runs the forward again.
+  ModelJob edit = job_for("Every effort");
+  edit.base = r.run;
+  EXPECT_NE(run_model_job(edit).run, r.run);
+}
+
+TEST(ModelJob, HeadsSortByTheChosenScoreHighestFirst) {
+  ModelOverview o;
+  o.layers = 1;
+  o.heads = 3;
+  o.patterns.resize(3);
+  o.patterns[0].self = 0.2;
+  o.patterns[1].self = 0.9;
+  o.patterns[2].self = 0.5;
+  PatternChoice c;
+  EXPECT_EQ(heads_in_order(o, 0, c), (std::vector<int>{0, 1, 2}));
+  c.kind = core::PatternKind::Self;
+  EXPECT_EQ(heads_in_order(o, 0, c), (std::vector<int>{0, 1, 2})) << "colour only";
+  c.sort = true;
+  EXPECT_EQ(heads_in_order(o, 0, c), (std::vector<int>{1, 2, 0}));
+}
+
+// ---------------------------------------------------------------------------
+// The app
+
+constexpr int kKeyPageDown = 267;
+
+class ModelApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    start_headless_imgui(state);
+    state.ui.welcome_dismissed = true;
+#if IMGUI_VERSION_NUM < 18700
+    ImGui::GetIO().KeyMap[ImGuiKey_PageDown] = kKeyPageDown;
+#endif
+    state.model.model = tiny_model();
+    state.model.text = "Your journey starts with one step";
+    state.set_source(Source::Model);
+    frames(2);
+    ASSERT_TRUE(state.showing_model()) << state.error;
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+
+  int frame() {
+    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
+    ImGui::NewFrame();
+    draw_ui(state);
+    ImGui::Render();
+    return ImGui::GetDrawData()->TotalVtxCount;
+  }
+  void frames(int n) {
+    for (int k = 0; k < n; ++k) frame();
+  }
+  void click(ImVec2 p) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = p;
+    frame();
+    io.MouseDown[0] = true;
+    frame();
+    io.MouseDown[0] = false;
+    frame();
+  }
+  AppState state;
+};
+
+TEST_F(ModelApp, EveryViewAndEveryStepDraws) {
+  for (ModelView v : {ModelView::Model, ModelView::Head, ModelView::Tokens}) {
+    state.model.view = v;
+    EXPECT_GT(frame(), 1000) << model_view_id(v);
+  }
+  state.model.view = ModelView::Head;
+  for (Step s : state.steps()) {
+    state.step = s;
+    EXPECT_GT(frame(), 1000) << step_id(s);
+  }
+  for (core::PatternKind k : core::kPatternKinds) {
+    state.model.pattern = PatternChoice{k, true};
+    state.model.view = ModelView::Model;
+    EXPECT_GT(frame(), 1000) << core::pattern_key(k);
+  }
+}
+
+TEST_F(ModelApp, ClickingAThumbnailOpensThatHead) {
+  state.model.view = ModelView::Model;
+  frames(2);
+  // Hover over the centre column until the grid says the pointer is on
+  // layer 1, head 2 (the last tile), then click there.
+  const int wanted = 1 * 3 + 2;
+  ImVec2 at(-1, -1);
+  for (float y = 60; y < 960 && at.x < 0; y += 30)
+    for (float x = 400; x < 1240 && at.x < 0; x += 30) {
+      ImGui::GetIO().MousePos = ImVec2(x, y);
+      frame();
+      if (state.model.hovered == wanted) at = ImVec2(x, y);
+    }
+  ASSERT_GE(at.x, 0) << "no tile of layer 1, head 2 under the pointer";
+  click(at);
+  const bool opened =
+      state.model.view == ModelView::Head && state.model.layer == 1 && state.head == 2;
+  EXPECT_TRUE(opened) << "layer " << state.model.layer << " head " << state.head;
+  frames(2);
+  EXPECT_EQ(state.trace->layer, 1);
+}
+
+TEST_F(ModelApp, PageDownAndBracketsChangeLayerAndHead) {
+  state.model.layer = 0;
+  state.head = 0;
+  ImGuiIO& io = ImGui::GetIO();
+#if IMGUI_VERSION_NUM < 18700
+  io.KeysDown[kKeyPageDown] = true;
+  frame();
+  io.KeysDown[kKeyPageDown] = false;
+#else
+  io.AddKeyEvent(ImGuiKey_PageDown, true);
+  frame();
+  io.AddKeyEvent(ImGuiKey_PageDown, false);
+#endif
+  frame();
+  EXPECT_EQ(state.model.layer, 1);
+  io.AddInputCharacter(']');
+  frame();
+  EXPECT_EQ(state.head, 1);
+  io.AddInputCharacter('[');
+  io.AddInputCharacter('[');
+  frame();
+  EXPECT_EQ(state.head, 0) << "clamped at the first head";
+  frames(2);
+  EXPECT_EQ(state.trace->layer, 1);
+}
+
+TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {
+  const std::size_t before = state.model.tokens.size();
+  const int top = state.model.overview->next_last.front().id;
+  ASSERT_TRUE(state.append_top_token());
+  frames(2);
+  ASSERT_EQ(state.model.tokens.size(), before + 1);
+  EXPECT_EQ(state.model.tokens.back().id, top);
+  EXPECT_EQ(state.trace->num_tokens(), static_cast<int>(before + 1));
+  EXPECT_EQ(state.model.overview->tokens, static_cast<int>(before + 1));
+}
+
+TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
+  state.model.next_at = 2;
+  state.mark_dirty();
+  frames(2);
+  EXPECT_EQ(state.model.overview->next_at, 2);
+  EXPECT_EQ(state.model.overview->next.front().id,
+            state.model.run->next_tokens_at(2, 1).front().id);
+}
+
+TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
+  const auto shown = state.trace;
+  state.model.text = "";
+  state.model_text_changed();
+  frames(2);
+  EXPECT_NE(state.error.find("at least one token"), std::string::npos) << state.error;
+  EXPECT_EQ(state.trace, shown);
+  std::string longer;
+  for (int k = 0; k < 70; ++k) longer += " word";
+  state.model.text = longer;
+  state.model_text_changed();
+  frames(2);
+  EXPECT_NE(state.error.find("64 at most"), std::string::npos) << state.error;
+  EXPECT_EQ(state.trace, shown);
+  state.model.text = "Back to a short text";
+  state.model_text_changed();
+  frames(2);
+  EXPECT_TRUE(state.error.empty()) << state.error;
+  EXPECT_NE(state.trace, shown);
+}
+
+TEST_F(ModelApp, AMalformedModelFolderGivesItsMessageAndKeepsTheModel) {
+  core::testing::TempDir dir;
+  const std::filesystem::path folder = dir.path() / "broken";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "config.json") << "{\"n_layer\": ";
+  std::ofstream(folder / "model.safetensors") << "not a safetensors file";
+  const auto before = state.model.model;
+  state.open_model(folder.string());
+  state.poll_model_loader(true);
+  EXPECT_FALSE(state.model.load_error.empty());
+  EXPECT_EQ(state.model.model, before);
+  frames(3);  // draws the message, no crash
+  EXPECT_TRUE(state.showing_model());
+  // A folder that does not exist says so.
+  state.open_model((dir.path() / "nowhere").string());
+  state.poll_model_loader(true);
+  EXPECT_NE(state.model.load_error.find("nowhere"), std::string::npos) << state.model.load_error;
+}
+
+TEST_F(ModelApp, CancelDropsTheLoadsResult) {
+  core::testing::TempDir dir;
+  state.open_model((dir.path() / "nowhere").string());
+  state.model.loader->cancel();
+  state.model.loader->wait();
+  state.poll_model_loader();
+  EXPECT_TRUE(state.model.load_error.empty()) << "a cancelled load reports nothing";
+  EXPECT_FALSE(state.model.loader->loading());
+}
+
+TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
+  state.set_source(Source::Chapter3);
+  frames(2);
+  EXPECT_FALSE(state.showing_model());
+  EXPECT_FALSE(state.model.run) << "the model's run is freed";
+  EXPECT_TRUE(state.model.model) << "the model stays loaded";
+  state.set_source(Source::Model);
+  frames(2);
+  EXPECT_TRUE(state.showing_model());
+}
+
+}  // namespace
+}  // namespace attnscope::gui
