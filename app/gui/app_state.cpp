@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "attnscope/attention.hpp"
 #include "attnscope/embedding.hpp"
@@ -270,6 +271,8 @@ namespace attnscope::gui {
 void AppState::open_model(const std::string& path) {
   model.path = path;
   model.load_error.clear();
+  model.restoring =
+      false;  // a load the learner asked for: its failure is shown, not fallen back from
   model.loader->start(path, model.config);
 }
 
@@ -293,8 +296,14 @@ void AppState::poll_model_loader(bool wait) {
   if (wait) model.loader->wait();
   std::optional<ModelLoader::Outcome> o = model.loader->take();
   if (!o) return;
+  const bool restoring = std::exchange(model.restoring, false);
   if (!o->model) {
     model.load_error = o->error;  // the previous model and everything on screen stay
+    if (restoring) {
+      ui.session_warning = "The session's model could not be opened (" + o->error +
+                           "): showing the chapter-3 classes.";
+      set_source(Source::Chapter3);
+    }
     return;
   }
   model.model = std::move(o->model);

@@ -50,12 +50,12 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
       o->thumbs.emplace_back(id::weights, h, core::downsample_max(*w, kThumbnailCells), l);
       o->patterns.push_back(core::pattern_scores(*w));
     }
-  o->induction = job.induction ? job.induction
-                               : std::make_shared<const std::vector<double>>(
-                                     core::model_patterns(run, job.model, kInductionTokens, 0)
-                                         .induction);
-  o->next_at = job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1
-                                                                    : job.next_at;
+  o->induction = job.induction
+                     ? job.induction
+                     : std::make_shared<const std::vector<double>>(
+                           core::model_patterns(run, job.model, kInductionTokens, 0).induction);
+  o->next_at =
+      job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
   o->next = run.next_tokens_at(o->next_at, 10);
   o->next_last = o->next_at == run.num_tokens() - 1 ? o->next : run.next_tokens(10);
   return o;

@@ -100,6 +100,9 @@ struct ModelState {
   std::unique_ptr<ModelLoader> loader = std::make_unique<ModelLoader>();  // movable state
   std::vector<core::FoundModel> found;  // core::find_models(), refreshed on demand
   bool found_scanned = false;
+  // The load under way reopens a session's model: if it fails, the session
+  // falls back to the chapter-3 classes with a banner.
+  bool restoring = false;
 
   // The text and its tokens (encoded on every edit, with the model's tokenizer).
   std::string text = "The attention mechanism lets every token look back at the tokens before it.";
@@ -109,11 +112,12 @@ struct ModelState {
   // Selection (the head is AppState::head, the step AppState::step).
   int layer = 0;
   ModelView view = ModelView::Model;
-  int query = -1;    // the head view's token (-1: the last)
-  int next_at = -1;  // the next-token panel's position (-1: the last)
+  int query = -1;               // the head view's token (-1: the last)
+  int next_at = -1;             // the next-token panel's position (-1: the last)
   std::vector<bool> heads_off;  // the head view's heads switched off
   PatternChoice pattern;
-  int hovered = -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
+  int hovered =
+      -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
 
   // From the worker: the run on screen and its overview.
   std::shared_ptr<core::ModelRun> run;

@@ -59,7 +59,8 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
                        : "Each token's row is what block " + std::to_string(l - 1) +
                              " handed on: the embeddings plus every earlier block's additions "
                              "(the residual stream). Attention in this block reads it.";
-      s.formula = l == 0 ? "x = wte[ids] + wpe[0..T)" : "x = block " + std::to_string(l - 1) + " output";
+      s.formula =
+          l == 0 ? "x = wte[ids] + wpe[0..T)" : "x = block " + std::to_string(l - 1) + " output";
       s.shapes = sym(input, "x") + ": " + T + " tokens × " + std::to_string(d) + " dimensions";
       break;
     case Step::LayerNorm:
@@ -83,16 +84,18 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       break;
     case Step::Scores:
       s.title = "Attention scores";
-      s.plain = "Each query row is compared with every key row by a dot product: a high score "
-                "means the token (row) finds that token (column) relevant." +
-                where;
+      s.plain =
+          "Each query row is compared with every key row by a dot product: a high score "
+          "means the token (row) finds that token (column) relevant." +
+          where;
       s.formula = "ω = Q_h · K_hᵀ";
       s.shapes = sym(find(id::queries, h), "Q_h") + " · K_hᵀ → " + sym(find(id::scores, h), "ω");
       break;
     case Step::Mask:
       s.title = "The causal mask";
-      s.plain = "GPT-2 predicts the next token, so a token may not look at later ones: the "
-                "cells above the diagonal are marked to be hidden.";
+      s.plain =
+          "GPT-2 predicts the next token, so a token may not look at later ones: the "
+          "cells above the diagonal are marked to be hidden.";
       s.formula = "mask[i][j] = 1 where j > i";
       s.shapes = sym(find(id::mask, h), "mask") + ", " + T + " × " + T;
       break;
@@ -100,7 +103,8 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       s.title = "Masked scores";
       s.plain = "The future's scores become −∞, so softmax will give them weight 0 exactly.";
       s.formula = "ω_masked = ω where j ≤ i, else −∞";
-      s.shapes = sym(find(id::scores, h), "ω") + " → " + sym(find(id::masked_scores, h), "ω_masked");
+      s.shapes =
+          sym(find(id::scores, h), "ω") + " → " + sym(find(id::masked_scores, h), "ω_masked");
       break;
     case Step::Scaled: {
       s.title = "Scaled scores";
@@ -111,9 +115,10 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
                 " keeps the scores from growing with the head's width, which would push softmax "
                 "towards one-hot rows.";
       if (f > 0 && std::abs(f - root) > 1e-3 * root)
-        s.plain += " This model also divides by the layer number + 1 (scale_attn_by_inverse_"
-                   "layer_idx): the scores here are divided by " +
-                   core::fixed_text(f, 3) + ".";
+        s.plain +=
+            " This model also divides by the layer number + 1 (scale_attn_by_inverse_"
+            "layer_idx): the scores here are divided by " +
+            core::fixed_text(f, 3) + ".";
       s.formula = "ω_masked / √d_head";
       s.shapes = sym(find(id::masked_scores, h), "ω_masked") + " ÷ " + core::fixed_text(f, 3) +
                  " → " + sym(find(id::scaled_scores, h), "ω_scaled");
@@ -121,9 +126,10 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
     }
     case Step::Softmax:
       s.title = "Attention weights";
-      s.plain = "Softmax turns each row into weights that are positive and sum to 1: how much of "
-                "each earlier token this token takes in." +
-                where;
+      s.plain =
+          "Softmax turns each row into weights that are positive and sum to 1: how much of "
+          "each earlier token this token takes in." +
+          where;
       s.formula = "weights = softmax(ω_scaled, row)";
       s.shapes = sym(find(id::scaled_scores, h), "ω_scaled") + " → " +
                  sym(find(id::weights, h), "weights") + ", each row sums to 1";
@@ -138,9 +144,9 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
     case Step::Concat:
       s.title = "The heads side by side";
       s.plain = "The " + std::to_string(heads) + " heads' context vectors, each " +
-                std::to_string(d_head) + " wide, are put next to each other: " +
-                std::to_string(heads) + " × " + std::to_string(d_head) + " = " +
-                std::to_string(d) + " columns again.";
+                std::to_string(d_head) +
+                " wide, are put next to each other: " + std::to_string(heads) + " × " +
+                std::to_string(d_head) + " = " + std::to_string(d) + " columns again.";
       s.formula = "concat = [Z_0 | Z_1 | … | Z_" + std::to_string(heads - 1) + "]";
       s.shapes = sym(find(id::concat, -1), "concat");
       break;
@@ -152,9 +158,10 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       break;
     case Step::Residual:
       s.title = "Back into the residual stream";
-      s.plain = "The block adds attention's output to its input instead of replacing it (the "
-                "shortcut of chapter 4). The MLP then adds its own part before block " +
-                std::to_string(l + 1) + " reads the sum.";
+      s.plain =
+          "The block adds attention's output to its input instead of replacing it (the "
+          "shortcut of chapter 4). The MLP then adds its own part before block " +
+          std::to_string(l + 1) + " reads the sum.";
       s.formula = "attn_output = x + output";
       s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), "output") + " → " +
                  sym(find(id::attn_output, -1), "attn_output");

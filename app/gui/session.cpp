@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnscope/files.hpp"
+#include "attnscope/head_patterns.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
 #include "attnscope/weights.hpp"
@@ -34,6 +35,43 @@ namespace {
 // ---------------------------------------------------------------------------
 // The view: everything the app shows besides the run.
 
+// The model source: what to open and where the learner was (never the weights).
+json model_view_of(const ModelState& m) {
+  json j = {{"source", std::string(source_id(m.source))},
+            {"path", m.model ? m.model_path : m.path},
+            {"config", m.config},
+            {"text", m.text},
+            {"layer", m.layer},
+            {"view", std::string(model_view_id(m.view))},
+            {"query", m.query},
+            {"next_at", m.next_at},
+            {"recent", m.recent},
+            {"sort", m.pattern.sort}};
+  if (m.pattern.kind) j["pattern"] = std::string(core::pattern_key(*m.pattern.kind));
+  return j;
+}
+
+// Reads model_view_of's object into `m` (unknown or missing fields keep their defaults).
+void read_model_view(const json& j, ModelState& m, bool preferences) {
+  m.source = parse_source(j.value("source", std::string("chapter3"))).value_or(Source::Chapter3);
+  m.path = j.value("path", std::string());
+  m.config = j.value("config", std::string());
+  m.text = j.value("text", m.text);
+  m.layer = std::max(0, j.value("layer", 0));
+  m.view = parse_model_view(j.value("view", std::string("model"))).value_or(ModelView::Model);
+  m.query = std::max(-1, j.value("query", -1));
+  m.next_at = std::max(-1, j.value("next_at", -1));
+  if (preferences) {
+    m.recent = j.value("recent", std::vector<std::string>{});
+    if (m.recent.size() > ModelState::kRecent) m.recent.resize(ModelState::kRecent);
+  }
+  m.pattern.sort = j.value("sort", false);
+  m.pattern.kind.reset();
+  const std::string key = j.value("pattern", std::string());
+  for (core::PatternKind k : core::kPatternKinds)
+    if (core::pattern_key(k) == key) m.pattern.kind = k;
+}
+
 json view_of(const AppState& s) {
   json view;
   view["preset"] = s.preset;
@@ -44,6 +82,7 @@ json view_of(const AppState& s) {
                   {"d_in", s.text_source.d_in},
                   {"seed", s.text_source.seed},
                   {"positions", s.text_source.positions}};
+  view["model"] = model_view_of(s.model);
   if (s.pinned.valid())
     view["pinned"] = {{"stage", s.pinned.stage},
                       {"head", s.pinned.head},
@@ -237,6 +276,40 @@ std::uint64_t session_fingerprint(const AppState& s) {
 // ---------------------------------------------------------------------------
 // Reading
 
+namespace {
+
+// A session's model source: the settings now; the model itself loads on its
+// thread (AppState::poll_model_loader). A model that is gone gives the
+// chapter-3 classes and a banner that says so.
+void apply_model_view(ModelState from, AppState& state) {
+  ModelState& m = state.model;
+  m.path = std::move(from.path);
+  m.config = std::move(from.config);
+  m.text = std::move(from.text);
+  m.layer = from.layer;
+  m.view = from.view;
+  m.query = from.query;
+  m.next_at = from.next_at;
+  m.recent = std::move(from.recent);
+  m.pattern = from.pattern;
+  m.run.reset();
+  m.overview.reset();
+  m.source = Source::Chapter3;
+  if (from.source != Source::Model || m.path.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(m.path, ec)) {
+    state.ui.session_warning = "The session's model " + m.path +
+                               " is not there any more: showing the chapter-3 classes. Open a "
+                               "model from the Source menu (GPT-2 checkpoint).";
+    return;
+  }
+  m.source = Source::Model;
+  state.open_model(m.path);
+  m.restoring = true;
+}
+
+}  // namespace
+
 void apply_session_json(std::string_view text, std::string_view source, AppState& state,
                         SessionScope scope) {
   core::Session doc;
@@ -329,6 +402,10 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       weights_from = f.value("weights_from", std::string());
     }
 
+    ModelState model_view;  // only its settings: never a model
+    model_view.recent = state.model.recent;
+    if (view.contains("model")) read_model_view(view.at("model"), model_view, scope.preferences);
+
     // Everything parsed: apply.
     state.inputs = std::move(inputs);
     state.config = config;
@@ -357,6 +434,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       state.files.png_scale = files_prefs.png_scale;
       state.files.all_format = files_prefs.all_format;
     }
+    apply_model_view(std::move(model_view), state);  // after ui: it may raise a banner
     state.mark_dirty();
   } catch (const core::ParseError& e) {
     throw SessionError(e.what());

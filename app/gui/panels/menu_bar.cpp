@@ -125,11 +125,19 @@ void draw_menu_bar(AppState& state) {
   // Where we are, at the right end of the bar.
   if (state.trace) {
     const core::Trace& t = *state.trace;
-    std::string where = std::string(core::variant_book_name(t.config.variant)) + "  ·  " +
-                        std::to_string(t.num_tokens()) + " tokens, d_in " + std::to_string(t.d_in);
-    if (core::has_weights(t.config.variant)) where += ", d_out " + std::to_string(t.config.d_out);
-    if (core::has_heads(t.config.variant))
-      where += ", " + std::to_string(t.config.num_heads) + " heads";
+    std::string where;
+    if (!t.model.empty()) {  // a model's block
+      where = t.model + "  ·  " + std::to_string(t.num_tokens()) + " tokens, layer " +
+              std::to_string(t.layer) + " of " +
+              std::to_string(state.model.overview ? state.model.overview->layers : t.layer + 1) +
+              ", " + std::to_string(t.config.num_heads) + " heads, d " + std::to_string(t.d_in);
+    } else {
+      where = std::string(core::variant_book_name(t.config.variant)) + "  ·  " +
+              std::to_string(t.num_tokens()) + " tokens, d_in " + std::to_string(t.d_in);
+      if (core::has_weights(t.config.variant)) where += ", d_out " + std::to_string(t.config.d_out);
+      if (core::has_heads(t.config.variant))
+        where += ", " + std::to_string(t.config.num_heads) + " heads";
+    }
     where = display(state, where);
     const float w = ImGui::CalcTextSize(where.c_str()).x;
     ImGui::SameLine(ImGui::GetWindowWidth() - w - ImGui::GetStyle().WindowPadding.x * 2);

@@ -8,6 +8,7 @@
 //   5. next token
 //   6. head patterns
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -69,7 +70,8 @@ void draw_model_list(AppState& state) {
   for (std::size_t k = 0; k < m.found.size(); ++k) {
     const core::FoundModel& f = m.found[k];
     ImGui::PushID(static_cast<int>(k));
-    if (ImGui::Selectable((f.name + "  (" + f.where + ")").c_str(), f.path.string() == m.model_path))
+    if (ImGui::Selectable((f.name + "  (" + f.where + ")").c_str(),
+                          f.path.string() == m.model_path))
       state.open_model(f.path.string());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", f.path.string().c_str());
     ImGui::PopID();
@@ -127,8 +129,16 @@ void draw_text(AppState& state) {
   error_text(state, m.text_error);
   if (m.tokens.empty()) return;
   const int shown = m.query < 0 ? static_cast<int>(m.tokens.size()) - 1 : m.query;
-  ImGui::BeginChild("chips", ImVec2(0, std::min(line * 9.0f, ImGui::GetContentRegionAvail().y * 0.3f)),
-                    false);
+  // As tall as the chips need (their widths summed over the row's width),
+  // within a few rows: a long text scrolls inside.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float width = 0;
+  for (const core::Token& t : m.tokens)
+    width +=
+        ImGui::CalcTextSize(core::printable_token(t.text).c_str()).x + 2 * style.FramePadding.x + 2;
+  const float rows = std::ceil(width / std::max(ImGui::GetContentRegionAvail().x * 0.85f, 1.0f));
+  const float row_h = ImGui::GetFrameHeight() + style.ItemSpacing.y;
+  ImGui::BeginChild("chips", ImVec2(0, std::min(rows, 7.0f) * row_h + style.ItemSpacing.y), false);
   const float max_x = ImGui::GetContentRegionAvail().x + ImGui::GetCursorPosX();
   for (std::size_t i = 0; i < m.tokens.size(); ++i)
     if (draw_token_chip(m.tokens[i], i, max_x, static_cast<int>(i) == shown)) {
@@ -200,8 +210,9 @@ void draw_next_tokens(AppState& state) {
     ImGui::BeginDisabled(state.computing());
     if (ImGui::Button(label.c_str())) state.append_top_token();
     ImGui::EndDisabled();
-    help("Add the most likely next token to the text (greedy decoding, as the book's "
-         "generate_text_simple) and watch the attention change");
+    help(
+        "Add the most likely next token to the text (greedy decoding, as the book's "
+        "generate_text_simple) and watch the attention change");
   }
 }
 
@@ -255,9 +266,10 @@ void draw_source_switch(AppState& state) {
       if (at == 0 && state.inputs_text) state.load_preset(state.preset);
     }
   }
-  help("What the matrices come from: the book's attention classes on small inputs, the same "
-       "on a sentence (GPT-2 tokens, seeded embeddings, no download), or a trained GPT-2 / "
-       "chapter-5 model");
+  help(
+      "What the matrices come from: the book's attention classes on small inputs, the same "
+      "on a sentence (GPT-2 tokens, seeded embeddings, no download), or a trained GPT-2 / "
+      "chapter-5 model");
   ImGui::Separator();
 }
 

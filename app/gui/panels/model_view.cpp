@@ -84,11 +84,10 @@ void draw_model_grid(AppState& state) {
   const float label_w = ImGui::CalcTextSize("L00 ").x;
   const float top = ImGui::GetTextLineHeightWithSpacing();
   const float gap = std::max(2.0f, font * 0.15f);
-  const float cell =
-      std::max(std::min((avail.x - label_w) / static_cast<float>(o.heads),
-                        (avail.y - top - ImGui::GetTextLineHeightWithSpacing()) /
-                            static_cast<float>(o.layers)),
-               font);
+  const float cell = std::max(std::min((avail.x - label_w) / static_cast<float>(o.heads),
+                                       (avail.y - top - ImGui::GetTextLineHeightWithSpacing()) /
+                                           static_cast<float>(o.layers)),
+                              font);
   const float tile = cell - gap;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -110,8 +109,9 @@ void draw_model_grid(AppState& state) {
   for (int k = 0; k < o.heads && !sorted; ++k)
     dl->AddText(ImVec2(origin.x + label_w + cell * static_cast<float>(k) + tile * 0.3f, origin.y),
                 label_colour, ("H" + std::to_string(k)).c_str());
-  if (sorted) dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
-                          "heads sorted by score, highest on the left (number: the head)");
+  if (sorted)
+    dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
+                "heads sorted by score, highest on the left (number: the head)");
   ImGui::InvisibleButton("grid", ImVec2(label_w + cell * static_cast<float>(o.heads),
                                         top + cell * static_cast<float>(o.layers)));
   const bool hovered = ImGui::IsItemHovered();
@@ -160,9 +160,10 @@ void draw_model_grid(AppState& state) {
       }
     }
   }
-  ImGui::TextDisabled("%d tokens; each tile shows a head's weights (%s), the largest of each "
-                      "block of cells at this size",
-                      o.tokens, scope == ScaleScope::Row ? "each row on its own scale" : "0 to 1");
+  ImGui::TextDisabled(
+      "%d tokens; each tile shows a head's weights (%s), the largest of each "
+      "block of cells at this size",
+      o.tokens, scope == ScaleScope::Row ? "each row on its own scale" : "0 to 1");
 }
 
 // ---------------------------------------------------------------------------
@@ -177,11 +178,13 @@ void draw_head_toggles(AppState& state, int heads) {
     const bool on = !off[static_cast<std::size_t>(h)];
     ImGui::PushID(h);
     ImGui::PushStyleColor(ImGuiCol_Button, on ? head_color(h) : IM_COL32(70, 70, 70, 255));
-    ImGui::PushStyleColor(ImGuiCol_Text, on ? IM_COL32(0, 0, 0, 255) : IM_COL32(180, 180, 180, 255));
+    ImGui::PushStyleColor(ImGuiCol_Text,
+                          on ? IM_COL32(0, 0, 0, 255) : IM_COL32(180, 180, 180, 255));
     if (ImGui::SmallButton(std::to_string(h).c_str())) off[static_cast<std::size_t>(h)] = on;
     ImGui::PopStyleColor(2);
     ImGui::PopID();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: click to %s it", h, on ? "hide" : "show");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("head %d: click to %s it", h, on ? "hide" : "show");
   }
   ImGui::SameLine();
   if (ImGui::SmallButton("all")) off.assign(off.size(), false);
@@ -196,9 +199,10 @@ void draw_head_view(AppState& state) {
   const int heads = t.heads_shown();
   draw_head_toggles(state, heads);
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
-  ImGui::TextDisabled("Layer %d. Hover or click a token on the left: lines go to the tokens it "
-                      "attends to, as thick as the weight, one colour per head.",
-                      t.layer);
+  ImGui::TextDisabled(
+      "Layer %d. Hover or click a token on the left: lines go to the tokens it "
+      "attends to, as thick as the weight, one colour per head.",
+      t.layer);
   const float line_h = ImGui::GetTextLineHeightWithSpacing();
   ImGui::BeginChild("head_view", ImVec2(0, 0), false);
   const float width = ImGui::GetContentRegionAvail().x;
@@ -209,9 +213,9 @@ void draw_head_view(AppState& state) {
   auto row_y = [&](int i) { return origin.y + line_h * (static_cast<float>(i) + 0.5f); };
   int hovered_row = -1;
   for (int i = 0; i < T; ++i) {
-    std::string label = core::printable_token(
-        i < static_cast<int>(m.tokens.size()) ? m.tokens[static_cast<std::size_t>(i)].text
-                                              : t.tokens[static_cast<std::size_t>(i)]);
+    std::string label = core::printable_token(i < static_cast<int>(m.tokens.size())
+                                                  ? m.tokens[static_cast<std::size_t>(i)].text
+                                                  : t.tokens[static_cast<std::size_t>(i)]);
     const float w = ImGui::CalcTextSize(label.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
     ImGui::PushID(i);

@@ -15,6 +15,7 @@
 #include "imgui.h"
 #include "launch_options.hpp"
 #include "model_job.hpp"
+#include "session.hpp"
 #include "step.hpp"
 #include "temp_dir.hpp"
 #include "ui.hpp"
@@ -331,6 +332,44 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
   state.set_source(Source::Model);
   frames(2);
   EXPECT_TRUE(state.showing_model());
+}
+
+TEST_F(ModelApp, ASessionKeepsTheModelsPathTextAndSelectionNotItsWeights) {
+  state.model.model_path = "/models/gpt2";
+  state.model.text = "Hello there";
+  state.model.layer = 1;
+  state.model.view = ModelView::Tokens;
+  state.model.pattern = PatternChoice{core::PatternKind::Induction, true};
+  const std::string text = session_json(state);
+  EXPECT_NE(text.find("\"/models/gpt2\""), std::string::npos);
+  EXPECT_EQ(text.find("wte"), std::string::npos);
+  AppState other;
+  apply_session_json(text, "test", other);
+  // The model is gone: the chapter-3 classes, and a banner naming it.
+  EXPECT_EQ(other.model.source, Source::Chapter3);
+  EXPECT_NE(other.ui.session_warning.find("/models/gpt2"), std::string::npos)
+      << other.ui.session_warning;
+  EXPECT_EQ(other.model.text, "Hello there");
+  EXPECT_EQ(other.model.layer, 1);
+  EXPECT_EQ(other.model.view, ModelView::Tokens);
+  EXPECT_EQ(other.model.pattern.kind, core::PatternKind::Induction);
+  EXPECT_TRUE(other.model.pattern.sort);
+}
+
+TEST_F(ModelApp, ASessionsModelThatFailsToLoadFallsBackToChapterThree) {
+  core::testing::TempDir dir;
+  const std::filesystem::path folder = dir.path() / "broken";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "config.json") << "{}";
+  state.model.model_path = folder.string();
+  const std::string text = session_json(state);
+  AppState other;
+  apply_session_json(text, "test", other);
+  EXPECT_EQ(other.model.source, Source::Model) << "it exists: the load starts";
+  other.poll_model_loader(true);
+  EXPECT_EQ(other.model.source, Source::Chapter3);
+  EXPECT_NE(other.ui.session_warning.find("could not be opened"), std::string::npos)
+      << other.ui.session_warning;
 }
 
 }  // namespace
