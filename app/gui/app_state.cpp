@@ -42,7 +42,6 @@ std::optional<ComputeJob> AppState::next_job() {
     auto job = std::make_shared<ModelJob>();
     job->model = model.model;
     job->ids = model.ids();
-    if (model.run && &model.run->model() == model.model.get()) job->base = model.run;
     job->layer = model.layer;
     job->head = head;
     job->next_at = model.next_at;
@@ -80,7 +79,7 @@ void AppState::recompute_if_dirty() {
       worker->post(std::move(*job));
     } else {
       settled_version = requested_version;
-      adopt(run_job(*job, sync_cache));
+      adopt(run_job(*job, sync_cache, sync_model_run));
       return;
     }
   }
@@ -127,8 +126,7 @@ void AppState::adopt(ComputeResult r) {
     error = r.error;
     return;
   }
-  if (r.run) {
-    model.run = std::move(r.run);
+  if (r.overview) {
     model.overview = std::move(r.overview);
     ++model.overview_version;
     if (!model.induction) model.induction = model.overview->induction;
@@ -310,7 +308,6 @@ void AppState::poll_model_loader(bool wait) {
   model.model_path = o->path;
   model.load_error.clear();
   model.remember(o->path);
-  model.run.reset();
   model.overview.reset();
   model.induction.reset();
   const core::Gpt2Config& c = model.model->config();
@@ -324,8 +321,7 @@ void AppState::poll_model_loader(bool wait) {
 
 void AppState::set_source(Source s) {
   model.source = s;
-  if (s == Source::Chapter3) {  // the model stays loaded; its run is freed
-    model.run.reset();
+  if (s == Source::Chapter3) {  // the model stays loaded; its run goes with the next job
     model.overview.reset();
   } else {
     model.encode_text();

@@ -175,6 +175,7 @@ struct AppState {
   // Shows a finished run: its trace replaces the one on screen, or its error is shown.
   void adopt(ComputeResult result);
   core::ParameterCache sync_cache;  // the parameters of the last run without a worker
+  std::shared_ptr<core::ModelRun> sync_model_run;  // the last model run without a worker
   // The newest result, waiting until its heatmaps are coloured and uploaded
   // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
   std::optional<ComputeResult> incoming;

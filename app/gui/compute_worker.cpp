@@ -21,13 +21,12 @@ namespace {
 
 constexpr int kWorkerNice = 5;  // 1/3 of a normal thread's CPU share when they compete
 
-ComputeResult run_model(const ComputeJob& job) {
+ComputeResult run_model(const ComputeJob& job, std::shared_ptr<core::ModelRun>& kept_run) {
   ComputeResult r;
   r.version = job.version;
   try {
-    ModelResult m = run_model_job(*job.model);
+    ModelResult m = run_model_job(*job.model, kept_run);
     r.trace = std::move(m.trace);
-    r.run = std::move(m.run);
     r.overview = std::move(m.overview);
     r.nonfinite = core::find_nonfinite(*r.trace);
   } catch (const std::bad_alloc&) {
@@ -40,8 +39,10 @@ ComputeResult run_model(const ComputeJob& job) {
 
 }  // namespace
 
-ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache) {
-  if (job.model) return run_model(job);
+ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache,
+                      std::shared_ptr<core::ModelRun>& kept_run) {
+  if (job.model) return run_model(job, kept_run);
+  kept_run.reset();  // back to the chapter-3 classes: the model's run is not needed
   ComputeResult r;
   r.version = job.version;
   std::string problem = core::memory_problem(job.config, job.inputs);
@@ -148,6 +149,9 @@ void ComputeWorker::loop() {
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kWorkerNice);
 #endif
   core::ParameterCache cache;  // this thread's: the cache is not thread-safe
+  // The last model run, which the next model job extends or reuses (the UI
+  // holds only its trace and overview: one run is alive at a time).
+  std::shared_ptr<core::ModelRun> model_run;
   std::unique_lock lock(mutex_);
   const auto ready = [this] { return stop_ || pending_.has_value(); };
   for (;;) {
@@ -176,7 +180,7 @@ void ComputeWorker::loop() {
     running_ = true;
     lock.unlock();
     stale.reset();
-    ComputeResult r = run_job(job, cache);
+    ComputeResult r = run_job(job, cache, model_run);
     job = ComputeJob{};  // the inputs copy goes now, not when the next job arrives
     lock.lock();
     const bool superseded = pending_.has_value();

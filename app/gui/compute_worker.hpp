@@ -59,15 +59,16 @@ struct ComputeResult {
   // The trace's first unexpected NaN/inf, explained (core/diagnose.hpp);
   // found here, on the worker, while the whole trace is still there.
   std::optional<core::NonFiniteFinding> nonfinite;
-  // A model job's run (its trace is one block of it) and its overview.
-  std::shared_ptr<core::ModelRun> run;
+  // A model job's overview of every head (its trace is one block of the run).
   std::shared_ptr<const ModelOverview> overview;
 };
 
 // Runs one job: the seeded module through `cache`, or the explicit
 // parameters, then looks for unexpected NaN/inf in the trace; or the model
-// job (run_model_job). Catches out-of-memory and turns it into result.error.
-ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache);
+// job (run_model_job) on `kept_run`, which a chapter-3 job frees. Catches
+// out-of-memory and turns it into result.error.
+ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache,
+                      std::shared_ptr<core::ModelRun>& kept_run);
 
 // The bytes of matrix data a trace holds (~320 MiB at T = 1024, d = 768, 12 heads).
 std::size_t trace_bytes(const core::Trace& trace);

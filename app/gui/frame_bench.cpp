@@ -59,6 +59,14 @@ double status_mb(const char* key) {
   return -1;
 }
 
+double FrameBench::clock_now_ms() { return clock_ms(CLOCK_MONOTONIC); }
+
+void FrameBench::edit_shown() {
+  if (edit_wall_ < 0) return;
+  edits_ms_.push_back(clock_ms(CLOCK_MONOTONIC) - edit_wall_);
+  edit_wall_ = -1;
+}
+
 void FrameBench::begin_frame() {
   t_cpu_ = clock_ms(CLOCK_THREAD_CPUTIME_ID);
   p_cpu_ = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
@@ -93,6 +101,16 @@ void FrameBench::print(std::FILE* out, const std::string& header) const {
                first_frame_ms_);
   std::fprintf(out, "first_trace_ms=%.0f (process start to the first frame showing the trace)\n",
                first_trace_ms_);
+  if (loaded_ms_ >= 0)
+    std::fprintf(out, "trace_after_load_ms=%.0f (the model loaded to the first frame showing it)\n",
+                 first_trace_ms_ - loaded_ms_);
+  if (!edits_ms_.empty()) {
+    const Stats e = stats(edits_ms_);
+    std::fprintf(out,
+                 "typing: edits=%zu edit_to_screen_ms min=%.1f median=%.1f max=%.1f (one "
+                 "character typed to the frame showing its new attention)\n",
+                 edits_ms_.size(), e.min, e.median, e.max);
+  }
   std::fprintf(out, "frames=%zu with_trace=%zu\n", frames_.size(), ui.size());
   std::fprintf(out, "with trace: ui_cpu_ms min=%.3f median=%.3f max=%.3f\n", u.min, u.median,
                u.max);

@@ -34,7 +34,15 @@ class FrameBench {
   // Call once the first trace is on screen.
   void first_trace_shown() { first_trace_ms_ = ms_since_process_start(); }
 
+  // Call when the source (a model) was ready, before the first frame.
+  void source_loaded() { loaded_ms_ = ms_since_process_start(); }
+  // Call when a keystroke's edit was made ...
+  void edited() { edit_wall_ = clock_now_ms(); }
+  // ... and when the frame showing its result was swapped.
+  void edit_shown();
+
   int frames_with_trace() const { return with_trace_; }
+  int edits_shown() const { return static_cast<int>(edits_ms_.size()); }
   // The listing and the summary; `header` describes the run.
   void print(std::FILE* out, const std::string& header) const;
 
@@ -46,7 +54,10 @@ class FrameBench {
   };
   std::vector<Frame> frames_;
   double t_cpu_ = 0, p_cpu_ = 0, wall_ = 0;
-  double first_frame_ms_ = -1, first_trace_ms_ = -1;
+  double first_frame_ms_ = -1, first_trace_ms_ = -1, loaded_ms_ = -1;
+  double edit_wall_ = -1;         // when the last edit was made (CLOCK_MONOTONIC ms)
+  std::vector<double> edits_ms_;  // each edit to the frame showing it
+  static double clock_now_ms();
   int with_trace_ = 0;
 };
 

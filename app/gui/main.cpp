@@ -486,12 +486,41 @@ bool run_screenshot(App& app, const std::string& path) {
   return true;
 }
 
+// --bench-frames with a model, after the frames: 20 characters typed one
+// at a time (stopping early when the text is refused, e.g. too long), each once the previous one's
+// attention is on screen, timed from the edit to the frame that shows its result. Frames are drawn
+// as the app's loop draws them: one for the keystroke, then none until the worker wakes the loop
+// (or the new heatmaps are still being prepared).
+void type_into_model(App& app, gui::FrameBench& bench) {
+  gui::AppState& state = app.state;
+  constexpr int kEdits = 20;
+  while (bench.edits_shown() < kEdits && !glfwWindowShouldClose(app.window) && !g_stop_signal) {
+    state.model.text += bench.edits_shown() % 2 == 0 ? "e" : " ";
+    state.model_text_changed();
+    bench.edited();
+    for (bool shown = false; !shown && !g_stop_signal;) {
+      if (state.computing() && !state.preparing()) glfwWaitEventsTimeout(0.5);
+      glfwPollEvents();
+      shown = draw_frame(app).adopted;
+      show_frame(app);
+      if (!state.error.empty()) return;  // e.g. the text outgrew the model: nothing to time
+    }
+    bench.edit_shown();
+  }
+}
+
 // --bench-frames N: frames as fast as they go until N show a trace, each
 // frame's times on stdout, then a summary naming the run and the GL driver.
 void run_frame_bench(App& app, int frames) {
   gui::AppState& state = app.state;
   gui::FrameBench bench;
+  // A model: its load happened before the window (apply_launch_options).
+  const bool model = state.model.active() && state.model.model;
+  if (model) bench.source_loaded();
   while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
+    // While the worker computes and nothing is being prepared the app's
+    // loop sleeps (frames would only take the worker's CPU): so does this.
+    if (state.computing() && !state.preparing()) glfwWaitEventsTimeout(0.25);
     bench.begin_frame();
     glfwPollEvents();
     const FrameDrawn drawn = draw_frame(app);
@@ -503,6 +532,7 @@ void run_frame_bench(App& app, int frames) {
                                                                 : nullptr);
     if (bench.frames_with_trace() >= frames) break;
   }
+  if (model) type_into_model(app, bench);
   std::string what = "no trace";
   if (const auto& t = state.trace) {
     char buf[256];

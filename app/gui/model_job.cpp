@@ -19,10 +19,12 @@ namespace id = core::stage_id;
 // extension (a paste) runs the forward once instead.
 constexpr std::size_t kMostAppended = 16;
 
-// The run for job.ids: the base extended or reused when it can be, else new.
-std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, bool& appended) {
+// The run for job.ids: `kept` extended or reused when it can be, else new
+// (the old one freed first: two runs of a 1024-token text never coexist).
+std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept,
+                                        bool& appended) {
   appended = false;
-  if (const auto& base = job.base; base && &base->model() == job.model.get()) {
+  if (const auto& base = kept; base && &base->model() == job.model.get()) {
     const std::vector<int>& had = base->ids();
     if (had == job.ids) return base;
     if (had.size() < job.ids.size() && job.ids.size() - had.size() <= kMostAppended &&
@@ -32,8 +34,10 @@ std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, bool& appended) {
       return base;
     }
   }
-  return std::make_shared<core::ModelRun>(job.model, job.ids,
+  kept.reset();
+  kept = std::make_shared<core::ModelRun>(job.model, job.ids,
                                           core::ModelRun::Options{kAppRunCacheBytes});
+  return kept;
 }
 
 std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job) {
@@ -41,15 +45,26 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   o->layers = run.num_layers();
   o->heads = run.num_heads();
   o->tokens = run.num_tokens();
-  o->thumbs.reserve(static_cast<std::size_t>(o->layers * o->heads));
-  o->patterns.reserve(o->thumbs.capacity());
-  for (int l = 0; l < o->layers; ++l)
+  const auto n = static_cast<std::size_t>(o->layers * o->heads);
+  o->thumbs.resize(n);
+  o->patterns.resize(n);
+  // Last layer first: the forward made those maps last, so they are the
+  // ones its cache still holds. A layer's maps are scored on every thread.
+  std::vector<std::shared_ptr<const core::RowMatrix>> maps(static_cast<std::size_t>(o->heads));
+  for (int l = o->layers - 1; l >= 0; --l) {
     for (int h = 0; h < o->heads; ++h) {
-      const auto w = run.stage({l, h, id::weights});
-      if (!w) throw std::logic_error("the run has no weights for a head");
-      o->thumbs.emplace_back(id::weights, h, core::downsample_max(*w, kThumbnailCells), l);
-      o->patterns.push_back(core::pattern_scores(*w));
+      maps[static_cast<std::size_t>(h)] = run.stage({l, h, id::weights});
+      if (!maps[static_cast<std::size_t>(h)])
+        throw std::logic_error("the run has no weights for a head");
     }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < o->heads; ++h) {
+      const core::RowMatrix& w = *maps[static_cast<std::size_t>(h)];
+      const auto at = static_cast<std::size_t>(l * o->heads + h);
+      o->thumbs[at] = core::Stage(id::weights, h, core::downsample_max(w, kThumbnailCells), l);
+      o->patterns[at] = core::pattern_scores(w);
+    }
+  }
   o->induction = job.induction
                      ? job.induction
                      : std::make_shared<const std::vector<double>>(
@@ -91,10 +106,10 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   return t;
 }
 
-ModelResult run_model_job(const ModelJob& job) {
+ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run) {
   if (!job.model) throw std::invalid_argument("no model is loaded");
   ModelResult r;
-  r.run = run_for(job, r.appended);
+  r.run = run_for(job, kept_run, r.appended);
   r.trace = model_layer_trace(*r.run, job.layer, job.head);
   r.overview = overview_of(*r.run, job);
   return r;

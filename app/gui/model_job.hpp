@@ -3,10 +3,12 @@
 // for the stepper and heatmaps, and the overview of every head the model
 // view draws (thumbnails, pattern scores, next tokens).
 //
-// A job may start from the run on screen: when the new ids extend its ids by
-// a few tokens, those are appended (ModelRun::append: one row per layer);
-// when they are equal, the run is reused (a change of layer, head or
-// position); otherwise the forward runs again.
+// A job starts from the last job's run, which the worker keeps (the UI
+// holds only traces and overviews, so one run is alive at a time): when the
+// new ids extend its ids by a few tokens, those are appended
+// (ModelRun::append: one row per layer); when they are equal, the run is
+// reused (a change of layer, head or position); otherwise it is freed and
+// the forward runs again.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +36,10 @@ inline constexpr int kInductionTokens = 50;
 
 struct ModelJob {
   std::shared_ptr<const core::Gpt2Model> model;
-  std::vector<int> ids;                  // the text's tokens (1..n_positions)
-  std::shared_ptr<core::ModelRun> base;  // the run on screen, to extend or reuse (may be null)
-  int layer = 0;                         // the block whose stages the trace holds
-  int head = 0;                          // the focused head (all its stages, at any T)
-  int next_at = -1;                      // next tokens after this position (-1: the last)
+  std::vector<int> ids;  // the text's tokens (1..n_positions)
+  int layer = 0;         // the block whose stages the trace holds
+  int head = 0;          // the focused head (all its stages, at any T)
+  int next_at = -1;      // next tokens after this position (-1: the last)
   // The model's induction scores when known (computed once per model, as
   // `attnscope-cli model patterns` does: kInductionTokens ids, seed 0).
   std::shared_ptr<const std::vector<double>> induction;
@@ -59,15 +60,16 @@ struct ModelOverview {
 };
 
 struct ModelResult {
-  std::shared_ptr<core::ModelRun> run;
-  std::shared_ptr<core::Trace> trace;  // one block (Trace::layer)
+  std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run)
+  std::shared_ptr<core::Trace> trace;   // one block (Trace::layer)
   std::shared_ptr<const ModelOverview> overview;
   bool appended = false;  // the run was extended, not recomputed
 };
 
-// Runs `job` (see the top of this file). Throws std::invalid_argument for
-// ids the model cannot take, std::bad_alloc when memory runs out.
-ModelResult run_model_job(const ModelJob& job);
+// Runs `job` on `kept_run` (see the top of this file) and leaves its run
+// there. Throws std::invalid_argument for ids the model cannot take,
+// std::bad_alloc when memory runs out.
+ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run);
 
 // The block `layer` of `run` as a Trace the stepper reads: the block's input
 // (the embeddings, or the previous block's output), ln_1, per head Q, K, V,

@@ -119,8 +119,8 @@ struct ModelState {
   int hovered =
       -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
 
-  // From the worker: the run on screen and its overview.
-  std::shared_ptr<core::ModelRun> run;
+  // From the worker: the overview of the run on screen (the worker keeps
+  // the run itself, to extend it when the text grows).
   std::shared_ptr<const ModelOverview> overview;
   std::uint64_t overview_version = 0;  // bumps with every overview adopted
   // The induction scores of `model` once computed (they do not depend on the text).

@@ -292,7 +292,6 @@ void apply_model_view(ModelState from, AppState& state) {
   m.next_at = from.next_at;
   m.recent = std::move(from.recent);
   m.pattern = from.pattern;
-  m.run.reset();
   m.overview.reset();
   m.source = Source::Chapter3;
   if (from.source != Source::Model || m.path.empty()) return;

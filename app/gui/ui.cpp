@@ -30,6 +30,7 @@ void handle_shortcuts(AppState& state) {
     if (key_pressed(ImGuiKey_PageUp)) state.select_layer(state.model.layer - 1);
     if (char_typed(']')) state.select_head(state.head + 1);
     if (char_typed('[')) state.select_head(state.head - 1);
+    if (letter_pressed('G')) state.append_top_token();
   }
   if (TeachState& t = state.teach; t.walk_active && t.walk_apply < 0) {
     const int last = static_cast<int>(walkthrough_steps().size()) - 1;

@@ -16,7 +16,7 @@ void draw_ui(AppState& state);
 void draw_stage_area(AppState& state);
 
 // Left/Right, Home/End, Escape and Ctrl+Q, unless a text field has focus;
-// with a model, PgUp/PgDn (layer) and [ ] (head).
+// with a model, PgUp/PgDn (layer), [ ] (head) and G (append the likeliest token).
 void handle_shortcuts(AppState& state);
 
 }  // namespace attnscope::gui

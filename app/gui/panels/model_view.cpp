@@ -132,7 +132,7 @@ void draw_model_grid(AppState& state) {
       const core::Stage& st = o.thumbs[static_cast<std::size_t>(index)];
       const HeatmapTexture tex =
           state.textures.get("thumb/" + std::to_string(index), m.overview_version, st,
-                             scale_kind_for(st.id), map, 0, scope);
+                             scale_kind_for(st.id), map, 0, scope, false);
       if (tex.ready && tex.id)
         dl->AddImage(tex.id, p0, p1, ImVec2(0, 0), tex.uv_max);
       else

@@ -83,10 +83,11 @@ ImVec2 uv_max_of(const core::RowMatrix& m, const RgbaImage& image, int factor) {
 
 HeatmapTexture TextureCache::get(const std::string& slot, std::uint64_t trace_version,
                                  const core::Stage& stage, ScaleKind kind, Colormap map,
-                                 int max_side, ScaleScope scope) {
+                                 int max_side, ScaleScope scope, bool follows_trace) {
   using Clock = std::chrono::steady_clock;
   Entry& e = entries_[slot];
   e.last_used = frame_;
+  e.follows_trace = follows_trace;
   const Want want{trace_version, stage.id, stage.head, kind, map, max_side, scope};
   const bool shows_it = e.texture && e.shown == want;
   if (shows_it) {
@@ -194,7 +195,7 @@ bool TextureCache::prepare(const core::Trace& next, std::uint64_t next_version, 
   bool worked = false;  // every call makes progress, whatever the budget
   auto over = [&](double budget) { return worked && spent() >= budget; };
   for (auto& [slot, e] : entries_) {
-    if (e.last_used != frame_ || !e.texture) continue;  // not on screen
+    if (e.last_used != frame_ || !e.texture || !e.follows_trace) continue;  // not on screen
     Next& n = e.next;
     if (n.version == next_version && (n.map != e.shown.map || n.scope != e.shown.scope))
       n = Next{};                                          // recoloured since

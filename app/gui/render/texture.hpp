@@ -89,9 +89,12 @@ class TextureCache {
   // max_side > 0 caps the texture's sides (texel_factor); 0 is full resolution.
   // scope Row colours each row on its own range; the returned range is the
   // matrix's either way (the colour bar's counts, its masked swatch).
+  // follows_trace false: the stage is not the trace's (a model view
+  // thumbnail), so prepare() leaves the slot alone; trace_version is then
+  // whatever version its owner gives its data.
   HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
                      ScaleKind kind, Colormap map, int max_side = 0,
-                     ScaleScope scope = ScaleScope::Matrix);
+                     ScaleScope scope = ScaleScope::Matrix, bool follows_trace = true);
   // Milliseconds per frame get() may spend colouring and uploading large
   // stages (the first large one of a frame always makes some progress).
   void set_frame_budget(double ms) { frame_budget_ms_ = ms; }
@@ -161,7 +164,8 @@ class TextureCache {
     Next next;
     Work work;
     std::unique_ptr<Texture> texture;
-    Want shown;  // what `texture` shows
+    Want shown;                 // what `texture` shows
+    bool follows_trace = true;  // prepare() colours its stage of the next trace
     ValueRange range;
     ImVec2 uv_max{1.0f, 1.0f};
     int last_used = 0;

@@ -55,8 +55,13 @@ ModelJob job_for(const std::string& text, int layer = 1, int head = 2) {
 // ---------------------------------------------------------------------------
 // The worker's job
 
+ModelResult run(const ModelJob& job) {
+  std::shared_ptr<core::ModelRun> kept;
+  return run_model_job(job, kept);
+}
+
 TEST(ModelJob, ABlocksTraceHoldsEveryStageTheStepperShows) {
-  const ModelResult r = run_model_job(job_for("Your journey starts with one step"));
+  const ModelResult r = run(job_for("Your journey starts with one step"));
   const core::Trace& t = *r.trace;
   EXPECT_EQ(t.layer, 1);
   EXPECT_EQ(t.heads_shown(), 3);
@@ -75,7 +80,7 @@ TEST(ModelJob, ABlocksTraceHoldsEveryStageTheStepperShows) {
 }
 
 TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {
-  const ModelResult r = run_model_job(job_for("The cat sat on the mat and the cat sat again"));
+  const ModelResult r = run(job_for("The cat sat on the mat and the cat sat again"));
   const ModelOverview& o = *r.overview;
   ASSERT_EQ(o.patterns.size(), 6u);
   ASSERT_EQ(o.thumbs.size(), 6u);
@@ -109,24 +114,26 @@ TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {
 }
 
 TEST(ModelJob, ExtendingTheTextAppendsToTheRunOnScreen) {
-  const ModelResult first = run_model_job(job_for("Every effort moves"));
+  std::shared_ptr<core::ModelRun> kept;
+  const ModelResult first = run_model_job(job_for("Every effort moves"), kept);
+  EXPECT_EQ(kept, first.run);
   ModelJob more = job_for("Every effort moves you forward");
-  more.base = first.run;
   more.induction = first.overview->induction;
-  const ModelResult r = run_model_job(more);
+  const ModelResult r = run_model_job(more, kept);
   EXPECT_TRUE(r.appended);
   EXPECT_EQ(r.run, first.run);
   // The same numbers as a run of the whole text from scratch.
-  const ModelResult fresh = run_model_job(job_for("Every effort moves you forward"));
+  const ModelResult fresh = run(job_for("Every effort moves you forward"));
   EXPECT_FALSE(fresh.appended);
   const core::RowMatrix a = *r.run->stage({1, 2, id::weights});
   const core::RowMatrix b = *fresh.run->stage({1, 2, id::weights});
   ASSERT_EQ(a.rows(), b.rows());
   EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-5f);
   // An edit that is not an extension runs the forward again.
-  ModelJob edit = job_for("Every effort");
-  edit.base = r.run;
-  EXPECT_NE(run_model_job(edit).run, r.run);
+  const ModelResult shorter = run_model_job(job_for("Every effort"), kept);
+  EXPECT_FALSE(shorter.appended);
+  EXPECT_EQ(kept, shorter.run);
+  EXPECT_EQ(shorter.run->num_tokens(), 2);
 }
 
 TEST(ModelJob, HeadsSortByTheChosenScoreHighestFirst) {
@@ -269,8 +276,8 @@ TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
   state.mark_dirty();
   frames(2);
   EXPECT_EQ(state.model.overview->next_at, 2);
-  EXPECT_EQ(state.model.overview->next.front().id,
-            state.model.run->next_tokens_at(2, 1).front().id);
+  core::ModelRun fresh(tiny_model(), state.model.ids());
+  EXPECT_EQ(state.model.overview->next.front().id, fresh.next_tokens_at(2, 1).front().id);
 }
 
 TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
@@ -327,7 +334,7 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
   state.set_source(Source::Chapter3);
   frames(2);
   EXPECT_FALSE(state.showing_model());
-  EXPECT_FALSE(state.model.run) << "the model's run is freed";
+  EXPECT_FALSE(state.sync_model_run) << "the model's run is freed";
   EXPECT_TRUE(state.model.model) << "the model stays loaded";
   state.set_source(Source::Model);
   frames(2);

@@ -117,6 +117,12 @@ struct ModelPatterns {
 ModelPatterns model_patterns(ModelRun& text_run, const std::shared_ptr<const Gpt2Model>& model,
                              int induction_n, std::uint64_t seed);
 
+// The induction half of model_patterns alone (scores left empty): for a
+// viewer that measures the text's scores itself, head by head. Throws
+// std::invalid_argument as model_patterns does.
+ModelPatterns model_induction(const std::shared_ptr<const Gpt2Model>& model, int induction_n,
+                              std::uint64_t seed);
+
 // {"model", "layers", "heads", "induction_n", "induction_ids", "scores":
 // [{"layer", "head", "previous_token", "first_token", "self", "entropy",
 // "entropy_normalised", "induction"}, ...], "explanations": {key: line}}
