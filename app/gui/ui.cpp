@@ -189,7 +189,7 @@ void draw_ui(AppState& state) {
       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
   if (state.teach.walk_active) state.ui.welcome_dismissed = true;
-  if (!state.ui.welcome_dismissed) draw_welcome_card(state);
+  if (!state.ui.welcome_dismissed && !state.model.active()) draw_welcome_card(state);
   if (state.model.active())
     draw_model_centre(state);
   else

@@ -18,6 +18,10 @@ and in two screenshots taken with the app's own F12, which must differ and
 not be blank), and Ctrl+Q exits with 0, with no OpenGL error or ImGui
 assertion on stderr and a complete session file.
 
+Then the same for a model: the app opened with --model on a tiny GPT-2
+(written here) gets ATTNSCOPE_MONKEY_MODEL_SECONDS (default 20) of random
+input, and must still be alive and exit 0 on Ctrl+Q without an assertion.
+
 Every action is logged to <work>/actions.log. ATTNSCOPE_MONKEY_REPLAY=<a saved
 actions.log> sends those actions again instead of random ones, checking after
 each that the app still runs, and names the first action after which it did not.
@@ -35,7 +39,7 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from xvfb_util import (check, finish, fresh_work, launch, new_files, png_chunks,  # noqa: E402
                        png_info, stop, wait_for_window, wait_new_png, wait_screen_stable, wait_until,
-                       window_geometry, xdotool)
+                       window_geometry, write_tiny_gpt2, xdotool)
 
 WIDTH, HEIGHT = 1280, 800
 # The File menu's title (x0, y0, x1, y1), at any UI scale up to 200% (View >
@@ -149,6 +153,41 @@ def f12_screenshot(env, folder, what):
     return os.path.join(folder, shots[0])
 
 
+def model_phase(args, env, seed):
+    """Random input to the app showing a model; True when it survived and quit cleanly."""
+    seconds = float(os.environ.get("ATTNSCOPE_MONKEY_MODEL_SECONDS", "20"))
+    model = os.path.join(args.work, "tiny-gpt2")
+    write_tiny_gpt2(model)
+    app = launch(args.app, ["--size", f"{WIDTH}x{HEIGHT}", "--scale", UI_SCALE, "--no-session",
+                            "--model", model, "--text", "The cat sat on the mat."], env, args.work)
+    wid = wait_for_window(env)
+    if not check(wid is not None, "the app's window appears with a model"):
+        stop(app, timeout=5)
+        return False
+    xdotool(env, "windowfocus", "--sync", wid)
+    log = open(os.path.join(args.work, "model_actions.log"), "w")
+    monkey = Monkey(env, wid, random.Random(seed + 1), log)
+    started = time.monotonic()
+    while time.monotonic() - started < seconds and app.poll() is None:
+        monkey.step()
+    log.close()
+    alive = check(app.poll() is None, f"the app with a model is alive after {monkey.actions} random "
+                                      f"actions (seed {seed + 1}; {args.work}/model_actions.log)")
+    if not alive:
+        _, _, err = stop(app, timeout=10)
+        print(err[-3000:], file=sys.stderr)
+        return False
+    for _ in range(3):
+        xdotool(env, "key", "Escape")
+        time.sleep(0.2)
+    xdotool(env, "key", "ctrl+q")
+    code, _, err = stop(app, timeout=120)
+    check(code == 0, f"Ctrl+Q exits with 0 after the model's monkey (got {code})")
+    check("OpenGL error" not in err and "Assertion" not in err,
+          f"no OpenGL error or assertion on stderr with a model ({err.strip()[-500:]})")
+    return code == 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--app", required=True)
@@ -250,6 +289,8 @@ def main():
     check(complete, "the session file is complete after the exit")
     print(f"summary: seed={seed} seconds={elapsed:.1f} actions={monkey.actions} "
           f"x_events={monkey.events} alive=yes exit={code}", flush=True)
+    if not replay:
+        model_phase(args, env, seed)
     return finish()
 
 

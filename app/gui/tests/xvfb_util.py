@@ -6,7 +6,9 @@ and stopping it. Standard library only (plus xdotool for the X11 helpers).
 Waits are for conditions with generous timeouts, never fixed sleeps that a
 loaded machine (ctest -j2) can outrun.
 """
+import json
 import os
+import random
 import shutil
 import struct
 import subprocess
@@ -311,3 +313,51 @@ def visible(env, wid):
     """True when the window is mapped (xdotool's --onlyvisible search lists it)."""
     r = xdotool(env, "search", "--onlyvisible", "--name", "^attnscope$")
     return wid in r.stdout.split()
+
+
+# A tiny GPT-2 for the tests that open a model (model_xvfb_test.py, monkey_test.py).
+LAYERS, HEADS, EMBD, POSITIONS, VOCAB = 2, 2, 8, 32, 50257
+
+
+def write_tiny_gpt2(folder, seed=3):
+    """A Hugging Face GPT-2 folder with random weights: config.json and
+    model.safetensors (an 8-byte header length, the JSON header, raw F32)."""
+    os.makedirs(folder, exist_ok=True)
+    config = {"model_type": "gpt2", "n_layer": LAYERS, "n_head": HEADS, "n_embd": EMBD,
+              "n_positions": POSITIONS, "vocab_size": VOCAB, "layer_norm_epsilon": 1e-5,
+              "activation_function": "gelu_new"}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f)
+    rng = random.Random(seed)
+    shapes = {"wte.weight": (VOCAB, EMBD), "wpe.weight": (POSITIONS, EMBD),
+              "ln_f.weight": (EMBD,), "ln_f.bias": (EMBD,)}
+    for layer in range(LAYERS):
+        p = f"h.{layer}."
+        shapes.update({p + "ln_1.weight": (EMBD,), p + "ln_1.bias": (EMBD,),
+                       p + "attn.c_attn.weight": (EMBD, 3 * EMBD), p + "attn.c_attn.bias": (3 * EMBD,),
+                       p + "attn.c_proj.weight": (EMBD, EMBD), p + "attn.c_proj.bias": (EMBD,),
+                       p + "ln_2.weight": (EMBD,), p + "ln_2.bias": (EMBD,),
+                       p + "mlp.c_fc.weight": (EMBD, 4 * EMBD), p + "mlp.c_fc.bias": (4 * EMBD,),
+                       p + "mlp.c_proj.weight": (4 * EMBD, EMBD), p + "mlp.c_proj.bias": (EMBD,)})
+    header, blobs, offset = {}, [], 0
+    for name, shape in shapes.items():
+        n = 1
+        for s in shape:
+            n *= s
+        if name.endswith(".weight") and len(shape) == 1:
+            values = [1.0] * n  # LayerNorm gains
+        elif name.endswith(".bias"):
+            values = [0.0] * n
+        else:
+            values = [rng.gauss(0.0, 0.5) for _ in range(n)]
+        blob = struct.pack(f"<{n}f", *values)
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)

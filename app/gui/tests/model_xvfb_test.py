@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""A trained model in the running app, driven as a learner would (run inside
+xvfb-run; see CMakeLists.txt).
+
+  1. A tiny GPT-2 folder (config.json + model.safetensors, written here
+     with the standard library) opens with --model; a folder that is not a
+     model gives exit 2 and the engine's message.
+  2. The app is driven with xdotool: the text box is retyped, a thumbnail
+     of the model view is clicked (the one-head stepper opens), PgDn moves
+     to the next layer, G appends the most likely token; the screen changes
+     after each, and Ctrl+Q exits 0.
+  3. The saved session holds the typed text (grown by one token), the
+     layer, the view and the model's path, never its weights.
+
+Standard library only (xvfb_util.py).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xvfb_util import (check, finish, fresh_work, grab_bytes, launch, quit_app, run,  # noqa: E402
+                       wait_for_window, wait_screen_stable, write_tiny_gpt2, xdotool)
+
+def session(cfg):
+    try:
+        with open(os.path.join(cfg, "session.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--app", required=True)
+    ap.add_argument("--grab", default="")
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    env, cfg = fresh_work(args.work)
+    model = os.path.join(args.work, "tiny-gpt2")
+    write_tiny_gpt2(model)
+
+    # 1. A folder that is not a model: the engine's message, exit 2.
+    empty = os.path.join(args.work, "not-a-model")
+    os.makedirs(empty)
+    r = run([args.app, "--no-session", "--model", empty, "--screenshot",
+             os.path.join(args.work, "no.png")], env)
+    check(r.returncode == 2 and "error: --model" in r.stderr and "not-a-model" in r.stderr,
+          f"a folder without a model exits 2 naming it ({r.stderr.strip()[:160]})")
+    shot = os.path.join(args.work, "model.png")
+    r = run([args.app, "--no-session", "--model", model, "--text", "Hello there", "--screenshot", shot],
+            env)
+    check(r.returncode == 0 and os.path.getsize(shot) > 10000, "--model --screenshot writes the window")
+
+    # 2. The running app.
+    proc = launch(args.app, ["--model", model, "--text", "Hello", "--size", "1600x1000"], env,
+                  args.work)
+    wid = wait_for_window(env)
+    check(wid is not None, "the window opens")
+    if wid is None:
+        proc.kill()
+        return finish()
+    grab_path = os.path.join(args.work, "grab.png")
+
+    def stable_screen():
+        """The screen once it stopped changing (None without a grabber)."""
+        wait_screen_stable(env, args.grab, grab_path)
+        return grab_bytes(env, args.grab, grab_path)
+
+    xdotool(env, "windowfocus", "--sync", wid)
+    before = stable_screen()
+
+    # The text box is the left column's first field under "Text" (about y
+    # 230); a click puts the cursor at the end of "Hello".
+    typed = " the cat sat on the mat. The cat"
+    xdotool(env, "mousemove", "--window", wid, "180", "220", "click", "1")
+    time.sleep(0.3)  # the field takes focus in the next frame
+    xdotool(env, "key", "End")
+    xdotool(env, "type", "--delay", "20", typed)
+    time.sleep(0.5)
+    after_typing = stable_screen()
+    check(before is None or after_typing != before, "typing changes the screen")
+
+    # Leave the text box (click an empty spot of the centre's header), then
+    # click the model view's first thumbnail: layer 0, head 0.
+    xdotool(env, "mousemove", "--window", wid, "1150", "47", "click", "1")
+    xdotool(env, "mousemove", "--window", wid, "520", "160", "click", "1")
+    time.sleep(0.5)
+    xdotool(env, "key", "Next")  # PgDn: the next layer
+    time.sleep(0.5)
+    xdotool(env, "key", "g")  # the most likely next token, appended
+    time.sleep(1.0)
+    after_keys = stable_screen()
+    check(after_keys is None or after_keys != after_typing, "the clicks and keys change the screen")
+
+    code, _, err = quit_app(env, proc, wid)
+    check(code == 0, f"Ctrl+Q exits 0 ({err.strip()[-200:]})")
+
+    # 3. The session.
+    doc = session(cfg)
+    check(doc is not None, "a session was saved")
+    view = (doc or {}).get("view", {}).get("model", {})
+    check(view.get("source") == "model", f"the session's source is the model ({view.get('source')})")
+    check(view.get("path") == model, "the session names the model's folder")
+    text = view.get("text", "")
+    check(text.startswith("Hello" + typed) and len(text) > len("Hello" + typed),
+          f"the typed text, grown by the appended token ({text!r})")
+    check(view.get("view") == "head", f"the thumbnail click opened one head ({view.get('view')})")
+    check(view.get("layer") == 1, f"PgDn moved to layer 1 ({view.get('layer')})")
+    raw = open(os.path.join(cfg, "session.json")).read()
+    check(len(raw) < 100000, f"the session holds no weights ({len(raw)} bytes)")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
