@@ -226,7 +226,11 @@ std::optional<int> setup_state(App& app) {
   }
   // A screenshot, a frame benchmark or an export is about the run its flags
   // name, not a learner's first visit: no welcome card in the picture.
-  if (opts.screenshot || opts.bench_frames || opts.export_png) state.ui.welcome_dismissed = true;
+  if (opts.screenshot || opts.bench_frames || opts.export_png) {
+    state.ui.welcome_dismissed = true;
+    // ... and a model the session reopens is in it: wait for its load.
+    state.poll_model_loader(true);
+  }
   // imgui.ini lives next to the session, never in the working directory;
   // main reads and writes it (atomically), not ImGui.
   app.ini_path = dir.empty() || !opts.save_session() ? std::string() : (dir / "imgui.ini").string();
@@ -285,6 +289,9 @@ std::optional<int> setup_window(App& app) {
   const gui::OffscreenFigureRenderer& renderer = app.figure_renderer.emplace();
   state.files.render_png = [&renderer](const attnscope::figure::Heatmap& h, int scale) {
     return renderer.render(h, scale);
+  };
+  state.files.render_grid_png = [&renderer](const attnscope::figure::HeadGrid& g, int scale) {
+    return renderer.render(g, scale);
   };
   return std::nullopt;
 }

@@ -303,6 +303,7 @@ void apply_model_view(ModelState from, AppState& state) {
     return;
   }
   m.source = Source::Model;
+  m.encode_text();  // the chips while the model loads (GPT-2's tokenizer until then)
   state.open_model(m.path);
   m.restoring = true;
 }

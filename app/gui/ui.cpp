@@ -207,6 +207,8 @@ void draw_ui(AppState& state) {
     draw_inspector_panel(state);
     ImGui::EndChild();
     draw_walkthrough(state);
+  } else if (state.model.active() && state.model.view == ModelView::Model) {
+    draw_head_scores(state);
   } else {
     draw_inspector_panel(state);
   }

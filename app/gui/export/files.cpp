@@ -9,10 +9,13 @@
 #include <stdexcept>
 
 #include "attnscope/files.hpp"
+#include "attnscope/head_patterns.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/pytorch_code.hpp"
+#include "attnscope/thumbnail.hpp"
 #include "attnscope/weights.hpp"
 #include "export/png.hpp"
+#include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
 #include "session.hpp"
 #include "view_scale.hpp"
@@ -145,6 +148,72 @@ std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, 
     const fs::path path =
         core::write_new_file(dir, core::export_stem(stage.id, stage.head, variant_of(*trace), now),
                              export_extension(kind), bytes);
+    remember_folder(state, dir);
+    notify(state, "Saved " + path.filename().string(), path.string(), false);
+    return path;
+  } catch (const std::exception& e) {
+    notify(state, std::string("Export failed: ") + e.what(), "", true);
+    return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The model view
+
+figure::HeadGrid model_view_figure(const AppState& state, int max_cells) {
+  const ModelState& m = state.model;
+  if (!m.overview || !state.showing_model() || !m.model)
+    throw std::runtime_error("there is no model view on screen");
+  const ModelOverview& o = *m.overview;
+  figure::HeadGrid g;
+  g.layers = o.layers;
+  g.heads = o.heads;
+  g.title = m.model->name() + ": attention of every head (" + std::to_string(o.layers) +
+            " layers × " + std::to_string(o.heads) + " heads)";
+  g.subtitle = figure::run_subtitle(*state.trace);
+  if (m.pattern.kind && m.pattern.sort)
+    g.subtitle += "; each layer's heads sorted by " +
+                  std::string(core::pattern_name(*m.pattern.kind)) +
+                  ", highest first (the number: the head)";
+  for (const core::Stage& t : o.thumbs)
+    g.maps.push_back(t.data().rows() > max_cells ? core::downsample_max(t.data(), max_cells)
+                                                 : t.data());
+  if (m.pattern.kind && m.pattern.sort)
+    for (int l = 0; l < o.layers; ++l) g.order.push_back(heads_in_order(o, l, m.pattern));
+  g.palette = state.ui.palette;
+  g.scope = state.ui.row_scale == figure::RowScale::Off ? figure::ScaleScope::Matrix
+                                                        : figure::ScaleScope::Row;
+  g.unicode = state.ui.unicode;
+  return g;
+}
+
+std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int scale) {
+  const auto now = std::chrono::system_clock::now();
+  try {
+    std::string bytes;
+    if (kind == ExportKind::Svg) {
+      // One element per cell: 32 cells a side keep 12 x 12 heads under SVG's cell limit.
+      const figure::HeadGrid g = model_view_figure(state, 32);
+      const figure::Scene sc = figure::layout_head_grid(g);
+      if (!figure::svg_supported(sc.grid.rows(), sc.grid.cols()))
+        throw std::runtime_error("this model has too many heads for one SVG; export PNG");
+      bytes = figure::scene_svg(sc);
+    } else if (kind == ExportKind::Png) {
+      if (!state.files.render_grid_png)
+        throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
+      const RenderedImage img =
+          state.files.render_grid_png(model_view_figure(state, kThumbnailCells), scale);
+      bytes = encode_png(img.width, img.height, img.rgba);
+      if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
+    } else {
+      throw std::runtime_error("the model view exports as PNG or SVG");
+    }
+    const fs::path dir = ready_export_folder(state);
+    // stage-literals: off (a file name, not a stage)
+    const fs::path path = core::write_new_file(
+        dir, core::export_stem("model_view", -1, state.model.model->name(), now),
+        export_extension(kind), bytes);
+    // stage-literals: on
     remember_folder(state, dir);
     notify(state, "Saved " + path.filename().string(), path.string(), false);
     return path;

@@ -17,6 +17,7 @@
 
 #include "app_state.hpp"
 #include "attnscope/session.hpp"
+#include "figure/head_grid_figure.hpp"
 #include "figure/stage_figure.hpp"
 
 namespace attnscope::gui {
@@ -50,6 +51,16 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
 // Returns the path, or nullopt after setting an error notice.
 std::optional<std::filesystem::path> export_stage(AppState& state, const core::Stage& stage,
                                                   ExportKind kind, int scale = 1);
+
+// The model view as one figure (figure/head_grid_figure.hpp): every head's
+// thumbnail in the order and colours on screen, each cut to at most
+// `max_cells` a side, titled with the model, its size and the text.
+// Throws std::runtime_error when no model view is on screen.
+figure::HeadGrid model_view_figure(const AppState& state, int max_cells);
+// Writes it into the export folder as PNG (at `scale`) or SVG:
+// model_view_<model>_<YYYYmmdd-HHMMSS>.<ext>. Returns the path, or nullopt
+// after setting an error notice.
+std::optional<std::filesystem::path> export_model_view(AppState& state, ExportKind kind, int scale);
 
 // Every stage (every head) of the trace on screen into a new folder
 // <export folder>/attnscope_<variant>_<timestamp>: a PNG (at files.png_scale)

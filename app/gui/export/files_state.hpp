@@ -18,13 +18,16 @@
 
 namespace attnscope::figure {
 struct Heatmap;
-}
+struct HeadGrid;
+}  // namespace attnscope::figure
 
 namespace attnscope::gui {
 
 // Renders a heatmap figure off screen at an integer scale (1, 2, 4); throws
 // std::runtime_error with a message a person can act on.
 using FigureRenderer = std::function<RenderedImage(const figure::Heatmap&, int scale)>;
+// The same for the model view's figure of every head.
+using HeadGridRenderer = std::function<RenderedImage(const figure::HeadGrid&, int scale)>;
 
 // The path-field dialogs that stand in for a native file dialog.
 enum class FileDialog {
@@ -65,8 +68,9 @@ struct FilesState {
   std::string listed_folder;     // the folder the dialog lists (cached listing below)
   std::vector<std::pair<std::string, bool>> listing;  // its entries: name, is a folder
 
-  int screenshot_countdown = 0;  // > 0: main grabs the window when it reaches 0
-  FigureRenderer render_png;     // null: PNG export is unavailable (no GL context)
+  int screenshot_countdown = 0;      // > 0: main grabs the window when it reaches 0
+  FigureRenderer render_png;         // null: PNG export is unavailable (no GL context)
+  HeadGridRenderer render_grid_png;  // the same for the model view
 
   static constexpr std::size_t kMaxRecent = 8;
 };

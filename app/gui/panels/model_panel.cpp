@@ -6,13 +6,11 @@
 //   3. text and tokens
 //   4. layer, head, view
 //   5. next token
-//   6. head patterns
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "attnscope/head_patterns.hpp"
 #include "attnscope/tokenizer.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
@@ -216,34 +214,6 @@ void draw_next_tokens(AppState& state) {
   }
 }
 
-// ---------------------------------------------------------------------------
-// 6. Head patterns
-
-void draw_patterns(AppState& state) {
-  PatternChoice& p = state.model.pattern;
-  if (!state.model.overview) return;
-  section("Head patterns");
-  const std::string current = p.kind ? std::string(core::pattern_name(*p.kind)) : "none";
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
-  if (ImGui::BeginCombo("colour by", current.c_str())) {
-    if (ImGui::Selectable("none", !p.kind)) p.kind.reset();
-    for (core::PatternKind k : core::kPatternKinds) {
-      if (ImGui::Selectable(std::string(core::pattern_name(k)).c_str(), p.kind == k)) p.kind = k;
-      if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("%s", std::string(core::pattern_explanation(k)).c_str());
-    }
-    ImGui::EndCombo();
-  }
-  ImGui::BeginDisabled(!p.kind);
-  ImGui::Checkbox("sort each layer's heads", &p.sort);
-  ImGui::EndDisabled();
-  if (p.kind) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    text_wrapped(state, std::string(core::pattern_explanation(*p.kind)));
-    ImGui::PopStyleColor();
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -278,7 +248,6 @@ void draw_model_panel(AppState& state) {
   draw_text(state);
   draw_selection(state);
   draw_next_tokens(state);
-  draw_patterns(state);
 }
 
 }  // namespace attnscope::gui

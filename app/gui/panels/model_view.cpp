@@ -5,6 +5,7 @@
 //   2. the model view: every layer x head as a thumbnail
 //   3. the head view: lines from one token to the tokens it attends to
 //   4. the centre: view switch, then the chosen view
+//   5. the right column beside the model view: one head's scores
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "attnscope/head_patterns.hpp"
 #include "attnscope/stages.hpp"
 #include "attnscope/tokenizer.hpp"
+#include "export/files.hpp"
 #include "imgui.h"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
@@ -76,7 +78,38 @@ void head_tooltip(const ModelOverview& o, int layer, int head) {
   ImGui::EndTooltip();
 }
 
+// The model view's first line: colour (and sort) the heads by a pattern score.
+void draw_pattern_choice(AppState& state) {
+  PatternChoice& p = state.model.pattern;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Head patterns:");
+  ImGui::SameLine();
+  const std::string current = p.kind ? std::string(core::pattern_name(*p.kind)) : "none";
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
+  if (ImGui::BeginCombo("##colour_by", current.c_str())) {
+    if (ImGui::Selectable("none", !p.kind)) p.kind.reset();
+    for (core::PatternKind k : core::kPatternKinds) {
+      if (ImGui::Selectable(std::string(core::pattern_name(k)).c_str(), p.kind == k)) p.kind = k;
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s", std::string(core::pattern_explanation(k)).c_str());
+    }
+    ImGui::EndCombo();
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Colour each head's frame by a score measured on this text (bright: high)");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!p.kind);
+  ImGui::Checkbox("sort each layer", &p.sort);
+  ImGui::EndDisabled();
+  if (p.kind) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_wrapped(state, std::string(core::pattern_explanation(*p.kind)));
+    ImGui::PopStyleColor();
+  }
+}
+
 void draw_model_grid(AppState& state) {
+  draw_pattern_choice(state);
   ModelState& m = state.model;
   const ModelOverview& o = *m.overview;
   const float font = ImGui::GetFontSize();
@@ -142,9 +175,13 @@ void draw_model_grid(AppState& state) {
         const float t = hi > lo ? static_cast<float>((v - lo) / (hi - lo)) : 0.0f;
         dl->AddRect(p0, p1, to_u32(sample(map, t)), 0.0f, 0, std::max(2.0f, tile * 0.06f));
       }
-      if (sorted && tile > font * 1.6f)
-        dl->AddText(ImVec2(p0.x + 2, p0.y + 1), IM_COL32(255, 255, 255, 220),
-                    std::to_string(h).c_str());
+      if (sorted && tile > font * 1.6f) {  // which head this is, on a dark plate
+        const std::string number = std::to_string(h);
+        const ImVec2 ts = ImGui::CalcTextSize(number.c_str());
+        dl->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + 5 + ts.x, p0.y + 3 + ts.y),
+                          IM_COL32(0, 0, 0, 190));
+        dl->AddText(ImVec2(p0.x + 3.5f, p0.y + 2.5f), IM_COL32(255, 255, 255, 255), number.c_str());
+      }
       if (l == m.layer && h == state.head)
         dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
                     IM_COL32(255, 200, 60, 255), 0.0f, 0, 2.0f);
@@ -160,10 +197,16 @@ void draw_model_grid(AppState& state) {
       }
     }
   }
-  ImGui::TextDisabled(
-      "%d tokens; each tile shows a head's weights (%s), the largest of each "
-      "block of cells at this size",
-      o.tokens, scope == ScaleScope::Row ? "each row on its own scale" : "0 to 1");
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  text_wrapped(state, std::to_string(o.tokens) +
+                          " tokens. Each tile is one head's attention "
+                          "weights (" +
+                          (scope == ScaleScope::Row ? "each row on its own scale, View > R"
+                                                    : "on one scale, 0 to 1") +
+                          (o.tokens > kThumbnailCells
+                               ? "), the largest weight of each block of cells at this size."
+                               : ")."));
+  ImGui::PopStyleColor();
 }
 
 // ---------------------------------------------------------------------------
@@ -249,6 +292,43 @@ void draw_head_view(AppState& state) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
+// 5. The right column beside the model view
+
+void draw_head_scores(AppState& state) {
+  const ModelState& m = state.model;
+  if (!m.overview) return;
+  const ModelOverview& o = *m.overview;
+  // The head under the pointer, else the selected one.
+  const int index = m.hovered >= 0 ? m.hovered : m.layer * o.heads + state.head;
+  if (index < 0 || index >= o.layers * o.heads) return;
+  const int layer = index / o.heads, head = index % o.heads;
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::Text("Layer %d, head %d", layer, head);
+  if (state.ui.font_heading) ImGui::PopFont();
+  ImGui::TextDisabled(m.hovered >= 0 ? "under the pointer" : "selected; hover another head");
+  ImGui::Spacing();
+  for (core::PatternKind k : core::kPatternKinds) {
+    const double v = pattern_value(o, k, index);
+    // Where this head stands among all of them on this score.
+    int below = 0;
+    for (int j = 0; j < o.layers * o.heads; ++j) below += pattern_value(o, k, j) < v ? 1 : 0;
+    ImGui::Text("%s: %.3f", std::string(core::pattern_name(k)).c_str(), v);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_wrapped(state, "Higher than " + std::to_string(below) + " of the other " +
+                            std::to_string(o.layers * o.heads - 1) + " heads. " +
+                            std::string(core::pattern_explanation(k)));
+    ImGui::PopStyleColor();
+  }
+  ImGui::Spacing();
+  text_wrapped(state,
+               "Scores are measured on the text on the left, except induction, which "
+               "uses " +
+                   std::to_string(kInductionTokens) +
+                   " random tokens repeated twice (the same as attnscope-cli model "
+                   "patterns).");
+}
+
+// ---------------------------------------------------------------------------
 // 4. Centre
 
 void draw_model_centre(AppState& state) {
@@ -271,6 +351,19 @@ void draw_model_centre(AppState& state) {
     if (current) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.95f, 0.62f, 0.15f, 0.9f));
     if (ImGui::Button(names[v])) m.view = static_cast<ModelView>(v);
     if (current) ImGui::PopStyleColor();
+  }
+  if (m.view == ModelView::Model) {
+    ImGui::SameLine();
+    if (ImGui::Button("Export view")) ImGui::OpenPopup("export_model_view");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Every head as one figure, titled with the model and the text");
+    if (ImGui::BeginPopup("export_model_view")) {
+      for (int scale : {1, 2, 4})
+        if (ImGui::MenuItem(("PNG " + std::to_string(scale) + "x").c_str()))
+          export_model_view(state, ExportKind::Png, scale);
+      if (ImGui::MenuItem("SVG")) export_model_view(state, ExportKind::Svg, 1);
+      ImGui::EndPopup();
+    }
   }
   ImGui::SameLine();
   ImGui::TextDisabled("   %s, layer %d, head %d   (PgUp/PgDn: layer, [ ]: head)",

@@ -58,6 +58,9 @@ void draw_model_panel(AppState& state);
 // The centre for a model: the model view, one head's stepper, or the head
 // view; with no model, where to get one (model_view.cpp).
 void draw_model_centre(AppState& state);
+// The right column beside the model view: the pattern scores of the head
+// under the pointer (else the selected one), each with its explanation.
+void draw_head_scores(AppState& state);
 
 // The pinned-cell outlines a heatmap of `stage` should draw.
 struct PinMarks {

@@ -267,9 +267,25 @@ figure::Scene OffscreenFigureRenderer::layout(const figure::Heatmap& heatmap) co
 }
 
 RenderedImage OffscreenFigureRenderer::render(const figure::Heatmap& heatmap, int scale) const {
+  return render(layout(heatmap), strings_of(heatmap), scale);
+}
+
+figure::Scene OffscreenFigureRenderer::layout(const figure::HeadGrid& grid) const {
+  FigureFonts measure_fonts(figure::head_grid_strings(grid), {{32.0f, false}});
+  ImFont* m = measure_fonts.get(32.0f, false);
+  return figure::layout_head_grid(grid, [m](std::string_view s, float size) {
+    return m->CalcTextSizeA(size, 1e9f, 0.0f, s.data(), s.data() + s.size()).x;
+  });
+}
+
+RenderedImage OffscreenFigureRenderer::render(const figure::HeadGrid& grid, int scale) const {
+  return render(layout(grid), figure::head_grid_strings(grid), scale);
+}
+
+RenderedImage OffscreenFigureRenderer::render(const figure::Scene& sc,
+                                              const std::vector<std::string>& texts,
+                                              int scale) const {
   if (scale < 1 || scale > 8) throw std::runtime_error("the PNG scale must be 1, 2 or 4");
-  const std::vector<std::string> texts = strings_of(heatmap);
-  const figure::Scene sc = layout(heatmap);
 
   const float k = static_cast<float>(scale);
   const int width = sc.width * scale, height = sc.height * scale;

@@ -10,6 +10,7 @@
 // (PNG export, Export all, --export-png through FilesState::render_png).
 #pragma once
 
+#include "figure/head_grid_figure.hpp"
 #include "figure/heatmap_figure.hpp"
 #include "render/rendered_image.hpp"
 
@@ -25,6 +26,14 @@ class OffscreenFigureRenderer {
   RenderedImage render(const figure::Heatmap& heatmap, int scale) const;
   // The layout render() draws (logical px at scale 1, this font's metrics).
   figure::Scene layout(const figure::Heatmap& heatmap) const;
+  // The same for every head of a model as one figure (the model view).
+  RenderedImage render(const figure::HeadGrid& grid, int scale) const;
+  figure::Scene layout(const figure::HeadGrid& grid) const;
+
+ private:
+  // Paints a laid-out figure whose texts are among `texts` (their glyphs are baked).
+  RenderedImage render(const figure::Scene& scene, const std::vector<std::string>& texts,
+                       int scale) const;
 };
 
 }  // namespace attnscope::gui

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "app_state.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
+#include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "launch_options.hpp"
@@ -377,6 +379,45 @@ TEST_F(ModelApp, ASessionsModelThatFailsToLoadFallsBackToChapterThree) {
   EXPECT_EQ(other.model.source, Source::Chapter3);
   EXPECT_NE(other.ui.session_warning.find("could not be opened"), std::string::npos)
       << other.ui.session_warning;
+}
+
+TEST_F(ModelApp, TheModelViewExportsAsOneSvgFigure) {
+  core::testing::TempDir dir;
+  state.files.export_folder = dir.path();
+  state.model.pattern = PatternChoice{core::PatternKind::Self, true};
+  const auto path = export_model_view(state, ExportKind::Svg, 1);
+  ASSERT_TRUE(path) << state.files.notice.message;
+  EXPECT_EQ(path->filename().string().rfind("model_view_", 0), 0u) << *path;
+  std::ifstream in(*path);
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("2 layers"), std::string::npos) << "the title names the model's size";
+  EXPECT_NE(svg.find("sorted by self"), std::string::npos);
+  EXPECT_NE(svg.find(">L1<"), std::string::npos) << "a label per layer";
+  // Without the window's renderer there is no PNG, and the notice says why.
+  EXPECT_FALSE(export_model_view(state, ExportKind::Png, 2));
+  EXPECT_NE(state.files.notice.message.find("OpenGL"), std::string::npos)
+      << state.files.notice.message;
+}
+
+TEST(HeadGridFigure, TilesAreLaidOutInOrderWithGaps) {
+  figure::HeadGrid g;
+  g.layers = 2;
+  g.heads = 3;
+  for (int k = 0; k < 6; ++k)
+    g.maps.push_back(core::RowMatrix::Constant(8, 8, 0.1f * static_cast<float>(k)));
+  const figure::Scene sc = figure::layout_head_grid(g);
+  // 3 tiles of 8 cells and 2 gaps of 1 across, 2 tiles and 1 gap down.
+  EXPECT_EQ(sc.grid.cols(), 3 * 8 + 2);
+  EXPECT_EQ(sc.grid.rows(), 2 * 8 + 1);
+  EXPECT_EQ(sc.grid.colors.at(8, 0), (figure::Rgba8{255, 255, 255, 255})) << "a gap";
+  g.order = {{2, 0, 1}, {}};
+  EXPECT_NO_THROW(figure::layout_head_grid(g));
+  g.order = {{2, 2, 1}};
+  EXPECT_THROW(figure::layout_head_grid(g), std::invalid_argument);
+  g.order.clear();
+  g.maps.pop_back();
+  EXPECT_THROW(figure::layout_head_grid(g), std::invalid_argument);
 }
 
 }  // namespace
