@@ -85,8 +85,8 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
   const bool ordered = std::any_of(g.order.begin(), g.order.end(),
                                    [](const std::vector<int>& r) { return !r.empty(); });
   Scene sc;
-  sc.title = g.subtitle.empty() ? g.title
-                                : g.title + (g.unicode ? " \xE2\x80\x94 " : " - ") + g.subtitle;
+  sc.title =
+      g.subtitle.empty() ? g.title : g.title + (g.unicode ? " \xE2\x80\x94 " : " - ") + g.subtitle;
   sc.range = ValueRange{};
   sc.range.lo = 0.0f;
   sc.range.hi = 1.0f;
@@ -128,7 +128,8 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
 
   const float grid_w = cell * static_cast<float>(grid.colors.width);
   const float grid_h = cell * static_cast<float>(grid.colors.height);
-  const float bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(std::min(grid_h, 240.0f), 60.0f);
+  const float bar_x = left + grid_w + 16, bar_w = 14,
+              bar_h = std::max(std::min(grid_h, 240.0f), 60.0f);
   const Colormap map = sequential_map(g.palette);
   sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, kFrame, "colorbar"});
   const bool rows = g.scope == ScaleScope::Row;
@@ -139,9 +140,9 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
   sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0,
                       false, "bar-label min"});
   const float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
-  const float width = std::max({tx + label_w + kMargin,
-                                2 * kMargin + measure(g.title, kTitleSize) * 1.08f,
-                                2 * kMargin + measure(g.subtitle, kSmallSize)});
+  const float width =
+      std::max({tx + label_w + kMargin, 2 * kMargin + measure(g.title, kTitleSize) * 1.08f,
+                2 * kMargin + measure(g.subtitle, kSmallSize)});
   sc.width = static_cast<int>(std::ceil(width));
   sc.height = static_cast<int>(std::ceil(top + std::max(grid_h, bar_h) + kMargin));
   return sc;

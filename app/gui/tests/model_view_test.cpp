@@ -322,6 +322,21 @@ TEST_F(ModelApp, AMalformedModelFolderGivesItsMessageAndKeepsTheModel) {
   EXPECT_NE(state.model.load_error.find("nowhere"), std::string::npos) << state.model.load_error;
 }
 
+TEST_F(ModelApp, DroppedFilesOpenAModelOrSayWhatCanBeDropped) {
+  core::testing::TempDir dir;
+  const std::filesystem::path notes = dir.path() / "notes.txt";
+  std::ofstream(notes) << "hello";
+  state.open_dropped(notes.string());
+  EXPECT_NE(state.ui.session_warning.find("notes.txt"), std::string::npos)
+      << state.ui.session_warning;
+  EXPECT_FALSE(state.model.loader->loading());
+  // A folder is taken for a model: its load runs and says what is missing.
+  state.open_dropped(dir.path().string());
+  state.poll_model_loader(true);
+  EXPECT_FALSE(state.model.load_error.empty());
+  EXPECT_EQ(state.model.model, tiny_model()) << "the model on screen stays";
+}
+
 TEST_F(ModelApp, CancelDropsTheLoadsResult) {
   core::testing::TempDir dir;
   state.open_model((dir.path() / "nowhere").string());

@@ -9,6 +9,8 @@ xvfb-run; see CMakeLists.txt).
      of the model view is clicked (the one-head stepper opens), PgDn moves
      to the next layer, G appends the most likely token; the screen changes
      after each, and Ctrl+Q exits 0.
+     Before the thumbnail click, Export view > PNG 1x writes the model view
+     into the export folder.
   3. The saved session holds the typed text (grown by one token), the
      layer, the view and the model's path, never its weights.
 
@@ -21,8 +23,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xvfb_util import (check, finish, fresh_work, grab_bytes, launch, quit_app, run,  # noqa: E402
-                       wait_for_window, wait_screen_stable, write_tiny_gpt2, xdotool)
+from xvfb_util import (check, finish, fresh_work, grab_bytes, launch, new_files, png_info,  # noqa: E402
+                       quit_app, run, wait_for_window, wait_screen_stable, wait_until,
+                       write_tiny_gpt2, xdotool)
 
 def session(cfg):
     try:
@@ -38,7 +41,8 @@ def main():
     ap.add_argument("--grab", default="")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    env, cfg = fresh_work(args.work)
+    env, cfg = fresh_work(args.work, pictures=True)
+    exports = os.path.join(env["XDG_PICTURES_DIR"], "attnscope")
     model = os.path.join(args.work, "tiny-gpt2")
     write_tiny_gpt2(model)
 
@@ -84,8 +88,21 @@ def main():
     check(before is None or after_typing != before, "typing changes the screen")
 
     # Leave the text box (click an empty spot of the centre's header), then
-    # click the model view's first thumbnail: layer 0, head 0.
+    # Export view > PNG 1x (the button right of the view buttons, the first
+    # item of its menu).
     xdotool(env, "mousemove", "--window", wid, "1150", "47", "click", "1")
+    time.sleep(0.3)
+    xdotool(env, "mousemove", "--window", wid, "760", "47", "click", "1")
+    time.sleep(0.5)
+    xdotool(env, "mousemove", "--window", wid, "797", "66")
+    time.sleep(0.3)
+    xdotool(env, "click", "1")
+    made = wait_until(lambda: [n for n in new_files(exports) if n.startswith("model_view_")], 20)
+    check(bool(made), f"Export view > PNG 1x writes model_view_*.png ({made})")
+    if made:
+        w, h, distinct = png_info(os.path.join(exports, made[0]))
+        check(w > 150 and h > 150 and distinct > 20, f"the model view PNG is a picture ({w}x{h})")
+    # Then the model view's first thumbnail: layer 0, head 0.
     xdotool(env, "mousemove", "--window", wid, "520", "160", "click", "1")
     time.sleep(0.5)
     xdotool(env, "key", "Next")  # PgDn: the next layer
