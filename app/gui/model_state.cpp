@@ -67,12 +67,14 @@ void ModelLoader::start(const std::string& path, const std::string& config) {
   loading_ = true;
   path_ = path;
   started_ = std::chrono::steady_clock::now();
-  thread_ = std::thread([this, path, config, gen] {
+  progress_ = std::make_shared<core::LoadProgress>();
+  thread_ = std::thread([this, path, config, gen, progress = progress_] {
     Outcome o;
     o.path = path;
     try {
       o.model = core::Gpt2Model::load(
-          path, config.empty() ? std::nullopt : std::optional<std::filesystem::path>(config));
+          path, config.empty() ? std::nullopt : std::optional<std::filesystem::path>(config),
+          progress.get());
     } catch (const std::bad_alloc&) {
       o.error = "out of memory while loading " + path;
     } catch (const std::exception& e) {
@@ -84,6 +86,7 @@ void ModelLoader::start(const std::string& path, const std::string& config) {
 }
 
 void ModelLoader::cancel() {
+  if (progress_) progress_->cancel = true;  // the load stops before its next block
   std::lock_guard lock(mutex_);
   ++generation_;
   done_.reset();

@@ -40,9 +40,10 @@ enum class ModelView {
 std::string_view model_view_id(ModelView v);  // "model", "head", "tokens"
 std::optional<ModelView> parse_model_view(std::string_view id);
 
-// Reads a checkpoint on a thread of its own. Cancel forgets the load: its
-// result, when it comes, is dropped (the read itself is not interrupted;
-// the thread is joined before the next load or on destruction).
+// Reads a checkpoint on a thread of its own, reporting the blocks packed.
+// Cancel stops the load before its next block and forgets it: its result,
+// if it still comes, is dropped (the thread is joined before the next load
+// or on destruction).
 class ModelLoader {
  public:
   struct Outcome {
@@ -62,6 +63,9 @@ class ModelLoader {
   bool loading() const { return loading_; }
   // Seconds since start() while loading.
   double seconds() const;
+  // Blocks packed so far and in all (0 until the config is read).
+  int blocks_done() const { return progress_ ? progress_->blocks_done.load() : 0; }
+  int blocks() const { return progress_ ? progress_->blocks.load() : 0; }
   // The outcome of the load started last, once, when it finished (and was not cancelled).
   std::optional<Outcome> take();
   // Blocks until the current load (if any) finished (tests, --screenshot).
@@ -70,6 +74,7 @@ class ModelLoader {
 
  private:
   std::thread thread_;
+  std::shared_ptr<core::LoadProgress> progress_;  // the load under way's
   std::mutex mutex_;
   std::optional<Outcome> done_;
   std::uint64_t generation_ = 0;  // bumped by start and cancel; a stale outcome is dropped

@@ -413,8 +413,16 @@ int count_blocks(const TensorFile& file, const std::string& stem) {
   return n;
 }
 
+// Before block l: stop when asked; after it: count it.
+void block_starts(LoadProgress* p) {
+  if (p && p->cancel.load()) throw LoadCancelled();
+}
+void block_done(LoadProgress* p) {
+  if (p) ++p->blocks_done;
+}
+
 std::shared_ptr<Gpt2Model::Weights> load_hugging_face(std::shared_ptr<const TensorFile> file,
-                                                      const Gpt2Config& c) {
+                                                      const Gpt2Config& c, LoadProgress* progress) {
   std::string prefix;
   if (file->shape("transformer.wte.weight")) prefix = "transformer.";
   Reader r(file, prefix);
@@ -426,6 +434,7 @@ std::shared_ptr<Gpt2Model::Weights> load_hugging_face(std::shared_ptr<const Tens
                              std::to_string(c.n_layer));
   auto w = std::make_shared<Gpt2Model::Weights>();
   w->config = c;
+  if (progress) progress->blocks = c.n_layer;
   const Eigen::Index d = c.n_embd, inner = c.n_inner;
   w->wte = r.table("wte.weight", c.vocab_size, d);
   w->wpe = r.table("wpe.weight", c.n_positions, d);
@@ -436,6 +445,7 @@ std::shared_ptr<Gpt2Model::Weights> load_hugging_face(std::shared_ptr<const Tens
 #pragma omp parallel for schedule(dynamic, 1)
   for (int l = 0; l < c.n_layer; ++l) {
     try {
+      block_starts(progress);
       const std::string h = "h." + std::to_string(l) + ".";
       Block& b = w->blocks[static_cast<std::size_t>(l)];
       b.ln_1 = norm(r, h + "ln_1.weight", h + "ln_1.bias", d);
@@ -445,6 +455,7 @@ std::shared_ptr<Gpt2Model::Weights> load_hugging_face(std::shared_ptr<const Tens
       b.ln_2 = norm(r, h + "ln_2.weight", h + "ln_2.bias", d);
       b.fc = r.conv1d(h + "mlp.c_fc.weight", d, inner, r.vector(h + "mlp.c_fc.bias", inner));
       b.fc_proj = r.conv1d(h + "mlp.c_proj.weight", inner, d, r.vector(h + "mlp.c_proj.bias", d));
+      block_done(progress);
     } catch (...) {
 #pragma omp critical(attnscope_load_error)
       if (!error) error = std::current_exception();
@@ -511,7 +522,8 @@ Block book_block(const Reader& r, int l, const Gpt2Config& c, bool qkv_bias) {
 }
 
 std::shared_ptr<Gpt2Model::Weights> load_book(std::shared_ptr<const TensorFile> file,
-                                              const BookConfig& book, const fs::path& config) {
+                                              const BookConfig& book, const fs::path& config,
+                                              LoadProgress* progress) {
   Reader r(file, "");
   r.set_hint(" (is this the book's GPTModel state_dict?)");
   Gpt2Config c = book.config;
@@ -534,7 +546,12 @@ std::shared_ptr<Gpt2Model::Weights> load_book(std::shared_ptr<const TensorFile> 
   w->config = c;
   w->wte = r.table("tok_emb.weight", c.vocab_size, c.n_embd);
   w->wpe = r.table("pos_emb.weight", c.n_positions, c.n_embd);
-  for (int l = 0; l < c.n_layer; ++l) w->blocks.push_back(book_block(r, l, c, book.qkv_bias));
+  if (progress) progress->blocks = c.n_layer;
+  for (int l = 0; l < c.n_layer; ++l) {
+    block_starts(progress);
+    w->blocks.push_back(book_block(r, l, c, book.qkv_bias));
+    block_done(progress);
+  }
   w->ln_f = norm(r, "final_norm.scale", "final_norm.shift", c.n_embd);
   w->lm_head = r.table("out_head.weight", c.vocab_size, c.n_embd);
   w->config.tie_word_embeddings = false;
@@ -562,7 +579,8 @@ Gpt2Model::~Gpt2Model() = default;
 const Gpt2Config& Gpt2Model::config() const { return weights_->config; }
 
 std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
-                                                 const std::optional<fs::path>& config) {
+                                                 const std::optional<fs::path>& config,
+                                                 LoadProgress* progress) {
   const ModelFiles files = locate_model(path, config);
   // The vocabulary (~0.1 s to parse) loads beside the weights.
   auto tokenizer_loading =
@@ -572,9 +590,10 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
   const bool book = file->shape("tok_emb.weight").has_value();
   std::shared_ptr<const Weights> weights;
   if (book) {
-    weights = load_book(file, parse_book_config(text, files.config.string()), files.config);
+    weights =
+        load_book(file, parse_book_config(text, files.config.string()), files.config, progress);
   } else {
-    weights = load_hugging_face(file, parse_gpt2_config(text, files.config.string()));
+    weights = load_hugging_face(file, parse_gpt2_config(text, files.config.string()), progress);
   }
   auto tokenizer = tokenizer_loading.get();
   if (static_cast<int>(tokenizer->vocab_size()) > weights->config.vocab_size)

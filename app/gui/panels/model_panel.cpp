@@ -102,8 +102,15 @@ void draw_checkpoint(AppState& state) {
   ImGui::InputTextWithHint("##config", "config file (optional)", &m.config);
   help("The book's GPT_CONFIG as JSON for a .pth (else config.json beside it is read)");
   if (m.loader->loading()) {
-    ImGui::AlignTextToFramePadding();
-    ImGui::Text("Loading %s: %.1f s", m.loader->path().c_str(), m.loader->seconds());
+    ImGui::Text("Loading %s (%.1f s)", m.loader->path().c_str(), m.loader->seconds());
+    const int done = m.loader->blocks_done(), all = m.loader->blocks();
+    char blocks[64];
+    if (all > 0)
+      std::snprintf(blocks, sizeof blocks, "%d of %d blocks", done, all);
+    else
+      std::snprintf(blocks, sizeof blocks, "reading the config");
+    ImGui::ProgressBar(all > 0 ? static_cast<float>(done) / static_cast<float>(all) : 0.0f,
+                       ImVec2(-ImGui::GetFontSize() * 5, 0), blocks);
     ImGui::SameLine();
     if (ImGui::Button("Cancel")) m.loader->cancel();
     help("Stop waiting for this model; the current one stays");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 #include "app_state.hpp"
 #include "attnscope/io.hpp"
@@ -52,6 +53,95 @@ ModelJob job_for(const std::string& text, int layer = 1, int head = 2) {
   j.layer = layer;
   j.head = head;
   return j;
+}
+
+// A Hugging Face GPT-2 folder on disk: config.json and model.safetensors
+// (8-byte header length, JSON header, raw little-endian F32), 2 blocks of
+// width 8, random weights.
+void write_tiny_checkpoint(const std::filesystem::path& folder) {
+  constexpr int kLayers = 2, kEmbd = 8, kPositions = 16, kVocab = 50257;
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "config.json")
+      << "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, "
+         "\"n_positions\": 16, \"vocab_size\": 50257}";
+  std::vector<std::pair<std::string, std::vector<int>>> shapes = {
+      {"wte.weight", {kVocab, kEmbd}},
+      {"wpe.weight", {kPositions, kEmbd}},
+      {"ln_f.weight", {kEmbd}},
+      {"ln_f.bias", {kEmbd}}};
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int>>>{
+             {"ln_1.weight", {kEmbd}},
+             {"ln_1.bias", {kEmbd}},
+             {"attn.c_attn.weight", {kEmbd, 3 * kEmbd}},
+             {"attn.c_attn.bias", {3 * kEmbd}},
+             {"attn.c_proj.weight", {kEmbd, kEmbd}},
+             {"attn.c_proj.bias", {kEmbd}},
+             {"ln_2.weight", {kEmbd}},
+             {"ln_2.bias", {kEmbd}},
+             {"mlp.c_fc.weight", {kEmbd, 4 * kEmbd}},
+             {"mlp.c_fc.bias", {4 * kEmbd}},
+             {"mlp.c_proj.weight", {4 * kEmbd, kEmbd}},
+             {"mlp.c_proj.bias", {kEmbd}}})
+      shapes.emplace_back(h + name, shape);
+  }
+  std::string header = "{", data;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  for (const auto& [name, shape] : shapes) {
+    std::size_t n = 1;
+    for (int d : shape) n *= static_cast<std::size_t>(d);
+    const std::size_t from = data.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const float v = shape.size() == 1 ? (name.find(".weight") != std::string::npos ? 1.0f : 0.0f)
+                                        : normal(gen);
+      data.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    std::string dims;
+    for (int d : shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    header +=
+        (header.size() > 1 ? "," : "") +
+        ("\"" + name + "\": {\"dtype\": \"F32\", \"shape\": [" + dims + "], \"data_offsets\": [" +
+         std::to_string(from) + "," + std::to_string(data.size()) + "]}");
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::ofstream out(folder / "model.safetensors", std::ios::binary);
+  const std::uint64_t len = header.size();
+  out.write(reinterpret_cast<const char*>(&len), sizeof len);
+  out << header << data;
+}
+
+// ---------------------------------------------------------------------------
+// Loading
+
+TEST(ModelLoad, ReportsEveryBlockAndStopsWhenCancelled) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "tiny");
+  core::LoadProgress progress;
+  const auto model = core::Gpt2Model::load(dir.path() / "tiny", std::nullopt, &progress);
+  ASSERT_TRUE(model);
+  EXPECT_EQ(progress.blocks.load(), 2);
+  EXPECT_EQ(progress.blocks_done.load(), 2);
+  EXPECT_DOUBLE_EQ(progress.fraction(), 1.0);
+  core::LoadProgress stop;
+  stop.cancel = true;
+  EXPECT_THROW(core::Gpt2Model::load(dir.path() / "tiny", std::nullopt, &stop),
+               core::LoadCancelled);
+  EXPECT_EQ(stop.blocks_done.load(), 0);
+  // The loader hands the model over once, and a cancelled one not at all.
+  ModelLoader loader;
+  loader.start((dir.path() / "tiny").string(), "");
+  loader.wait();
+  const auto o = loader.take();
+  ASSERT_TRUE(o && o->model) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->model->config().n_layer, 2);
+  EXPECT_FALSE(loader.take());
+  loader.start((dir.path() / "tiny").string(), "");
+  loader.cancel();
+  loader.wait();
+  EXPECT_FALSE(loader.take());
 }
 
 // ---------------------------------------------------------------------------

@@ -19,11 +19,13 @@
 // into a cache bounded in bytes (docs/ARCHITECTURE.md, "Real models").
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,23 @@ struct BookConfig {
 };
 BookConfig parse_book_config(std::string_view json_text, std::string_view source);
 
+// A load watched from another thread: how many blocks are read and packed
+// (of `blocks`, known once the config is read), and a request to stop, which
+// the load honours before its next block by throwing LoadCancelled.
+struct LoadProgress {
+  std::atomic<int> blocks{0};
+  std::atomic<int> blocks_done{0};
+  std::atomic<bool> cancel{false};
+  // blocks_done / blocks, 0 before the config is read.
+  double fraction() const {
+    const int total = blocks.load();
+    return total > 0 ? static_cast<double>(blocks_done.load()) / total : 0.0;
+  }
+};
+struct LoadCancelled : std::runtime_error {
+  LoadCancelled() : std::runtime_error("the load was cancelled") {}
+};
+
 class Gpt2Model {
  public:
   struct Weights;  // the parameters, packed for the engine (core/src/gpt2_internal.hpp)
@@ -87,9 +106,11 @@ class Gpt2Model {
   // Loads the model at `path` (see locate_model). Throws ParseError naming
   // the file and the problem: a missing or misshapen tensor, a config that
   // contradicts the tensors, an unreadable file.
+  // With `progress`, reports each block packed and stops when asked.
   static std::shared_ptr<const Gpt2Model> load(
       const std::filesystem::path& path,
-      const std::optional<std::filesystem::path>& config = std::nullopt);
+      const std::optional<std::filesystem::path>& config = std::nullopt,
+      LoadProgress* progress = nullptr);
   // A model from weights already built (tests, random models).
   Gpt2Model(std::shared_ptr<const Weights> weights, std::string name, ModelFormat format,
             std::shared_ptr<const Gpt2Tokenizer> tokenizer);
