@@ -228,6 +228,10 @@ std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int 
 
 std::string run_pytorch_script(const AppState& state) {
   if (!state.trace) throw std::runtime_error("there is no run yet");
+  if (state.showing_model())
+    throw std::runtime_error(
+        "the run as PyTorch code is written for the chapter-3 classes; a model's numbers come "
+        "from attnscope-cli model trace (or Export all)");
   const auto run = session_of_trace(state);  // the run on screen, with its weights
   if (!run)
     throw std::runtime_error(
@@ -271,7 +275,10 @@ std::optional<fs::path> export_all_stages(AppState& state) {
   const auto now = std::chrono::system_clock::now();
   fs::path dir;
   try {
-    const auto session = session_of_trace(state);
+    // A model's block is reproduced by the app's session (the model's path,
+    // the text, the layer); the chapter-3 classes by the run itself.
+    const auto session =
+        state.showing_model() ? std::optional(session_document(state)) : session_of_trace(state);
     if (!session)
       throw std::runtime_error(
           "the weights this trace ran with were replaced; recompute before exporting");

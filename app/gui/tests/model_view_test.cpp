@@ -505,6 +505,32 @@ TEST_F(ModelApp, TheModelViewExportsAsOneSvgFigure) {
       << state.files.notice.message;
 }
 
+TEST_F(ModelApp, ExportAllWritesEveryHeadOfTheLayerAndTheSession) {
+  core::testing::TempDir dir;
+  state.files.export_folder = dir.path();
+  state.files.render_png = [](const figure::Heatmap&, int) {  // no GL here: a 2 x 2 stand-in
+    RenderedImage r;
+    r.width = r.height = 2;
+    r.rgba.assign(16, 200);
+    return r;
+  };
+  state.model.layer = 1;
+  state.mark_dirty();
+  frames(2);
+  const auto folder = export_all_stages(state);
+  ASSERT_TRUE(folder) << state.files.notice.message;
+  int weights = 0;
+  for (const auto& e : std::filesystem::directory_iterator(*folder))
+    if (e.path().filename().string().rfind("weights_l1_h", 0) == 0 &&
+        e.path().extension() == ".png")
+      ++weights;
+  EXPECT_EQ(weights, 3) << "every head of layer 1";
+  std::ifstream in(*folder / "session.json");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(doc.find("\"source\":\"model\""), std::string::npos) << doc.substr(0, 400);
+  EXPECT_THROW(run_pytorch_script(state), std::runtime_error);
+}
+
 TEST(HeadGridFigure, TilesAreLaidOutInOrderWithGaps) {
   figure::HeadGrid g;
   g.layers = 2;
