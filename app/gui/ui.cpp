@@ -209,6 +209,8 @@ void draw_ui(AppState& state) {
     draw_walkthrough(state);
   } else if (state.model.active() && state.model.view == ModelView::Model) {
     draw_head_scores(state);
+  } else if (state.model.active() && state.model.view == ModelView::Tokens) {
+    draw_token_focus(state);
   } else {
     draw_inspector_panel(state);
   }

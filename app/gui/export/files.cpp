@@ -5,6 +5,7 @@
 #include "export/files.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <stdexcept>
 
@@ -137,17 +138,20 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
   }
 }
 
-std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, ExportKind kind,
-                                     int scale) {
-  if (!state.trace) return std::nullopt;
-  const std::shared_ptr<const core::Trace> trace = state.trace;  // the stage lives in it
+namespace {
+
+// Writes what `bytes` makes into the export folder as <stem(now)>.<ext>
+// (never over a file) and says so in the notice; a failure anywhere is the
+// notice instead, and nullopt.
+std::optional<fs::path> save_export(
+    AppState& state, ExportKind kind,
+    const std::function<std::string(std::chrono::system_clock::time_point)>& stem,
+    const std::function<std::string()>& bytes) {
   const auto now = std::chrono::system_clock::now();
   try {
-    const std::string bytes = stage_bytes(state, *trace, stage, kind, scale);
+    const std::string data = bytes();
     const fs::path dir = ready_export_folder(state);
-    const fs::path path =
-        core::write_new_file(dir, core::export_stem(stage.id, stage.head, variant_of(*trace), now),
-                             export_extension(kind), bytes);
+    const fs::path path = core::write_new_file(dir, stem(now), export_extension(kind), data);
     remember_folder(state, dir);
     notify(state, "Saved " + path.filename().string(), path.string(), false);
     return path;
@@ -155,6 +159,18 @@ std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, 
     notify(state, std::string("Export failed: ") + e.what(), "", true);
     return std::nullopt;
   }
+}
+
+}  // namespace
+
+std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, ExportKind kind,
+                                     int scale) {
+  if (!state.trace) return std::nullopt;
+  const std::shared_ptr<const core::Trace> trace = state.trace;  // the stage lives in it
+  return save_export(
+      state, kind,
+      [&](auto now) { return core::export_stem(stage.id, stage.head, variant_of(*trace), now); },
+      [&] { return stage_bytes(state, *trace, stage, kind, scale); });
 }
 
 // ---------------------------------------------------------------------------
@@ -187,40 +203,36 @@ figure::HeadGrid model_view_figure(const AppState& state, int max_cells) {
   return g;
 }
 
-std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int scale) {
-  const auto now = std::chrono::system_clock::now();
-  try {
-    std::string bytes;
-    if (kind == ExportKind::Svg) {
-      // One element per cell: 32 cells a side keep 12 x 12 heads under SVG's cell limit.
-      const figure::HeadGrid g = model_view_figure(state, 32);
-      const figure::Scene sc = figure::layout_head_grid(g);
-      if (!figure::svg_supported(sc.grid.rows(), sc.grid.cols()))
-        throw std::runtime_error("this model has too many heads for one SVG; export PNG");
-      bytes = figure::scene_svg(sc);
-    } else if (kind == ExportKind::Png) {
-      if (!state.files.render_grid_png)
-        throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
-      const RenderedImage img =
-          state.files.render_grid_png(model_view_figure(state, kThumbnailCells), scale);
-      bytes = encode_png(img.width, img.height, img.rgba);
-      if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
-    } else {
-      throw std::runtime_error("the model view exports as PNG or SVG");
-    }
-    const fs::path dir = ready_export_folder(state);
-    // stage-literals: off (a file name, not a stage)
-    const fs::path path = core::write_new_file(
-        dir, core::export_stem("model_view", -1, state.model.model->name(), now),
-        export_extension(kind), bytes);
-    // stage-literals: on
-    remember_folder(state, dir);
-    notify(state, "Saved " + path.filename().string(), path.string(), false);
-    return path;
-  } catch (const std::exception& e) {
-    notify(state, std::string("Export failed: ") + e.what(), "", true);
-    return std::nullopt;
+namespace {
+
+std::string model_view_bytes(const AppState& state, ExportKind kind, int scale) {
+  if (kind == ExportKind::Svg) {
+    // One element per cell: 32 cells a side keep 12 x 12 heads under SVG's cell limit.
+    const figure::Scene sc = figure::layout_head_grid(model_view_figure(state, 32));
+    if (!figure::svg_supported(sc.grid.rows(), sc.grid.cols()))
+      throw std::runtime_error("this model has too many heads for one SVG; export PNG");
+    return figure::scene_svg(sc);
   }
+  if (kind != ExportKind::Png) throw std::runtime_error("the model view exports as PNG or SVG");
+  if (!state.files.render_grid_png)
+    throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
+  const RenderedImage img =
+      state.files.render_grid_png(model_view_figure(state, kThumbnailCells), scale);
+  std::string bytes = encode_png(img.width, img.height, img.rgba);
+  if (bytes.empty()) throw std::runtime_error("the PNG could not be encoded");
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int scale) {
+  const std::string model = state.model.model ? state.model.model->name() : "model";
+  return save_export(
+      state, kind,
+      // stage-literals: off (a file name, not a stage)
+      [&](auto now) { return core::export_stem("model_view", -1, model, now); },
+      // stage-literals: on
+      [&] { return model_view_bytes(state, kind, scale); });
 }
 
 // ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 
 #include "attnscope/head_patterns.hpp"
@@ -242,10 +243,12 @@ void draw_head_view(AppState& state) {
   const int heads = t.heads_shown();
   draw_head_toggles(state, heads);
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
-  ImGui::TextDisabled(
-      "Layer %d. Hover or click a token on the left: lines go to the tokens it "
-      "attends to, as thick as the weight, one colour per head.",
-      t.layer);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  text_wrapped(state, "Layer " + std::to_string(t.layer) +
+                          ". Hover or click a token on the left: lines go to the tokens it "
+                          "attends to, as thick as the weight, one colour per head (each head "
+                          "has its own lane in a token's row).");
+  ImGui::PopStyleColor();
   const float line_h = ImGui::GetTextLineHeightWithSpacing();
   ImGui::BeginChild("head_view", ImVec2(0, 0), false);
   const float width = ImGui::GetContentRegionAvail().x;
@@ -272,6 +275,11 @@ void draw_head_view(AppState& state) {
                 ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
   }
   const int from = hovered_row >= 0 ? hovered_row : q;
+  // Each head's lines start and end in a lane of their own within the row,
+  // so that heads attending to the same token stay apart.
+  auto lane = [&](int h) {
+    return line_h * 0.7f * ((static_cast<float>(h) + 0.5f) / static_cast<float>(heads) - 0.5f);
+  };
   for (int h = 0; h < heads; ++h) {
     if (h < static_cast<int>(m.heads_off.size()) && m.heads_off[static_cast<std::size_t>(h)])
       continue;
@@ -280,8 +288,8 @@ void draw_head_view(AppState& state) {
     for (int j = 0; j <= from && j < w->data().cols(); ++j) {
       const float v = w->data()(from, j);
       if (!(v > 0.01f)) continue;  // lines thinner than a hair only hide the others
-      dl->AddLine(ImVec2(left_x, row_y(from)), ImVec2(right_x, row_y(j)),
-                  head_color(h, 0.25f + 0.65f * v), 1.0f + 7.0f * v);
+      dl->AddLine(ImVec2(left_x, row_y(from) + lane(h)), ImVec2(right_x, row_y(j) + lane(h)),
+                  head_color(h, 0.45f + 0.55f * v), 1.0f + 7.0f * v);
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + line_h * static_cast<float>(T)));
@@ -326,6 +334,50 @@ void draw_head_scores(AppState& state) {
                    std::to_string(kInductionTokens) +
                    " random tokens repeated twice (the same as attnscope-cli model "
                    "patterns).");
+}
+
+// The right column beside the head view: for the token the lines start
+// from, each head's three strongest keys.
+void draw_token_focus(AppState& state) {
+  if (!state.showing_model()) return;
+  const core::Trace& t = *state.trace;
+  const ModelState& m = state.model;
+  const int T = t.num_tokens();
+  const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
+  auto name = [&](int i) {
+    return core::printable_token(i < static_cast<int>(m.tokens.size())
+                                     ? m.tokens[static_cast<std::size_t>(i)].text
+                                     : t.tokens[static_cast<std::size_t>(i)]);
+  };
+  if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
+  ImGui::Text("Token %d \"%s\"", q, name(q).c_str());
+  if (state.ui.font_heading) ImGui::PopFont();
+  ImGui::TextDisabled("layer %d: where each head looks from it", t.layer);
+  if (!ImGui::BeginTable("focus", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
+  ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
+  ImGui::TableSetupColumn("keys", ImGuiTableColumnFlags_WidthStretch);  // not a stage id
+  for (int h = 0; h < t.heads_shown(); ++h) {
+    const core::Stage* w = t.find(core::stage_id::weights, h);
+    if (!w || w->data().rows() <= q) continue;
+    std::vector<int> keys(static_cast<std::size_t>(q + 1));
+    std::iota(keys.begin(), keys.end(), 0);
+    const auto row = w->data().row(q);
+    const std::size_t top = std::min<std::size_t>(3, keys.size());
+    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(top), keys.end(),
+                      [&](int a, int b) { return row(a) > row(b); });
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(head_color(h)), "head %d", h);
+    ImGui::TableNextColumn();
+    std::string line;
+    for (std::size_t k = 0; k < top; ++k) {
+      char weight[16];
+      std::snprintf(weight, sizeof weight, "%.2f", static_cast<double>(row(keys[k])));
+      line += (k ? ", " : "") + name(keys[k]) + " " + weight;
+    }
+    ImGui::TextWrapped("%s", line.c_str());
+  }
+  ImGui::EndTable();
 }
 
 // ---------------------------------------------------------------------------

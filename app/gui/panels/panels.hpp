@@ -61,6 +61,8 @@ void draw_model_centre(AppState& state);
 // The right column beside the model view: the pattern scores of the head
 // under the pointer (else the selected one), each with its explanation.
 void draw_head_scores(AppState& state);
+// The right column beside the head view: the focused token's strongest keys, per head.
+void draw_token_focus(AppState& state);
 
 // The pinned-cell outlines a heatmap of `stage` should draw.
 struct PinMarks {
