@@ -259,18 +259,14 @@ bool AppState::load_preset(const std::string& name) {
   return true;
 }
 
-}  // namespace attnscope::gui
-
-namespace attnscope::gui {
-
 // ---------------------------------------------------------------------------
 // Real models
 
 void AppState::open_model(const std::string& path) {
   model.path = path;
   model.load_error.clear();
-  model.restoring =
-      false;  // a load the learner asked for: its failure is shown, not fallen back from
+  // A load the learner asked for: its failure is shown, never fallen back from.
+  model.restoring = false;
   model.loader->start(path, model.config);
 }
 
