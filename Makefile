@@ -2,6 +2,10 @@
 # Both install missing Debian packages (scripts/install-deps.sh), configure
 # and build first. Variables: BUILD (build dir), CMAKE_FLAGS, JOBS, RUN_ARGS.
 #
+# `make install [PREFIX=/usr/local] [DESTDIR=...]` installs the programs, their
+# data, the launcher entry, icons, man pages and bash completion;
+# `make package` builds a .deb of the same files in $(BUILD) (README, Install).
+#
 # `make test-sanitize` builds everything again with AddressSanitizer and
 # UndefinedBehaviorSanitizer in SANITIZE_BUILD and runs the whole suite there
 # with LeakSanitizer on (docs/RELIABILITY.md); `make fuzz` runs
@@ -30,7 +34,10 @@ SANITIZER_ENV := \
   LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps configure build run test test-sanitize fuzz format format-check clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps configure build run test test-sanitize fuzz format format-check clean \
+        install package
 
 all: build
 
@@ -55,6 +62,22 @@ run: build
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The build's programs, as configured (ATTNSCOPE_NATIVE=ON builds for this
+# CPU only: for a package other machines can use, build with
+# CMAKE_FLAGS=-DATTNSCOPE_NATIVE=OFF in a BUILD of its own). The launcher
+# and icon caches are refreshed when their tools exist; desktops that watch
+# these folders need nothing more.
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+	@if [ -z "$(DESTDIR)" ]; then \
+	  command -v update-desktop-database >/dev/null && update-desktop-database -q $(PREFIX)/share/applications 2>/dev/null; \
+	  command -v gtk-update-icon-cache >/dev/null && gtk-update-icon-cache -q -t $(PREFIX)/share/icons/hicolor 2>/dev/null; \
+	  echo "attnscope: installed into $(PREFIX); start it from the applications menu or run $(PREFIX)/bin/attnscope"; \
+	fi
+
+package: build
+	@cd $(BUILD) && cpack -G DEB
 
 test-sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DATTNSCOPE_SANITIZE=address,undefined \

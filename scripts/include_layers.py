@@ -7,6 +7,7 @@ Each layer may include the layers below it and never one above:
 
   core          the engine (no app code at all)
   app/figure    GUI-free figures: colour scales, layout, SVG (core only)
+  app/icon      the app's icon as shapes (core, figure)
   app/run_flags the shared command-line flags (core, figure)
   app/gui/render    pixels: colouring, the texture cache, GL (not export/,
                     widgets/, panels/ or teach/)
@@ -28,6 +29,8 @@ FORBIDDEN = {
              "app_state.hpp", "imgui"],
     "app/figure": ["render/", "export/", "widgets/", "panels/", "teach/", "app_state.hpp",
                    "imgui"],
+    "app/icon": ["render/", "export/", "widgets/", "panels/", "teach/", "app_state.hpp",
+                 "imgui"],
     "app/run_flags": ["render/", "export/", "widgets/", "panels/", "teach/",
                       "app_state.hpp", "imgui"],
     "app/gui/render": ["export/", "widgets/", "panels/", "teach/"],

@@ -26,10 +26,14 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libcli11-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-regex libxml2-utils clang-format
+  # Packaging and its tests: the .deb's Depends (dpkg-shlibdeps reads ELF
+  # files with `file`), the man pages rendered, completion loaded.
+  dpkg-dev file man-db groff-base bash-completion
 )
 if [ "$want_gui" = 1 ]; then
   packages+=(libglfw3-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri
-             xvfb xauth xdotool fonts-dejavu-core libx11-dev)
+             xvfb xauth xdotool fonts-dejavu-core libx11-dev
+             desktop-file-utils appstream)  # validators of the launcher entry and metadata
 fi
 if [ "$want_oracle" = 1 ]; then
   # OpenBLAS: without it Debian's torch falls back to the reference BLAS (~25x slower).

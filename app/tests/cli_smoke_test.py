@@ -90,8 +90,11 @@ def test_trace_help(tmp):
 
 def test_version(tmp):
     out, _ = run("--version")
-    assert re.fullmatch(r"attnscope-cli \d+\.\d+\.\d+\S*\n?", out), \
-        f"--version prints {out!r}, expected 'attnscope-cli X.Y.Z'"
+    assert re.fullmatch(r"attnscope-cli \d+\.\d+\.\d+\S*\ndata: \S.*\n?", out), \
+        f"--version prints {out!r}, expected 'attnscope-cli X.Y.Z' and 'data: DIR'"
+    data = out.splitlines()[1][len("data: "):]
+    assert os.path.isfile(os.path.join(data, "gpt2", "encoder.json")), \
+        f"--version names {data} as the data folder, which has no gpt2/encoder.json"
 
 
 def test_default_run(tmp):

@@ -18,6 +18,9 @@
 #ifndef ATTNSCOPE_ASSETS_DIR
 #error "ATTNSCOPE_ASSETS_DIR must name the source tree's assets folder"
 #endif
+#ifndef ATTNSCOPE_DATA_FROM_BIN
+#error "ATTNSCOPE_DATA_FROM_BIN must name the installed data folder relative to bin/"
+#endif
 
 namespace attnscope::core {
 namespace {
@@ -337,7 +340,18 @@ Gpt2Tokenizer Gpt2Tokenizer::load_dir(const std::string& dir) {
 
 std::string Gpt2Tokenizer::assets_dir() {
   const char* env = std::getenv("ATTNSCOPE_ASSETS");
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string(ATTNSCOPE_ASSETS_DIR);
+  if (env != nullptr && *env != '\0') return env;
+  // An installed program finds its data beside it (<prefix>/bin/../share/
+  // attnscope), wherever the prefix was installed or moved to; a program in
+  // the build tree has nothing there and reads the source tree's assets.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed =
+        (exe.parent_path() / ATTNSCOPE_DATA_FROM_BIN).lexically_normal();
+    if (std::filesystem::exists(installed / "gpt2" / "encoder.json", ec)) return installed.string();
+  }
+  return ATTNSCOPE_ASSETS_DIR;
 }
 
 const Gpt2Tokenizer& Gpt2Tokenizer::builtin() {

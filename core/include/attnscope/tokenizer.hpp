@@ -39,7 +39,9 @@ class Gpt2Tokenizer {
   static Gpt2Tokenizer load_dir(const std::string& dir);
   // GPT-2's vocabulary from assets/gpt2 (see assets_dir()); loaded once.
   static const Gpt2Tokenizer& builtin();
-  // $ATTNSCOPE_ASSETS when set, else the source tree's assets folder.
+  // The folder holding gpt2/ and presets/: $ATTNSCOPE_ASSETS when set, else
+  // <folder of the executable>/../share/attnscope when an installed copy is
+  // there (a relocatable prefix), else the source tree's assets folder.
   static std::string assets_dir();
 
   // Throws ParseError naming the byte offset when `text` is not valid UTF-8.
