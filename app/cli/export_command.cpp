@@ -77,15 +77,26 @@ int write_stages(const core::Trace& trace, const std::vector<const core::Stage*>
     throw core::ParseError(
         "--decimals sets the numbers in SVG figures' cells; " + o.format +
         " files hold the values themselves (drop --decimals, or use --format svg)");
+  if (o.figure.theme && !svg)
+    throw core::ParseError("--theme sets the colours of SVG figures; " + o.format +
+                           " files hold the values themselves (drop --theme, or use --format svg)");
   const std::optional<int> decimals = o.figure.checked_decimals();
+  const std::optional<figure::Theme> theme = o.figure.checked_theme();
   if (o.out_dir.empty()) throw core::ParseError("--out needs a folder path");
   const fs::path dir(o.out_dir);
-  core::require_folder(dir);
+  std::error_code ec;
+  if (fs::exists(dir, ec) || fs::is_symlink(dir, ec)) {
+    core::require_folder(dir);
+  } else {
+    core::ensure_folder(dir);  // with its parents; the message names what failed
+    std::cerr << "attnscope-cli: created the folder " << dir.string() << "\n";
+  }
 
   const auto now = std::chrono::system_clock::now();  // one timestamp for the whole run
   figure::FigureStyle style;
   if (o.figure.row_scale) style.scope = figure::ScaleScope::Row;
   if (decimals) style.decimals = *decimals;
+  if (theme) style.theme = *theme;
   const std::string ext = svg ? ".svg" : std::string(core::format_extension(*format));
   const core::StageRenderer render =
       svg ? [style](const core::Trace& t,

@@ -16,7 +16,7 @@ struct ExportOptions {
   std::string out_dir;
   std::optional<std::string> stage;
   std::optional<int> head;
-  run_flags::FigureFlags figure;  // svg: --row-scale, --decimals (as the app's View menu)
+  run_flags::FigureFlags figure;  // svg: --row-scale, --decimals (as the app's View menu), --theme
 };
 
 // The stages --stage/--head select (ParseError when none), written by

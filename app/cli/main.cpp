@@ -487,7 +487,10 @@ void add_export_command(CLI::App& app, ExportCommand& c) {
   c.cmd->add_option("--format", c.exp.format, "svg, csv, npy or json (docs/file-formats.md)")
       ->required()
       ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
-  c.cmd->add_option("--out", c.exp.out_dir, "existing folder to write the files into")->required();
+  c.cmd
+      ->add_option("--out", c.exp.out_dir,
+                   "folder to write the files into (created, with its parents, when missing)")
+      ->required();
   c.cmd->add_option("--stage", c.exp.stage, "only this stage id (e.g. weights)");
   c.cmd->add_option("--head", c.exp.head, "only stages of this head (-1: whole-layer stages)");
   // Here they set the SVG figures only: say so first.
@@ -514,7 +517,7 @@ void add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
   c.cmd->add_option(
       "--vocab", c.tok.vocab,
       "folder with encoder.json + vocab.bpe or vocab.json + merges.txt (default: GPT-2's, "
-      "assets/gpt2 or $ATTNSCOPE_ASSETS/gpt2)");
+      "gpt2/ in the data folder --version prints, or $ATTNSCOPE_ASSETS/gpt2)");
   c.cmd->add_option("--text", c.tok.text, "the text to tokenize (UTF-8)");
   c.cmd->add_option("--text-file", c.tok.text_file, "file holding the text ('-': stdin)");
   c.cmd->add_flag("--jsonl", c.tok.jsonl,
@@ -545,7 +548,12 @@ int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc
 int attnscope_cli_main(int argc, char** argv) {
   CLI::App app{"attnscope-cli: every stage of the attention mechanism, as numbers",
                "attnscope-cli"};
-  app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
+  // The second line says where the vocabulary is read from, so an installed
+  // copy can be told from the build tree's.
+  app.set_version_flag("--version", [] {
+    return std::string("attnscope-cli " ATTNSCOPE_VERSION "\ndata: ") +
+           core::Gpt2Tokenizer::assets_dir();
+  });
   app.require_subcommand(1);
   TraceCommand trace;
   ExportCommand exp;

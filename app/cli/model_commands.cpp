@@ -22,6 +22,7 @@
 #include "attnscope/safetensors.hpp"
 #include "attnscope/stages.hpp"
 #include "attnscope/tokenizer.hpp"
+#include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {
 
@@ -436,8 +437,11 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.exp->add_option("--format", c.exp_options.format, "svg, csv, npy or json")
       ->required()
       ->check(CLI::IsMember({"svg", "csv", "npy", "json"}));
-  c.exp->add_option("--out", c.exp_options.out_dir, "existing folder to write the files into")
+  c.exp
+      ->add_option("--out", c.exp_options.out_dir,
+                   "folder to write the files into (created, with its parents, when missing)")
       ->required();
+  run_flags::add_figure_flags(*c.exp, c.exp_options.figure);  // svg: as `export` has them
   c.bench = c.cmd->add_subcommand(
       "bench",
       "time the full forward (every head's weights kept, last logits); last line "

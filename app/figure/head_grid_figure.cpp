@@ -16,10 +16,6 @@ constexpr float kMargin = 12;
 constexpr float kTitleSize = 15;
 constexpr float kSmallSize = 11;
 constexpr float kLeastTile = 48;  // px a tile's side at least
-constexpr Rgba8 kText{0x22, 0x22, 0x22, 255};
-constexpr Rgba8 kDim{0x55, 0x55, 0x55, 255};
-constexpr Rgba8 kFrame{0x88, 0x88, 0x88, 255};
-constexpr Rgba8 kGap{255, 255, 255, 255};
 
 std::vector<int> row_order(const HeadGrid& g, int layer) {
   if (static_cast<std::size_t>(layer) < g.order.size() && !g.order[layer].empty())
@@ -36,8 +32,14 @@ RgbaImage mosaic(const HeadGrid& g, int n, int gap) {
   RgbaImage img;
   img.width = g.heads * n + (g.heads - 1) * gap;
   img.height = g.layers * n + (g.layers - 1) * gap;
-  img.pixels.assign(static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) * 4,
-                    255);
+  const Rgba8 gap_colour = theme_colors(g.theme).background;
+  img.pixels.resize(static_cast<std::size_t>(img.width) * static_cast<std::size_t>(img.height) * 4);
+  for (std::size_t k = 0; k < img.pixels.size(); k += 4) {
+    img.pixels[k] = gap_colour.r;
+    img.pixels[k + 1] = gap_colour.g;
+    img.pixels[k + 2] = gap_colour.b;
+    img.pixels[k + 3] = gap_colour.a;
+  }
   for (int l = 0; l < g.layers; ++l) {
     const std::vector<int> order = row_order(g, l);
     for (int k = 0; k < g.heads; ++k) {
@@ -84,16 +86,18 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
   const float cell = std::max(1.0f, std::ceil(kLeastTile / static_cast<float>(n)));
   const bool ordered = std::any_of(g.order.begin(), g.order.end(),
                                    [](const std::vector<int>& r) { return !r.empty(); });
+  const ThemeColors& th = theme_colors(g.theme);
   Scene sc;
+  sc.background = th.background;
   sc.title =
       g.subtitle.empty() ? g.title : g.title + (g.unicode ? " \xE2\x80\x94 " : " - ") + g.subtitle;
   sc.range = ValueRange{};
   sc.range.lo = 0.0f;
   sc.range.hi = 1.0f;
-  sc.texts.push_back({g.title, kMargin, 20, kTitleSize, kText, Anchor::Start, 0, true, "title"});
+  sc.texts.push_back({g.title, kMargin, 20, kTitleSize, th.text, Anchor::Start, 0, true, "title"});
   if (!g.subtitle.empty())
     sc.texts.push_back(
-        {g.subtitle, kMargin, 38, kSmallSize, kDim, Anchor::Start, 0, false, "subtitle"});
+        {g.subtitle, kMargin, 38, kSmallSize, th.dim, Anchor::Start, 0, false, "subtitle"});
   const float left = kMargin + measure("L" + std::to_string(g.layers - 1), kSmallSize) + 8;
   const float top = (g.subtitle.empty() ? 34.0f : 52.0f) + kSmallSize * 1.6f;
   const float tile = cell * static_cast<float>(n), step = cell * static_cast<float>(n + gap);
@@ -111,7 +115,7 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
 
   for (int l = 0; l < g.layers; ++l) {
     const float y = top + step * static_cast<float>(l);
-    sc.texts.push_back({"L" + std::to_string(l), left - 6, y + tile / 2, kSmallSize, kText,
+    sc.texts.push_back({"L" + std::to_string(l), left - 6, y + tile / 2, kSmallSize, th.text,
                         Anchor::End, 0, false, "row-label"});
     if (!ordered) continue;
     const std::vector<int> order = row_order(g, l);
@@ -123,7 +127,7 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
   if (!ordered)
     for (int k = 0; k < g.heads; ++k)
       sc.texts.push_back({"H" + std::to_string(k), left + step * static_cast<float>(k) + tile / 2,
-                          top - kSmallSize * 0.8f, kSmallSize, kText, Anchor::Middle, 0, false,
+                          top - kSmallSize * 0.8f, kSmallSize, th.text, Anchor::Middle, 0, false,
                           "col-label"});
 
   const float grid_w = cell * static_cast<float>(grid.colors.width);
@@ -131,14 +135,14 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
   const float bar_x = left + grid_w + 16, bar_w = 14,
               bar_h = std::max(std::min(grid_h, 240.0f), 60.0f);
   const Colormap map = sequential_map(g.palette);
-  sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, kFrame, "colorbar"});
+  sc.gradients.push_back({bar_x, top, bar_w, bar_h, map, th.frame, "colorbar"});
   const bool rows = g.scope == ScaleScope::Row;
   const std::string hi = rows ? "row max" : "1", lo = rows ? "row min" : "0";
   const float tx = bar_x + bar_w + 5;
-  sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
+  sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, th.text, Anchor::Start, 0, false,
                       "bar-label max"});
-  sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0,
-                      false, "bar-label min"});
+  sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, th.text, Anchor::Start,
+                      0, false, "bar-label min"});
   const float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
   const float width =
       std::max({tx + label_w + kMargin, 2 * kMargin + measure(g.title, kTitleSize) * 1.08f,

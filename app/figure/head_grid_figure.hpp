@@ -26,6 +26,7 @@ struct HeadGrid {
   Palette palette = Palette::Standard;
   ScaleScope scope = ScaleScope::Row;  // Row: each map row on its own scale (the model view's)
   bool unicode = true;
+  Theme theme = kDefaultTheme;  // the colours around the tiles, and of the gaps between them
 };
 
 // Throws std::invalid_argument when layers or heads is not positive, maps

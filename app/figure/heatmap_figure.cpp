@@ -18,9 +18,6 @@ constexpr float kMargin = 12;
 constexpr float kTitleSize = 15;
 constexpr float kSmallSize = 11;  // axis names, colour bar labels
 constexpr float kMaxLabelWidth = 200;
-constexpr Rgba8 kText{0x22, 0x22, 0x22, 255};
-constexpr Rgba8 kDim{0x55, 0x55, 0x55, 255};
-constexpr Rgba8 kFrame{0x88, 0x88, 0x88, 255};
 
 bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
@@ -133,12 +130,13 @@ FigureLayout measure_layout(const Heatmap& h, const TextMeasure& measure, Scene&
 
 // Title, subtitle and the axes' names.
 void add_titles(Scene& sc, const Heatmap& h, const FigureLayout& lay) {
-  sc.texts.push_back({h.title, kMargin, 20, kTitleSize, kText, Anchor::Start, 0, true, "title"});
+  const ThemeColors& th = theme_colors(h.theme);
+  sc.texts.push_back({h.title, kMargin, 20, kTitleSize, th.text, Anchor::Start, 0, true, "title"});
   if (!h.subtitle.empty())
     sc.texts.push_back(
-        {h.subtitle, kMargin, 38, kSmallSize, kDim, Anchor::Start, 0, false, "subtitle"});
+        {h.subtitle, kMargin, 38, kSmallSize, th.dim, Anchor::Start, 0, false, "subtitle"});
   if (!lay.axes.empty())
-    sc.texts.push_back({lay.axes, kMargin, lay.top - kSmallSize * 0.9f, kSmallSize, kDim,
+    sc.texts.push_back({lay.axes, kMargin, lay.top - kSmallSize * 0.9f, kSmallSize, th.dim,
                         Anchor::Start, 0, false, "axes"});
 }
 
@@ -160,6 +158,7 @@ void add_grid(Scene& sc, const Heatmap& h, const FigureLayout& lay) {
   g.masked_hatch = masked_hatch(lay.map);
   g.hatch_spacing = cell >= 6 ? std::clamp(cell / 2, 4.0f, 9.0f) : 0.0f;
   g.hairlines = cell >= 14;
+  g.lines = theme_colors(h.theme).cell_lines;
 }
 
 // Numbers in cells, in the text colour that reads on the cell; "−∞" on a
@@ -198,6 +197,7 @@ void add_values(Scene& sc, const Heatmap& h, const FigureLayout& lay, const Text
 // ellipsis to their room (the ellipsis alone when nothing else fits),
 // measured at the label size.
 void add_labels(Scene& sc, const Heatmap& h, const FigureLayout& lay, const TextMeasure& measure) {
+  const ThemeColors& th = theme_colors(h.theme);
   const float cell = lay.cell, label_size = lay.label_size, left = lay.left, top = lay.top;
   const TextWidth label_width = [&measure, label_size](std::string_view t) {
     return measure(t, label_size);
@@ -207,16 +207,16 @@ void add_labels(Scene& sc, const Heatmap& h, const FigureLayout& lay, const Text
   };
   for (int r = 0; r < lay.rows; r += lay.row_stride)
     sc.texts.push_back({fit_label(h.row_labels[static_cast<std::size_t>(r)], lay.row_label_w),
-                        left - 6, top + cell * (static_cast<float>(r) + 0.5f), label_size, kDim,
+                        left - 6, top + cell * (static_cast<float>(r) + 0.5f), label_size, th.dim,
                         Anchor::End, 0, false, "row-label"});
   for (int c = 0; c < lay.cols; c += lay.col_stride) {
     const float cx = left + cell * (static_cast<float>(c) + 0.5f);
     const std::string l = fit_label(h.col_labels[static_cast<std::size_t>(c)], lay.col_label_w);
     if (lay.cols_flat)
-      sc.texts.push_back({l, cx, top - label_size * 0.9f, label_size, kDim, Anchor::Middle, 0,
+      sc.texts.push_back({l, cx, top - label_size * 0.9f, label_size, th.dim, Anchor::Middle, 0,
                           false, "col-label"});
     else
-      sc.texts.push_back({l, cx, top - label_size * 0.6f, label_size, kDim, Anchor::Start, kAngle,
+      sc.texts.push_back({l, cx, top - label_size * 0.6f, label_size, th.dim, Anchor::Start, kAngle,
                           false, "col-label"});
   }
 }
@@ -226,29 +226,31 @@ void add_labels(Scene& sc, const Heatmap& h, const FigureLayout& lay, const Text
 // scene's width and height.
 void add_colour_bar(Scene& sc, const Heatmap& h, const FigureLayout& lay,
                     const TextMeasure& measure) {
+  const ThemeColors& th = theme_colors(h.theme);
   const float top = lay.top;
   const float bar_x = lay.left + lay.grid_w + 16, bar_w = 14, bar_h = std::max(lay.grid_h, 120.0f);
-  sc.gradients.push_back({bar_x, top, bar_w, bar_h, lay.map, kFrame, "colorbar"});
+  sc.gradients.push_back({bar_x, top, bar_w, bar_h, lay.map, th.frame, "colorbar"});
   const float tx = bar_x + bar_w + 5;
   // The bar's numbers with the cells' decimals (a row scale's ends are words).
   const auto [hi, lo] =
       bar_labels(sc.range, h.kind, h.scope, h.scope == ScaleScope::Row ? kBookDecimals : h.decimals,
                  h.unicode);
   float label_w = std::max(measure(hi, kSmallSize), measure(lo, kSmallSize));
-  sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0, false,
+  sc.texts.push_back({hi, tx, top + kSmallSize * 0.6f, kSmallSize, th.text, Anchor::Start, 0, false,
                       "bar-label max"});
-  sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, kText, Anchor::Start, 0,
-                      false, "bar-label min"});
+  sc.texts.push_back({lo, tx, top + bar_h - kSmallSize * 0.6f, kSmallSize, th.text, Anchor::Start,
+                      0, false, "bar-label min"});
   if (h.kind == ScaleKind::Diverging && bar_h >= 4 * kSmallSize) {
     const float y0 = top + bar_h / 2;
-    sc.lines.push_back({bar_x - 2, y0, bar_x + bar_w + 2, y0, kText, 1, "zero"});
-    sc.texts.push_back({"0", tx, y0, kSmallSize, kDim, Anchor::Start, 0, false, "bar-label zero"});
+    sc.lines.push_back({bar_x - 2, y0, bar_x + bar_w + 2, y0, th.text, 1, "zero"});
+    sc.texts.push_back(
+        {"0", tx, y0, kSmallSize, th.dim, Anchor::Start, 0, false, "bar-label zero"});
   }
   float bottom = top + std::max(lay.grid_h, bar_h);
   auto swatch = [&](bool hatched, Rgba8 fill, const std::string& text, const std::string& role) {
     const float y = bottom + 8;
-    sc.rects.push_back({bar_x, y, 14, 14, fill, hatched, true, kFrame, role});
-    sc.texts.push_back({text, bar_x + 14 + 5, y + 7, kSmallSize, kText, Anchor::Start, 0, false,
+    sc.rects.push_back({bar_x, y, 14, 14, fill, hatched, true, th.frame, role});
+    sc.texts.push_back({text, bar_x + 14 + 5, y + 7, kSmallSize, th.text, Anchor::Start, 0, false,
                         "bar-label " + role});
     label_w = std::max(label_w, measure(text, kSmallSize));
     bottom = y + 14;
@@ -263,7 +265,7 @@ void add_colour_bar(Scene& sc, const Heatmap& h, const FigureLayout& lay,
   if (h.scope == ScaleScope::Row) {
     const float y = bottom + 8 + kSmallSize * 0.6f;
     sc.texts.push_back(
-        {kRowScopeNote, bar_x, y, kSmallSize, kDim, Anchor::Start, 0, false, "bar-label scope"});
+        {kRowScopeNote, bar_x, y, kSmallSize, th.dim, Anchor::Start, 0, false, "bar-label scope"});
     label_w = std::max(label_w, measure(kRowScopeNote, kSmallSize) - (tx - bar_x));
     bottom = y + kSmallSize * 0.6f;
   }
@@ -280,6 +282,7 @@ void add_colour_bar(Scene& sc, const Heatmap& h, const FigureLayout& lay,
 Scene layout_heatmap(const Heatmap& h, const TextMeasure& measure) {
   check_heatmap(h);
   Scene sc;
+  sc.background = theme_colors(h.theme).background;
   sc.title =
       h.subtitle.empty() ? h.title : h.title + (h.unicode ? " \xE2\x80\x94 " : " - ") + h.subtitle;
   sc.range = value_range(h.values, h.kind);

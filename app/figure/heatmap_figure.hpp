@@ -5,7 +5,8 @@
 // both axes, cells in the app's colours (figure/scale.hpp), numbers in cells
 // when they are shown on screen and fit (the decimals setting, else fewer;
 // small matrices get cells as wide as that text needs), hatched −∞
-// cells, and a colour bar with its range (and 0 for diverging scales).
+// cells, and a colour bar with its range (and 0 for diverging scales);
+// around the cells, the colours of a theme (figure/theme.hpp).
 //
 // Coordinates are logical pixels at scale 1, y down; a painter at scale N
 // multiplies them by N, so a PNG at N× is exactly N × (width, height).
@@ -20,6 +21,7 @@
 #include "attnscope/matrix.hpp"
 #include "figure/colormap.hpp"
 #include "figure/scale.hpp"
+#include "figure/theme.hpp"
 
 namespace attnscope::figure {
 
@@ -38,6 +40,7 @@ struct Heatmap {
   ScaleScope scope = ScaleScope::Matrix;  // Row: as View > Colour each row on its own scale
   bool unicode = true;  // "−∞", "↓", "…"; false: ASCII spellings (fonts without them)
   bool masks = true;    // -inf cells are the causal mask's ("−∞ masked"); false: overflow
+  Theme theme = kDefaultTheme;  // the colours around the cells (figure/theme.hpp)
   int rows() const { return static_cast<int>(values.rows()); }
   int cols() const { return static_cast<int>(values.cols()); }
 };
@@ -98,14 +101,15 @@ struct CellGrid {
   Rgba8 masked_fill, masked_hatch;  // the hatching of masked cells
   float hatch_spacing = 6;          // px between hatch lines (0: no hatching, cells too small)
   bool hairlines = false;           // thin lines between cells (big cells, as on screen)
+  Rgba8 lines;                      // ... in the theme's colour (translucent)
   int rows() const { return colors.height; }
   int cols() const { return colors.width; }
 };
 
 struct Scene {
-  int width = 0, height = 0;  // logical px at scale 1 (whole numbers)
-  Rgba8 background{255, 255, 255, 255};
-  std::string title;  // the document title (SVG <title>): title — subtitle
+  int width = 0, height = 0;             // logical px at scale 1 (whole numbers)
+  Rgba8 background{255, 255, 255, 255};  // the theme's
+  std::string title;                     // the document title (SVG <title>): title — subtitle
   CellGrid grid;
   std::vector<RectItem> rects;
   std::vector<GradientItem> gradients;

@@ -80,6 +80,7 @@ Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
   h.scope = style.scope;
   h.decimals = style.decimals;
   h.unicode = style.unicode;
+  h.theme = style.theme;
   h.masks = holds_mask(stage.id) && core::is_causal(trace.config.variant);
   return h;
 }

@@ -18,6 +18,7 @@ struct FigureStyle {
   bool unicode = true;
   ScaleScope scope = ScaleScope::Matrix;  // View > Colour each row on its own scale
   int decimals = kBookDecimals;           // View > Decimals: places in cells
+  Theme theme = kDefaultTheme;            // the export menus' Theme: Dark / Light
 };
 
 // The stage's name for people, e.g. "scaled scores" or "Q (queries)"; an

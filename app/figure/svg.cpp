@@ -149,7 +149,7 @@ std::string scene_svg(const Scene& sc) {
   if (g.hairlines) {
     const double x1 = g.x + g.cell * static_cast<double>(cols);
     const double y1 = g.y + g.cell * static_cast<double>(rows);
-    out += "<g class=\"grid\" stroke=\"#000000\" stroke-opacity=\"0.24\" stroke-width=\"1\">\n";
+    out += "<g class=\"grid\"" + colour_attr("stroke", g.lines) + " stroke-width=\"1\">\n";
     for (std::size_t c = 1; c < cols; ++c) {
       const double x = g.x + g.cell * static_cast<double>(c);
       out += "<line x1=\"" + num(x) + "\" y1=\"" + num(g.y) + "\" x2=\"" + num(x) + "\" y2=\"" +

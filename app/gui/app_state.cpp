@@ -281,9 +281,10 @@ void AppState::open_dropped(const std::string& path) {
     return;
   }
   ui.session_warning = "Dropped " + path +
-                       ": attnscope opens a model dropped onto the window (a Hugging Face "
-                       "folder, a .safetensors file or the book's .pth). Open sessions, "
-                       "embeddings and weights from the File menu.";
+                       ": attnscope opens what is dropped onto the window when it is a model "
+                       "(a Hugging Face folder, a .safetensors file or the book's .pth), a "
+                       "session (.json), embeddings (.csv, .npy, .json) or chapter-3 weights "
+                       "(.json, W_query.npy, a folder of them).";
 }
 
 void AppState::poll_model_loader(bool wait) {

@@ -180,8 +180,12 @@ struct AppState {
   // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
   std::optional<ComputeResult> incoming;
   double upload_budget_ms = 6.0;
-  // A new trace or a heatmap's colours are still being prepared over frames.
-  bool preparing() const { return incoming.has_value() || textures.pending(); }
+  // A new trace or a heatmap's colours are still being prepared over frames,
+  // or an Export all renders its figures a frame at a time: main keeps
+  // drawing frames while this holds.
+  bool preparing() const {
+    return incoming.has_value() || textures.pending() || files.needs_frames();
+  }
   // The last trace run_job built (not a const object): when it is the one
   // on screen, keep_only_the_view() may drop its stages in place.
   std::weak_ptr<core::Trace> own_trace;
@@ -235,9 +239,9 @@ struct AppState {
   // Starts loading the checkpoint at `path` (with model.config when set) on
   // the loader's thread; the previous model stays until the new one is in.
   void open_model(const std::string& path);
-  // A file or folder dropped onto the window: a model (a folder, a
-  // .safetensors, .index.json or .pth file) is opened; anything else is
-  // refused with a banner that says what can be dropped.
+  // A model dropped onto the window (a folder, a .safetensors, .index.json
+  // or .pth file) is opened; anything else gets a banner that says what can
+  // be dropped (export/dropped.hpp opens sessions, embeddings and weights).
   void open_dropped(const std::string& path);
   // Takes a finished load: a model replaces the previous one and becomes
   // the source; a failure keeps everything and sets model.load_error.

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "attnscope/io.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -178,7 +179,7 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
   state.mark_dirty();
 }
 
-// --colors, --row-scale / --no-row-scale, --decimals, --scale, --size.
+// --colors, --row-scale / --no-row-scale, --decimals, --theme, --scale, --size.
 void apply_view_flags(const LaunchOptions& o, AppState& state) {
   if (o.palette) {
     bool known = false;
@@ -194,6 +195,7 @@ void apply_view_flags(const LaunchOptions& o, AppState& state) {
   if (o.figure.row_scale) state.ui.row_scale = figure::RowScale::On;
   if (o.no_row_scale) state.ui.row_scale = figure::RowScale::Off;
   if (const auto decimals = o.figure.checked_decimals()) state.ui.decimals = *decimals;
+  if (const auto theme = o.figure.checked_theme()) state.files.theme = *theme;
   if (o.scale) {
     if (!(*o.scale >= 0.5f && *o.scale <= 3.0f))
       throw core::ParseError("--scale (" + std::to_string(*o.scale) +
@@ -210,7 +212,12 @@ void apply_view_flags(const LaunchOptions& o, AppState& state) {
 
 ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   CLI::App app{"attnscope: watch transformer attention happen, stage by stage", "attnscope"};
-  app.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
+  // The second line says where the vocabulary is read from (installed or
+  // the build tree's).
+  app.set_version_flag("--version", [] {
+    return std::string("attnscope " ATTNSCOPE_VERSION "\ndata: ") +
+           core::Gpt2Tokenizer::assets_dir();
+  });
   const run_flags::RunFlagOptions run = run_flags::add_run_flags(app, o.run);
   // The app starts from one source of inputs: a preset, a config file or random ones.
   run.preset->excludes(run.config);
@@ -221,6 +228,12 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
                               "torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in)");
   text->excludes(run.preset);
   text->excludes(run.random);
+  // What a file manager's "Open with" passes (the launcher entry's %f).
+  app.add_option("FILE", o.open_file,
+                 "a file or folder to open as if dropped onto the window: a session (.json), a "
+                 "model (Hugging Face folder, .safetensors, .pth), embeddings (.csv, .npy, "
+                 ".json) or chapter-3 weights (.json, W_query.npy, a folder of them)")
+      ->check(CLI::ExistingPath);
   auto* model = app.add_option("--model", o.model,
                                "open a trained model: a Hugging Face GPT-2 folder or "
                                ".safetensors, or the book's chapter-5 .pth (--config: its "

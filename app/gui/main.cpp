@@ -22,10 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "app_icon.hpp"
 #include "app_state.hpp"
 #include "attnscope/files.hpp"
 #include "attnscope/io.hpp"
 #include "autosave.hpp"
+#include "export/dropped.hpp"
 #include "export/files.hpp"
 #include "export/png.hpp"
 #include "fonts.hpp"
@@ -124,7 +126,27 @@ void after_frame_keys(Wake& wake) {
 // ---------------------------------------------------------------------------
 // 2. Window helpers
 
+// The X11 class "attnscope" ties the window to the launcher entry
+// (StartupWMClass in the .desktop file), so docks group it under its icon.
+void set_class_hints() {
+  glfwWindowHintString(GLFW_X11_CLASS_NAME, "attnscope");
+  glfwWindowHintString(GLFW_X11_INSTANCE_NAME, "attnscope");
+}
+
+// The window's icon: the installed icon's shapes at the sizes window
+// managers ask for most (app/icon).
+void set_window_icon(GLFWwindow* window) {
+  constexpr int kSizes[] = {16, 32, 48, 64, 128};
+  std::vector<std::vector<unsigned char>> pixels;
+  std::vector<GLFWimage> images;
+  for (int size : kSizes) pixels.push_back(attnscope::icon::rgba(size));
+  for (std::size_t k = 0; k < pixels.size(); ++k)
+    images.push_back(GLFWimage{kSizes[k], kSizes[k], pixels[k].data()});
+  glfwSetWindowIcon(window, static_cast<int>(images.size()), images.data());
+}
+
 GLFWwindow* create_window(int width, int height, const char*& glsl) {
+  set_class_hints();
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
@@ -133,6 +155,7 @@ GLFWwindow* create_window(int width, int height, const char*& glsl) {
   if (GLFWwindow* w = glfwCreateWindow(width, height, "attnscope", nullptr, nullptr)) return w;
   // Older drivers: any context from 3.0 on does.
   glfwDefaultWindowHints();
+  set_class_hints();
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
@@ -224,6 +247,8 @@ std::optional<int> setup_state(App& app) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // FILE, after the flags: the file a launcher or the shell asked to open.
+  if (opts.open_file) gui::open_dropped_file(state, *opts.open_file);
   // A screenshot, a frame benchmark or an export is about the run its flags
   // name, not a learner's first visit: no welcome card in the picture.
   if (opts.screenshot || opts.bench_frames || opts.export_png) {
@@ -259,6 +284,7 @@ std::optional<int> setup_window(App& app) {
     glfwTerminate();
     return 1;
   }
+  set_window_icon(window);
   glfwSetWindowUserPointer(window, &app.wake);
   install_wake_callbacks(window);
   glfwMakeContextCurrent(window);
@@ -290,6 +316,7 @@ std::optional<int> setup_window(App& app) {
   state.files.render_png = [&renderer](const attnscope::figure::Heatmap& h, int scale) {
     return renderer.render(h, scale);
   };
+  state.files.wake_ui = [] { glfwPostEmptyEvent(); };
   state.files.render_grid_png = [&renderer](const attnscope::figure::HeadGrid& g, int scale) {
     return renderer.render(g, scale);
   };
@@ -308,6 +335,8 @@ void start_worker(App& app) {
 // The worker, imgui.ini (when kept), GL textures, ImGui and the window, in that order.
 void shut_down(App& app) {
   app.state.worker.reset();  // before GLFW goes: the worker's wake-up calls glfwPostEmptyEvent
+  app.state.files.native.reset();  // closes a desktop file dialog still open, for the same reason
+  app.state.model.browse.reset();
   if (!app.ini_path.empty()) save_imgui_ini(app.ini_path);
   app.state.textures.clear();  // GL textures go before the context
   ImGui_ImplOpenGL3_Shutdown();
@@ -338,7 +367,7 @@ FrameDrawn draw_frame(App& app) {
   } else if (app.busy_frames > 0) {
     --app.busy_frames;
   }
-  for (const std::string& path : wake.dropped) state.open_dropped(path);
+  for (const std::string& path : wake.dropped) gui::open_dropped_file(state, path);
   wake.dropped.clear();
   // A model loads on its own thread: keep drawing (the elapsed time) until it is in.
   if (state.model.loader->loading()) app.busy_frames = std::max(app.busy_frames, 1);
@@ -426,7 +455,9 @@ void run_interactive(App& app) {
         if (const auto due = autosave->time_to_check(Clock::now()))
           timeout = std::clamp(std::chrono::duration<double>(*due).count(), 0.001, 0.5);
       glfwWaitEventsTimeout(timeout);
-      draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing();
+      // While the desktop's file dialog is open, its closing posts the wake-up.
+      draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing() ||
+             state.files.native || state.model.browse;
     }
     if (autosave) {
       if (wake.events > 0) autosave->note_activity(Clock::now());

@@ -23,6 +23,8 @@
 
 namespace attnscope::gui {
 
+class NativeDialog;
+
 // Where the matrices on screen come from.
 enum class Source {
   Chapter3,  // the book's classes on the embeddings panel's inputs (random, preset or typed text)
@@ -105,6 +107,8 @@ struct ModelState {
   std::unique_ptr<ModelLoader> loader = std::make_unique<ModelLoader>();  // movable state
   std::vector<core::FoundModel> found;  // core::find_models(), refreshed on demand
   bool found_scanned = false;
+  // Browse...: the desktop's file dialog while it is open (native_dialog.hpp).
+  std::shared_ptr<NativeDialog> browse;
   // The load under way reopens a session's model: if it fails, the session
   // falls back to the chapter-3 classes with a banner.
   bool restoring = false;

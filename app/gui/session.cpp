@@ -16,6 +16,7 @@
 #include "attnscope/stages.hpp"
 #include "attnscope/weights.hpp"
 #include "export/files.hpp"
+#include "figure/theme.hpp"
 
 namespace attnscope::gui {
 
@@ -102,7 +103,8 @@ json view_of(const AppState& s) {
                 {"recent_folders", f.recent_folders},
                 {"last_folder", f.last_folder},
                 {"png_scale", f.png_scale},
-                {"all_format", std::string(core::format_id(f.all_format))}};
+                {"all_format", std::string(core::format_id(f.all_format))},
+                {"theme", std::string(figure::theme_id(f.theme))}};
   if (s.explicit_parameters && f.imported.lock() == s.explicit_parameters)
     files["weights_from"] = f.imported_from;
   view["files"] = std::move(files);
@@ -399,6 +401,9 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
                                    .value_or(core::DataFormat::Npy);
       if (files_prefs.all_format == core::DataFormat::Torch)
         files_prefs.all_format = core::DataFormat::Npy;
+      // Sessions from before themes have none: the figures' look then, light.
+      files_prefs.theme =
+          figure::parse_theme(f.value("theme", std::string())).value_or(figure::kDefaultTheme);
       weights_from = f.value("weights_from", std::string());
     }
 
@@ -433,6 +438,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       state.files.last_folder = std::move(files_prefs.last_folder);
       state.files.png_scale = files_prefs.png_scale;
       state.files.all_format = files_prefs.all_format;
+      state.files.theme = files_prefs.theme;
     }
     apply_model_view(std::move(model_view), state);  // after ui: it may raise a banner
     state.mark_dirty();

@@ -96,6 +96,13 @@ std::optional<int> FigureFlags::checked_decimals() const {
   return decimals;
 }
 
+std::optional<figure::Theme> FigureFlags::checked_theme() const {
+  if (!theme) return std::nullopt;
+  if (const auto t = figure::parse_theme(*theme)) return t;
+  throw core::ParseError("--theme '" + *theme + "' is not a theme: use " +
+                         std::string(figure::kThemeNames));
+}
+
 FigureFlagOptions add_figure_flags(CLI::App& cmd, FigureFlags& f) {
   FigureFlagOptions made;
   made.row_scale = cmd.add_flag("--row-scale", f.row_scale,
@@ -104,6 +111,10 @@ FigureFlagOptions add_figure_flags(CLI::App& cmd, FigureFlags& f) {
   made.decimals = cmd.add_option("--decimals", f.decimals,
                                  "decimals in heatmap cells, 1 to 6 (default 4, the book's; View "
                                  "> Decimals)");
+  made.theme = cmd.add_option("--theme", f.theme,
+                              "exported figures' colours around the cells: dark (as the app's "
+                              "screen) or light (a white page with dark text, for papers and "
+                              "slides); light unless set");
   return made;
 }
 

@@ -4,6 +4,7 @@
 //   run:     --config FILE|-  --preset NAME  --variant V  --d-out N  --heads H
 //            --dropout P  --seed S  --qkv-bias  --eval  --random T,D  --input-seed S
 //   figures: --row-scale  --decimals N (the CLI's SVG export, the app's heatmaps)
+//            --theme dark|light (exported figures' colours)
 //
 // Each program adds its own flags next to these (the CLI's --embeddings and
 // --weights, the app's --stage, --cell, ...) and decides what the flags mean
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "attnscope/io.hpp"
+#include "figure/theme.hpp"
 
 namespace attnscope::run_flags {
 
@@ -63,20 +65,24 @@ RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& flags);
 
 // How heatmaps are drawn: the app's View menu, the CLI's SVG figures.
 struct FigureFlags {
-  bool row_scale = false;       // --row-scale: each row coloured on its own scale
-  std::optional<int> decimals;  // --decimals N: places in cells
+  bool row_scale = false;            // --row-scale: each row coloured on its own scale
+  std::optional<int> decimals;       // --decimals N: places in cells
+  std::optional<std::string> theme;  // --theme dark|light: the colours around the cells
 
   // --decimals, checked against 1..6; throws core::ParseError.
   std::optional<int> checked_decimals() const;
+  // --theme as a figure::Theme; throws core::ParseError naming the valid values.
+  std::optional<figure::Theme> checked_theme() const;
 };
 
 struct FigureFlagOptions {
   CLI::Option* row_scale = nullptr;
   CLI::Option* decimals = nullptr;
+  CLI::Option* theme = nullptr;
 };
 
-// Declares --row-scale and --decimals on `cmd`; a program may add to their
-// help what it does without them (the app's automatic row scale).
+// Declares --row-scale, --decimals and --theme on `cmd`; a program may add
+// to their help what it does without them (the app's automatic row scale).
 FigureFlagOptions add_figure_flags(CLI::App& cmd, FigureFlags& flags);
 
 // "simple, self_attention_v1, ..., multihead": core's variant ids.

@@ -604,9 +604,16 @@ def test_bad_weights(tmp):
 
 
 def test_unwritable_output(tmp):
-    missing = os.path.join(tmp, "no-such-folder")
-    expect_error(["export", "--format", "csv", "--out", missing],
-                 [missing, "does not exist"])
+    # A missing folder is created with its parents, and stderr says so.
+    missing = os.path.join(tmp, "no-such-folder", "nested")
+    r = subprocess.run([CLI, "export", "--format", "csv", "--out", missing],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"export --out {missing} failed: {r.stderr}"
+    assert os.path.isdir(missing), f"export --out did not create {missing}"
+    assert f"created the folder {missing}" in r.stderr, \
+        f"export --out did not say it created {missing}: {r.stderr!r}"
+    written = r.stdout.split()
+    assert written and all(os.path.dirname(p) == missing for p in written), r.stdout
     plain = write(os.path.join(tmp, "plain-file"), "x")
     expect_error(["export", "--format", "csv", "--out", plain], [plain, "is not a folder"])
     expect_error(["export", "--format", "csv", "--out", os.path.join(plain, "sub")],

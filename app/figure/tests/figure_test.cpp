@@ -11,10 +11,12 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/io.hpp"
 #include "figure/colormap.hpp"
+#include "figure/head_grid_figure.hpp"
 #include "figure/heatmap_figure.hpp"
 #include "figure/scale.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
+#include "figure/theme.hpp"
 
 namespace attnscope::figure {
 namespace {
@@ -270,6 +272,61 @@ TEST(HeatmapSvg, RefusesInconsistentOrHugeHeatmaps) {
   EXPECT_FALSE(svg_supported(513, 512));
   EXPECT_TRUE(svg_supported(512, 512));
   EXPECT_FALSE(svg_supported(0, 3));
+}
+
+// The fill or stroke value (`attr`="...") of the first element of class `cls`.
+std::string attr_of(const std::string& svg, const std::string& cls, const std::string& attr) {
+  const auto at = svg.find("class=\"" + cls + "\"");
+  if (at == std::string::npos) return "no " + cls;
+  const auto from = svg.find(attr + "=\"", at) + attr.size() + 2;
+  return svg.substr(from, svg.find('"', from) - from);
+}
+
+// Light is a page (white, dark text, light lines between cells); dark is the
+// app's screen. The cells keep the palette's colours in both.
+TEST(Theme, LightSvgIsAWhitePageWithDarkTextAndDarkIsTheScreens) {
+  Heatmap h = small();  // cells of 64 px: lines between them
+  h.theme = Theme::Light;
+  const std::string light = heatmap_svg(h);
+  h.theme = Theme::Dark;
+  const std::string dark = heatmap_svg(h);
+  EXPECT_NE(light.find("<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>"),
+            std::string::npos);
+  EXPECT_EQ(attr_of(light, "title", "fill"), "#222222");
+  EXPECT_EQ(attr_of(light, "row-label", "fill"), "#555555");
+  EXPECT_EQ(attr_of(light, "bar-label max", "fill"), "#222222");
+  EXPECT_EQ(attr_of(light, "grid", "stroke"), "#ffffff");
+
+  const ThemeColors& screen = theme_colors(Theme::Dark);
+  EXPECT_NE(
+      dark.find("<rect width=\"100%\" height=\"100%\" fill=\"" + hex(screen.background) + "\"/>"),
+      std::string::npos);
+  EXPECT_EQ(attr_of(dark, "title", "fill"), hex(screen.text));
+  EXPECT_EQ(attr_of(dark, "row-label", "fill"), hex(screen.dim));
+  EXPECT_EQ(attr_of(dark, "grid", "stroke"), "#000000");
+  EXPECT_GT(screen.text.r, 200);  // light text on a dark ground
+  EXPECT_LT(screen.background.r, 60);
+
+  auto cells = [](const std::string& svg) {
+    const auto from = svg.find("<g class=\"cells\"");
+    return svg.substr(from, svg.find("</g>", from) - from);
+  };
+  EXPECT_EQ(cells(light), cells(dark));
+  EXPECT_EQ(parse_theme("dark"), Theme::Dark);
+  EXPECT_EQ(parse_theme("light"), Theme::Light);
+  EXPECT_EQ(parse_theme("sepia"), std::nullopt);
+}
+
+TEST(Theme, TheHeadGridsGapsAreTheThemesBackground) {
+  HeadGrid g;
+  g.layers = 2;
+  g.heads = 2;
+  g.maps.assign(4, core::RowMatrix::Constant(8, 8, 0.5f));
+  g.theme = Theme::Dark;
+  const Scene sc = layout_head_grid(g);
+  EXPECT_EQ(sc.background, theme_colors(Theme::Dark).background);
+  EXPECT_EQ(sc.grid.colors.at(8, 0), sc.background);  // the column between the first two tiles
+  EXPECT_EQ(attr_of(scene_svg(sc), "title", "fill"), hex(theme_colors(Theme::Dark).text));
 }
 
 TEST(Layout, SizeIsWholePixelsAndHoldsGridAndColourBar) {

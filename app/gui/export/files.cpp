@@ -15,6 +15,7 @@
 #include "attnscope/pytorch_code.hpp"
 #include "attnscope/thumbnail.hpp"
 #include "attnscope/weights.hpp"
+#include "export/export_job.hpp"
 #include "export/png.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
@@ -61,8 +62,9 @@ void remember_folder(AppState& state, const fs::path& folder) {
 
 figure::FigureStyle figure_style(const AppState& state, const core::Trace& trace,
                                  const core::Stage& stage) {
-  return figure::FigureStyle{state.ui.palette, state.ui.show_values, state.ui.unicode,
-                             heatmap_scope(state, trace, stage), state.ui.decimals};
+  return figure::FigureStyle{state.ui.palette,  state.ui.show_values,
+                             state.ui.unicode,  heatmap_scope(state, trace, stage),
+                             state.ui.decimals, state.files.theme};
 }
 
 void notify(AppState& state, std::string message, std::string path, bool error) {
@@ -200,6 +202,7 @@ figure::HeadGrid model_view_figure(const AppState& state, int max_cells) {
   g.scope = state.ui.row_scale == figure::RowScale::Off ? figure::ScaleScope::Matrix
                                                         : figure::ScaleScope::Row;
   g.unicode = state.ui.unicode;
+  g.theme = state.files.theme;
   return g;
 }
 
@@ -281,49 +284,96 @@ std::optional<fs::path> save_run_as_python(AppState& state) {
 // ---------------------------------------------------------------------------
 // Every stage
 
-std::optional<fs::path> export_all_stages(AppState& state) {
-  if (!state.trace) return std::nullopt;
-  const std::shared_ptr<const core::Trace> trace = state.trace;
-  const auto now = std::chrono::system_clock::now();
-  fs::path dir;
+namespace {
+
+// Every stage of `trace`, in order, with how each is drawn now.
+void add_every_stage(const AppState& state, ExportSpec& spec) {
+  for (const core::Stage& s : spec.trace->stages) {
+    spec.stages.push_back(&s);
+    spec.styles.push_back(figure_style(state, *spec.trace, s));
+  }
+}
+
+}  // namespace
+
+bool start_export_all(AppState& state) {
+  if (!state.trace) return false;
+  if (state.files.exporting()) {
+    notify(state, "An export is running; wait for it or cancel it first", "", true);
+    return false;
+  }
+  ExportSpec spec;
+  spec.trace = state.trace;
+  spec.time = std::chrono::system_clock::now();
   try {
     // A model's block is reproduced by the app's session (the model's path,
     // the text, the layer); the chapter-3 classes by the run itself.
-    const auto session =
+    spec.session =
         state.showing_model() ? std::optional(session_document(state)) : session_of_trace(state);
-    if (!session)
+    if (!spec.session)
       throw std::runtime_error(
           "the weights this trace ran with were replaced; recompute before exporting");
-    const fs::path parent = ready_export_folder(state);
+    spec.session->view_json = session_view_json(state);
     if (!state.files.render_png)
       throw std::runtime_error("PNG export needs the app's window (OpenGL)");
-    dir = core::create_new_folder(
-        parent, "attnscope_" + variant_of(*trace) + "_" + core::timestamp_text(now));
-    std::vector<const core::Stage*> stages;
-    for (const core::Stage& s : trace->stages) stages.push_back(&s);
-    const int scale = state.files.png_scale;
-    auto png = [&state, scale](const core::Trace& t, const core::Stage& s) {
-      return png_bytes(state, t, s, scale);
-    };
-    const auto pngs = core::export_stages(*trace, stages, dir, ".png", png, now);
-    const auto data =
-        core::export_stages(*trace, stages, dir, core::format_extension(state.files.all_format),
-                            core::data_renderer(state.files.all_format), now);
-    core::Session doc = *session;
-    doc.view_json = session_view_json(state);
-    core::save_session(dir / "session.json", doc, core::Overwrite::Never);
-    remember_folder(state, parent);
-    notify(state,
-           "Exported " + std::to_string(pngs.size() + data.size() + 1) + " files (" +
-               std::to_string(stages.size()) + " stages) to " + dir.filename().string(),
-           dir.string(), false);
-    return dir;
+    add_every_stage(state, spec);
+    spec.png_scale = state.files.png_scale;
+    spec.data = state.files.all_format;
+    const fs::path parent = ready_export_folder(state);
+    spec.folder = core::create_new_folder(
+        parent, "attnscope_" + variant_of(*spec.trace) + "_" + core::timestamp_text(spec.time));
   } catch (const std::exception& e) {
-    std::error_code ec;
-    if (!dir.empty()) fs::remove_all(dir, ec);  // the folder is ours: created above
     notify(state, std::string("Export failed: ") + e.what(), "", true);
-    return std::nullopt;
+    return false;
   }
+  const fs::path folder = spec.folder;
+  try {
+    state.files.export_job = std::make_shared<ExportJob>(std::move(spec));
+  } catch (const std::exception& e) {  // no thread: the folder is still empty
+    std::error_code ec;
+    fs::remove_all(folder, ec);
+    notify(state, std::string("Export failed: ") + e.what(), "", true);
+    return false;
+  }
+  return true;
+}
+
+void poll_export(AppState& state) {
+  const std::shared_ptr<ExportJob> job = state.files.export_job;
+  if (!job) return;
+  if (!job->finished()) job->step(state.files.render_png, state.files.export_budget_ms);
+  if (!job->finished()) return;
+  const fs::path& dir = job->spec().folder;
+  switch (job->status()) {
+    case ExportJob::Status::Done:
+      remember_folder(state, dir.parent_path());
+      notify(state,
+             "Exported " + std::to_string(job->progress().done) + " files (" +
+                 std::to_string(job->spec().stages.size()) + " stages) to " +
+                 dir.filename().string(),
+             dir.string(), false);
+      break;
+    case ExportJob::Status::Cancelled:
+      notify(state, "Export cancelled; " + dir.filename().string() + " was removed", "", false);
+      break;
+    default:
+      notify(state, "Export failed: " + job->error(), "", true);
+  }
+  state.files.export_job.reset();
+  state.files.frames_after_export = 3;
+}
+
+void cancel_export(AppState& state) {
+  if (state.files.export_job) state.files.export_job->cancel();
+}
+
+std::optional<fs::path> export_all_stages(AppState& state) {
+  if (!start_export_all(state)) return std::nullopt;
+  const std::shared_ptr<ExportJob> job = state.files.export_job;
+  job->run_to_end(state.files.render_png);
+  poll_export(state);
+  if (job->status() != ExportJob::Status::Done) return std::nullopt;
+  return job->spec().folder;
 }
 
 // ---------------------------------------------------------------------------
@@ -469,18 +519,17 @@ int export_pngs(AppState& state, const std::string& dir, int scale) {
     core::require_folder(dir);
     if (!state.files.render_png)
       throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
-    auto png = [&](const core::Trace& t, const core::Stage& s) {
-      const RenderedImage img =
-          state.files.render_png(figure::stage_heatmap(t, s, figure_style(state, t, s)), scale);
-      std::string bytes = encode_png(img.width, img.height, img.rgba);
-      if (bytes.empty()) throw std::runtime_error("the PNG of " + s.id + " could not be encoded");
-      return bytes;
-    };
-    std::vector<const core::Stage*> stages;
-    for (const core::Stage& s : state.trace->stages) stages.push_back(&s);
-    for (const auto& p : core::export_stages(*state.trace, stages, dir, ".png", png,
-                                             std::chrono::system_clock::now()))
-      std::cout << p.string() << "\n";
+    ExportSpec spec;
+    spec.trace = state.trace;
+    add_every_stage(state, spec);
+    spec.png_scale = scale;
+    spec.folder = dir;
+    spec.own_folder = false;  // the user's folder: only the PNGs go on failure
+    spec.time = std::chrono::system_clock::now();
+    ExportJob job(std::move(spec));
+    job.run_to_end(state.files.render_png);
+    if (job.status() != ExportJob::Status::Done) throw std::runtime_error(job.error());
+    for (const auto& p : job.png_paths()) std::cout << p.string() << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

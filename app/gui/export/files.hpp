@@ -33,7 +33,8 @@ std::filesystem::path export_folder(const AppState& state);
 void remember_folder(AppState& state, const std::filesystem::path& folder);
 
 // How `stage` of `trace` is drawn now: the palette, "Numbers in cells",
-// decimals and row scale of the View menu, as on screen.
+// decimals and row scale of the View menu, as on screen, in the export
+// menus' theme.
 figure::FigureStyle figure_style(const AppState& state, const core::Trace& trace,
                                  const core::Stage& stage);
 
@@ -62,10 +63,23 @@ figure::HeadGrid model_view_figure(const AppState& state, int max_cells);
 // after setting an error notice.
 std::optional<std::filesystem::path> export_model_view(AppState& state, ExportKind kind, int scale);
 
-// Every stage (every head) of the trace on screen into a new folder
-// <export folder>/attnscope_<variant>_<timestamp>: a PNG (at files.png_scale)
-// and a data file (files.all_format) per stage, plus session.json that
-// reproduces the run. All or nothing: on failure the new folder is removed.
+// Export all: every stage (every head) of the trace on screen into a new
+// folder <export folder>/attnscope_<variant>_<timestamp>: a PNG (at
+// files.png_scale, in files.theme) and a data file (files.all_format) per
+// stage, plus session.json that reproduces the run (a model's block: the
+// app's session, which reopens the model). It runs as files.export_job
+// (export_job.hpp) beside the frames. All or nothing: on failure or Cancel
+// the new folder is removed. Returns false after setting an error notice
+// (another export is running, no trace, the folder cannot be made, ...).
+bool start_export_all(AppState& state);
+// Once a frame (the progress window): renders the running export's next
+// figures within files.export_budget_ms; once it has finished, says how it
+// went in the notice and lets it go.
+void poll_export(AppState& state);
+// Cancel: the export stops and its folder goes (the notice says so once it has).
+void cancel_export(AppState& state);
+// start_export_all, run to the end on this thread (tests, synchronous
+// callers). Returns the folder, or nullopt after setting an error notice.
 std::optional<std::filesystem::path> export_all_stages(AppState& state);
 
 // The run on screen (the trace's config, inputs and weights) as one PyTorch
@@ -109,9 +123,11 @@ std::optional<std::filesystem::path> save_screenshot_png(AppState& state, const 
 void save_window_screenshot(AppState& state, const RenderedImage& window);
 
 // --export-png DIR: every stage of the state's run (every head) as a PNG in
-// the existing folder `dir` at `scale`, rendered by FilesState::render_png
-// and named as exports are; prints each path on stdout. Returns the exit
-// code (0, or 2 with "error: ..." on stderr).
+// the existing folder `dir` at `scale` and files.theme, rendered by
+// FilesState::render_png (the export job, run to the end) and named as
+// exports are; prints each path on stdout. All or nothing: on failure the
+// PNGs it wrote are removed. Returns the exit code (0, or 2 with "error:
+// ..." on stderr).
 int export_pngs(AppState& state, const std::string& dir, int scale);
 
 }  // namespace attnscope::gui

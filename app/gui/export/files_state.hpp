@@ -1,7 +1,8 @@
 // files_state.hpp: what the app remembers about files: the export folder and
-// recent folders, the open file dialog, the last notice ("Saved ... [Copy
-// path]"), where imported weights came from, and the off-screen PNG renderer
-// (set by main, which owns the GL context; null in headless tests).
+// recent folders, the exported figures' theme, the open file dialog, the last
+// notice ("Saved ... [Copy path]"), the Export all running beside the frames,
+// where imported weights came from, and the off-screen PNG renderer (set by
+// main, which owns the GL context; null in headless tests).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "attnscope/attention.hpp"
 #include "attnscope/formats.hpp"
+#include "figure/theme.hpp"
 #include "render/rendered_image.hpp"
 
 namespace attnscope::figure {
@@ -22,6 +24,9 @@ struct HeadGrid;
 }  // namespace attnscope::figure
 
 namespace attnscope::gui {
+
+class NativeDialog;
+class ExportJob;  // export/export_job.hpp
 
 // Renders a heatmap figure off screen at an integer scale (1, 2, 4); throws
 // std::runtime_error with a message a person can act on.
@@ -54,6 +59,9 @@ struct FilesState {
   std::string last_folder;                              // where the path fields start
   int png_scale = 2;                                    // 1, 2 or 4 (Export all, and the default)
   core::DataFormat all_format = core::DataFormat::Npy;  // Export all's data files
+  // The colours around exported figures' cells (PNG, SVG, Export all, Export
+  // view, --export-png): the export menus' Theme: Dark / Light.
+  figure::Theme theme = figure::kDefaultTheme;
 
   // Explicit weights that came from a file, and which file: while
   // AppState::explicit_parameters is this set, the UI names the file.
@@ -62,11 +70,28 @@ struct FilesState {
 
   Notice notice;
   FileDialog dialog = FileDialog::None;
-  std::string path_input;        // the dialog's path field
-  std::string dialog_error;      // why the last attempt failed (shown in the dialog)
-  bool confirm_replace = false;  // Save session: the file exists, asked to replace
-  std::string listed_folder;     // the folder the dialog lists (cached listing below)
+  // The desktop's dialog (native_dialog.hpp) for `dialog`, while it is open;
+  // null: the path-field dialog below is shown instead.
+  std::shared_ptr<NativeDialog> native;
+  bool native_dialogs = true;     // use zenity/kdialog when present (File menu)
+  std::function<void()> wake_ui;  // main: glfwPostEmptyEvent, so a closed dialog is seen at once
+  std::string path_input;         // the dialog's path field
+  std::string dialog_error;       // why the last attempt failed (shown in the dialog)
+  bool confirm_replace = false;   // Save session: the file exists, asked to replace
+  std::string listed_folder;      // the folder the dialog lists (cached listing below)
   std::vector<std::pair<std::string, bool>> listing;  // its entries: name, is a folder
+
+  // The Export all that runs beside the frames (null: none); a shared_ptr
+  // only so that this header need not define the job. Destroying it (the app
+  // closing) cancels it and removes its folder.
+  std::shared_ptr<ExportJob> export_job;
+  double export_budget_ms = 4.0;  // rendering for it per frame: this long, at least one figure
+  // Frames still to draw after an export has ended: its notice is a new
+  // auto-sized window, which ImGui shows only from its second frame.
+  int frames_after_export = 0;
+  bool exporting() const { return export_job != nullptr; }
+  // An export needs frames: to render its figures, then to show how it went.
+  bool needs_frames() const { return exporting() || frames_after_export > 0; }
 
   int screenshot_countdown = 0;      // > 0: main grabs the window when it reaches 0
   FigureRenderer render_png;         // null: PNG export is unavailable (no GL context)

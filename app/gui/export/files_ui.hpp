@@ -9,9 +9,18 @@
 
 namespace attnscope::gui {
 
-// PNG 1×/2×/4×, SVG, CSV, NPY, JSON, Copy as torch.tensor: the items of a
+// PNG 1×/2×/4×, SVG, the theme, CSV, NPY, JSON, Copy as torch.tensor: the items of a
 // heatmap's Export button and right-click menu (inside an open popup/menu).
 void draw_export_menu_items(AppState& state, const core::Stage& stage);
+
+// "Theme: (o) Dark ( ) Light": the colours around exported figures' cells
+// (FilesState::theme), in the export menus and the Export all dialog.
+void draw_theme_choice(AppState& state);
+
+// Export all's progress beside the frames (bottom right, where the notice
+// goes): "Exporting 37 of 120 files", a progress bar and Cancel. Steps the
+// job first (poll_export), so it runs once every frame.
+void draw_export_progress(AppState& state);
 
 // File menu: Open/Save session, Import embeddings/weights, Reset to seeded
 // weights, Export all stages, Export folder (inside the open File menu).
@@ -26,6 +35,10 @@ void handle_file_shortcuts(AppState& state);
 // In the menu bar: a badge while the run uses imported or edited weights,
 // with the file's name and "Reset to seeded weights".
 void draw_weights_badge(AppState& state);
+
+// Opens the dialog for `d`: the desktop's own (native_dialog.hpp) when there
+// is one and the File menu allows it, else the app's path-field dialog.
+void open_file_dialog(AppState& state, FileDialog d);
 
 // The open dialog, if any, and the last notice (bottom right).
 void draw_file_windows(AppState& state);

@@ -1,20 +1,24 @@
 // files_panel.cpp: the widgets of exports, imports and sessions (files_ui.hpp).
 //
 // Sections
-//   1. export menus (per heatmap), File / View menu items, F12
+//   1. export menus (per heatmap) and their theme choice, File / View menu
+//      items, F12, Export all's progress window
 //   2. the weights badge
 //   3. the path-field dialogs: path, recent folders, folder listing
 //   4. the notice
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "attnscope/files.hpp"
 #include "attnscope/formats.hpp"
+#include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
+#include "native_dialog.hpp"
 
 namespace attnscope::gui {
 
@@ -32,7 +36,37 @@ bool f12_pressed() {
 #endif
 }
 
-void open_dialog(AppState& state, FileDialog d) {
+// What the desktop's dialog for `d` shows; nullopt for Export all, whose
+// options only the app's own dialog has.
+std::optional<DialogRequest> native_request(FileDialog d, const std::string& start) {
+  using Mode = DialogRequest::Mode;
+  switch (d) {
+    case FileDialog::OpenSession:
+      return DialogRequest{
+          Mode::OpenFile, "Open session", start, {{"attnscope sessions", {"*.json"}}}};
+    case FileDialog::SaveSession:
+      return DialogRequest{
+          Mode::SaveFile, "Save session", start, {{"attnscope sessions", {"*.json"}}}};
+    case FileDialog::ImportEmbeddings:
+      return DialogRequest{Mode::OpenFile,
+                           "Import embeddings",
+                           start,
+                           {{"Embeddings", {"*.csv", "*.npy", "*.json"}}}};
+    case FileDialog::ImportWeights:
+      return DialogRequest{
+          Mode::OpenFile, "Import weights", start, {{"Weights", {"*.json", "*.npy"}}}};
+    case FileDialog::ExportFolder:
+      return DialogRequest{Mode::ChooseFolder, "Export folder", start, {}};
+    case FileDialog::ExportAll:
+    case FileDialog::None:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void open_file_dialog(AppState& state, FileDialog d) {
   FilesState& f = state.files;
   f.dialog = d;
   f.dialog_error.clear();
@@ -46,9 +80,24 @@ void open_dialog(AppState& state, FileDialog d) {
   if (!start.empty() && start.back() != '/') start += '/';
   if (d == FileDialog::SaveSession) start += "attnscope-session.json";
   f.path_input = start;
+  // The desktop's own dialog when there is one; the path field stays ready
+  // behind it for when it fails.
+  const DialogTool tool = f.native_dialogs ? find_dialog_tool() : DialogTool::Builtin;
+  if (tool == DialogTool::Builtin) return;
+  // The desktop's dialogs start elsewhere when the folder is missing (the
+  // default export folder before the first export): start in the nearest
+  // folder that exists instead.
+  fs::path folder = d == FileDialog::SaveSession ? fs::path(start).parent_path() : fs::path(start);
+  std::error_code ec;
+  while (folder.has_parent_path() && folder != folder.root_path() && !fs::is_directory(folder, ec))
+    folder = folder.parent_path();
+  if (d == FileDialog::SaveSession)
+    start = (folder / "attnscope-session.json").string();
+  else
+    start = folder.string();
+  if (const auto request = native_request(d, start))
+    f.native = std::make_shared<NativeDialog>(dialog_command(tool, *request), f.wake_ui);
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // 1. Menus
@@ -64,6 +113,7 @@ void draw_export_menu_items(AppState& state, const core::Stage& stage) {
       export_stage(state, stage, ExportKind::Png, scale);
   }
   if (ImGui::MenuItem("SVG (vector)")) export_stage(state, stage, ExportKind::Svg);
+  draw_theme_choice(state);
   ImGui::Separator();
   if (ImGui::MenuItem("CSV")) export_stage(state, stage, ExportKind::Csv);
   if (ImGui::MenuItem("NPY (numpy.load)")) export_stage(state, stage, ExportKind::Npy);
@@ -79,18 +129,26 @@ void draw_export_menu_items(AppState& state, const core::Stage& stage) {
 }
 
 void draw_file_menu_items(AppState& state) {
-  if (ImGui::MenuItem("Open session...")) open_dialog(state, FileDialog::OpenSession);
-  if (ImGui::MenuItem("Save session...")) open_dialog(state, FileDialog::SaveSession);
+  if (ImGui::MenuItem("Open session...")) open_file_dialog(state, FileDialog::OpenSession);
+  if (ImGui::MenuItem("Save session...")) open_file_dialog(state, FileDialog::SaveSession);
   ImGui::Separator();
-  if (ImGui::MenuItem("Import embeddings...")) open_dialog(state, FileDialog::ImportEmbeddings);
-  if (ImGui::MenuItem("Import weights...")) open_dialog(state, FileDialog::ImportWeights);
+  if (ImGui::MenuItem("Import embeddings..."))
+    open_file_dialog(state, FileDialog::ImportEmbeddings);
+  if (ImGui::MenuItem("Import weights...")) open_file_dialog(state, FileDialog::ImportWeights);
   if (ImGui::MenuItem("Reset to seeded weights", nullptr, false,
                       static_cast<bool>(state.explicit_parameters)))
     reset_to_seeded_weights(state);
   ImGui::Separator();
-  if (ImGui::MenuItem("Export all stages...", nullptr, false, static_cast<bool>(state.trace)))
-    open_dialog(state, FileDialog::ExportAll);
-  if (ImGui::MenuItem("Export folder...")) open_dialog(state, FileDialog::ExportFolder);
+  if (ImGui::MenuItem("Export all stages...", nullptr, false,
+                      state.trace && !state.files.exporting()))
+    open_file_dialog(state, FileDialog::ExportAll);
+  if (ImGui::MenuItem("Export folder...")) open_file_dialog(state, FileDialog::ExportFolder);
+  const DialogTool tool = find_dialog_tool();
+  if (tool != DialogTool::Builtin) {
+    const std::string label =
+        std::string("Use the desktop's file dialogs (") + dialog_tool_name(tool) + ")";
+    ImGui::MenuItem(label.c_str(), nullptr, &state.files.native_dialogs);
+  }
   ImGui::Separator();
   const bool have_run = static_cast<bool>(state.trace);
   if (ImGui::MenuItem("Copy run as PyTorch code", nullptr, false, have_run)) {
@@ -105,6 +163,47 @@ void draw_file_menu_items(AppState& state) {
     }
   }
   if (ImGui::MenuItem("Save run as .py", nullptr, false, have_run)) save_run_as_python(state);
+}
+
+void draw_theme_choice(AppState& state) {
+  ImGui::TextUnformatted("Theme:");
+  for (figure::Theme t : figure::kAllThemes) {
+    ImGui::SameLine();
+    const std::string label = std::string(figure::theme_label(t)) + "##theme";
+    if (ImGui::RadioButton(label.c_str(), state.files.theme == t)) state.files.theme = t;
+  }
+}
+
+void draw_export_progress(AppState& state) {
+  if (state.files.frames_after_export > 0) --state.files.frames_after_export;
+  poll_export(state);
+  const std::shared_ptr<ExportJob> job = state.files.export_job;
+  if (!job) return;
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(
+      ImVec2(vp->WorkPos.x + vp->WorkSize.x - 12, vp->WorkPos.y + vp->WorkSize.y - 12),
+      ImGuiCond_Always, ImVec2(1.0f, 1.0f));
+  ImGui::SetNextWindowBgAlpha(0.95f);
+  constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_NoDecoration |
+                                      ImGuiWindowFlags_AlwaysAutoResize |
+                                      ImGuiWindowFlags_NoSavedSettings |
+                                      ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav;
+  if (ImGui::Begin("##export_progress", nullptr, kFlags)) {
+    const ExportJob::Progress p = job->progress();
+    const bool cancelling = job->stopping();
+    if (cancelling)
+      ImGui::TextUnformatted("Cancelling the export...");
+    else
+      ImGui::Text("Exporting %d of %d files", p.done, p.total);
+    ImGui::ProgressBar(
+        p.total > 0 ? static_cast<float>(p.done) / static_cast<float>(p.total) : 0.0f,
+        ImVec2(ImGui::GetFontSize() * 20, 0));
+    ImGui::TextDisabled("%s", job->spec().folder.string().c_str());
+    ImGui::BeginDisabled(cancelling);
+    if (ImGui::Button("Cancel")) cancel_export(state);
+    ImGui::EndDisabled();
+  }
+  ImGui::End();
 }
 
 void draw_screenshot_menu_item(AppState& state) {
@@ -248,7 +347,7 @@ bool run_action(AppState& state) {
       break;
     }
     case FileDialog::ExportAll:
-      export_all_stages(state);  // the notice reports how it went
+      start_export_all(state);  // its progress window, then the notice, report how it goes
       return true;
     case FileDialog::None:
       return true;
@@ -299,12 +398,59 @@ void draw_path_field(AppState& state) {
   ImGui::EndChild();
 }
 
+// The desktop's dialog: while it is open a small window says so (with a way
+// to the app's own instead); its answer runs the same action as the path
+// field. Returns true while it is open or after it has been answered.
+bool poll_native_dialog(AppState& state) {
+  FilesState& f = state.files;
+  if (!f.native) return false;
+  const std::optional<NativeDialog::Result> result = f.native->result();
+  if (!result) {
+    const ImGuiViewport* vp = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos(
+        ImVec2(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + vp->WorkSize.y * 0.4f),
+        ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+    const std::string title = std::string(dialog_title(f.dialog)) + "###files_dialog";
+    if (ImGui::Begin(title.c_str(), nullptr,
+                     ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings |
+                         ImGuiWindowFlags_AlwaysAutoResize)) {
+      ImGui::TextUnformatted("Choose in the desktop's file dialog; attnscope waits for it.");
+      if (ImGui::Button("Use attnscope's own dialog")) f.native.reset();  // closes the other
+      ImGui::SameLine();
+      if (ImGui::Button("Cancel")) {
+        f.native.reset();
+        f.dialog = FileDialog::None;
+      }
+    }
+    ImGui::End();
+    return true;
+  }
+  f.native.reset();
+  switch (result->status) {
+    case NativeDialog::Result::Status::Cancelled:
+      f.dialog = FileDialog::None;
+      return true;
+    case NativeDialog::Result::Status::Failed:
+      f.dialog_error = "The desktop's file dialog could not be shown (" + result->error +
+                       "); choose the path here instead.";
+      return false;
+    case NativeDialog::Result::Status::Chosen:
+      f.path_input = result->path;
+      // The desktop's save dialog asked before replacing a file.
+      if (f.dialog == FileDialog::SaveSession) f.confirm_replace = true;
+      // On failure the path field shows the path and why.
+      if (run_action(state)) f.dialog = FileDialog::None;
+      return true;
+  }
+  return true;
+}
+
 }  // namespace
 
 void draw_file_windows(AppState& state) {
   FilesState& f = state.files;
   const ImGuiViewport* vp = ImGui::GetMainViewport();
-  if (f.dialog != FileDialog::None) {
+  if (f.dialog != FileDialog::None && !poll_native_dialog(state)) {
     const float font = ImGui::GetFontSize();
     ImGui::SetNextWindowPos(
         ImVec2(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + vp->WorkSize.y * 0.4f),
@@ -334,6 +480,7 @@ void draw_file_windows(AppState& state) {
           if (ImGui::RadioButton(std::string(core::format_id(d)).c_str(), f.all_format == d))
             f.all_format = d;
         }
+        draw_theme_choice(state);
         if (!f.render_png) ImGui::TextDisabled("PNG export needs the app's window (OpenGL).");
       } else {
         ImGui::TextWrapped("%s", dialog_hint(f.dialog));
@@ -370,7 +517,8 @@ void draw_file_windows(AppState& state) {
   // -------------------------------------------------------------------------
   // 4. The notice, bottom right, until dismissed or replaced; hidden while a
   // window screenshot is pending, so that it never shows in one.
-  if (!f.notice.message.empty() && f.screenshot_countdown == 0) {
+  // While an export runs its progress window stands there instead.
+  if (!f.notice.message.empty() && f.screenshot_countdown == 0 && !f.exporting()) {
     ImGui::SetNextWindowPos(
         ImVec2(vp->WorkPos.x + vp->WorkSize.x - 12, vp->WorkPos.y + vp->WorkSize.y - 12),
         ImGuiCond_Always, ImVec2(1.0f, 1.0f));

@@ -151,7 +151,8 @@ void draw_menu_bar(AppState& state) {
 }
 
 void draw_menu_popups(AppState& state) {
-  draw_file_windows(state);  // dialogs and the export notice (files_panel.cpp)
+  draw_file_windows(state);     // dialogs and the export notice (files_panel.cpp)
+  draw_export_progress(state);  // Export all's next figures and its progress window
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const ImVec2 centre(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + vp->WorkSize.y * 0.5f);
   constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_AlwaysAutoResize |

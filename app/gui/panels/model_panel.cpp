@@ -9,14 +9,47 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "attnscope/tokenizer.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
+#include "native_dialog.hpp"
 #include "panels/panels.hpp"
 
 namespace attnscope::gui {
+
+void start_model_browse(AppState& state, DialogTool tool) {
+  ModelState& m = state.model;
+  std::error_code ec;
+  std::filesystem::path start(m.path);
+  if (!start.empty() && !std::filesystem::is_directory(start, ec)) start = start.parent_path();
+  if (start.empty() || !std::filesystem::is_directory(start, ec)) {
+    const auto folders = core::model_search_folders();
+    start = folders.empty() ? std::filesystem::path() : folders.front();
+  }
+  const DialogRequest request{
+      DialogRequest::Mode::OpenFile,
+      "Open a GPT-2 checkpoint",
+      start.string(),
+      {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
+  m.browse = std::make_shared<NativeDialog>(dialog_command(tool, request), state.files.wake_ui);
+}
+
+bool poll_model_browse(AppState& state) {
+  ModelState& m = state.model;
+  if (!m.browse) return true;
+  const std::optional<NativeDialog::Result> result = m.browse->result();
+  if (!result) return false;
+  m.browse.reset();
+  if (result->status == NativeDialog::Result::Status::Failed) m.load_error = result->error;
+  if (result->status != NativeDialog::Result::Status::Chosen) return true;
+  const std::filesystem::path chosen(result->path);
+  m.path = chosen.filename() == "config.json" ? chosen.parent_path().string() : result->path;
+  state.open_model(m.path);
+  return true;
+}
 
 namespace {
 
@@ -43,6 +76,20 @@ void help(const char* text) {
 // ---------------------------------------------------------------------------
 // 2. Checkpoint
 
+// Browse...: shown only when the desktop has a file dialog (zenity, kdialog).
+void draw_browse(AppState& state) {
+  if (state.model.browse) {  // draw_checkpoint polls it
+    ImGui::SameLine();
+    ImGui::TextDisabled("choosing...");
+    return;
+  }
+  const DialogTool tool = state.files.native_dialogs ? find_dialog_tool() : DialogTool::Builtin;
+  if (tool == DialogTool::Builtin) return;
+  ImGui::SameLine();
+  if (ImGui::Button("Browse...")) start_model_browse(state, tool);
+  help("Choose a .safetensors, .pth or a folder's config.json in the desktop's file dialog");
+}
+
 void draw_model_list(AppState& state) {
   ModelState& m = state.model;
   if (!m.recent.empty() && ImGui::BeginCombo("##recent", "Recent models")) {
@@ -58,6 +105,7 @@ void draw_model_list(AppState& state) {
     m.found_scanned = true;
   }
   help("Lists the models in the Hugging Face cache and in attnscope's models folder");
+  draw_browse(state);
   if (!m.found_scanned) return;
   if (m.found.empty()) {
     std::string where;
@@ -78,6 +126,7 @@ void draw_model_list(AppState& state) {
 
 void draw_checkpoint(AppState& state) {
   ModelState& m = state.model;
+  poll_model_browse(state);  // also while the section is folded
   if (m.model) {
     const core::Gpt2Config& c = m.model->config();
     ImGui::Text("%s", m.model->name().c_str());

@@ -16,6 +16,7 @@
 #include "attnscope/stages.hpp"
 #include "attnscope/tokenizer.hpp"
 #include "export/files.hpp"
+#include "export/files_ui.hpp"
 #include "imgui.h"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
@@ -414,6 +415,7 @@ void draw_model_centre(AppState& state) {
         if (ImGui::MenuItem(("PNG " + std::to_string(scale) + "x").c_str()))
           export_model_view(state, ExportKind::Png, scale);
       if (ImGui::MenuItem("SVG")) export_model_view(state, ExportKind::Svg, 1);
+      draw_theme_choice(state);
       ImGui::EndPopup();
     }
   }

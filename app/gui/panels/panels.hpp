@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app_state.hpp"
+#include "native_dialog.hpp"
 
 namespace attnscope::gui {
 
@@ -55,6 +56,11 @@ void draw_source_switch(AppState& state);
 // The left column for a model: checkpoint, text and tokens, layer and head,
 // view, next tokens, head patterns (model_panel.cpp).
 void draw_model_panel(AppState& state);
+// Browse... beside the checkpoint path: the desktop's file dialog (`tool`)
+// for a checkpoint; when it closes, poll_model_browse opens what was chosen
+// (a config.json: its folder) and returns true; false while it is open.
+void start_model_browse(AppState& state, DialogTool tool);
+bool poll_model_browse(AppState& state);
 // The centre for a model: the model view, one head's stepper, or the head
 // view; with no model, where to get one (model_view.cpp).
 void draw_model_centre(AppState& state);

@@ -10,8 +10,8 @@
 #include <GL/gl.h>
 #include <GL/glext.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -130,11 +130,11 @@ void rotate_vertices(ImDrawList* dl, int from, ImVec2 pivot, float degrees) {
   }
 }
 
+// The background is the framebuffer's clear colour (render()), not a
+// rectangle: one pass less over every pixel, which software GL feels.
 void paint(ImDrawList* dl, const Scene& sc, float k, FigureFonts& fonts, ImTextureID cells) {
   const figure::CellGrid& g = sc.grid;
   auto P = [k](float x, float y) { return ImVec2(x * k, y * k); };
-  dl->AddRectFilled(P(0, 0), P(static_cast<float>(sc.width), static_cast<float>(sc.height)),
-                    to_u32(sc.background));
 
   // Cells: one texel each, nearest filtering; then hatching and hairlines.
   const float cell = g.cell * k;
@@ -151,7 +151,7 @@ void paint(ImDrawList* dl, const Scene& sc, float k, FigureFonts& fonts, ImTextu
               dl, ImVec2(g0.x + cell * static_cast<float>(c), g0.y + cell * static_cast<float>(r)),
               cell, to_u32(g.masked_hatch), g.hatch_spacing * k, std::max(1.0f, 1.5f * k));
   if (g.hairlines) {
-    const ImU32 line = IM_COL32(0, 0, 0, 60);
+    const ImU32 line = to_u32(g.lines);
     for (int c = 1; c < g.cols(); ++c) {
       const float x = g0.x + cell * static_cast<float>(c);
       dl->AddLine(ImVec2(x, g0.y), ImVec2(x, g1.y), line, k);
@@ -228,19 +228,21 @@ class Framebuffer {
   Framebuffer(const Framebuffer&) = delete;
   Framebuffer& operator=(const Framebuffer&) = delete;
 
-  // The pixels, top row first, opaque.
+  // The pixels, top row first, opaque: read bottom row first, then the rows
+  // swapped in place (one buffer: at 4x a figure is tens of MB).
   std::vector<std::uint8_t> read(int width, int height) const {
     const auto row = static_cast<std::size_t>(width) * 4;
-    std::vector<std::uint8_t> bottom_up(row * static_cast<std::size_t>(height));
+    std::vector<std::uint8_t> pixels(row * static_cast<std::size_t>(height));
     glReadBuffer(GL_COLOR_ATTACHMENT0);
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
-    glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, bottom_up.data());
-    std::vector<std::uint8_t> top_down(bottom_up.size());
-    for (int y = 0; y < height; ++y)
-      std::memcpy(&top_down[static_cast<std::size_t>(y) * row],
-                  &bottom_up[static_cast<std::size_t>(height - 1 - y) * row], row);
-    for (std::size_t i = 3; i < top_down.size(); i += 4) top_down[i] = 255;
-    return top_down;
+    glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+    for (std::size_t top = 0, bottom = static_cast<std::size_t>(height) - 1; top < bottom;
+         ++top, --bottom)
+      std::swap_ranges(pixels.begin() + static_cast<std::ptrdiff_t>(top * row),
+                       pixels.begin() + static_cast<std::ptrdiff_t>((top + 1) * row),
+                       pixels.begin() + static_cast<std::ptrdiff_t>(bottom * row));
+    for (std::size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;
+    return pixels;
   }
 
  private:
@@ -351,7 +353,9 @@ RenderedImage OffscreenFigureRenderer::render(const figure::Scene& sc,
   ImGui_ImplOpenGL3_NewFrame();  // creates the backend's shader and buffers before the first frame
   Framebuffer fb(width, height);
   glViewport(0, 0, width, height);
-  glClearColor(1, 1, 1, 1);
+  glClearColor(static_cast<float>(sc.background.r) / 255.0f,
+               static_cast<float>(sc.background.g) / 255.0f,
+               static_cast<float>(sc.background.b) / 255.0f, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(&data);
   RenderedImage out;

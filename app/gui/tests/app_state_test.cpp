@@ -310,6 +310,12 @@ TEST(LaunchOptions, DecimalsDefaultToTheBooksFourAndTakeOneToSix) {
   EXPECT_EQ(launch_error({"--decimals", "9"}), "--decimals (9) must be between 1 and 6");
 }
 
+TEST(LaunchOptions, ThemeTakesDarkOrLightAndNamesThemWhenWrong) {
+  EXPECT_EQ(launched({}).files.theme, figure::Theme::Light);
+  EXPECT_EQ(launched({"--theme", "dark"}).files.theme, figure::Theme::Dark);
+  EXPECT_EQ(launch_error({"--theme", "blue"}), "--theme 'blue' is not a theme: use dark or light");
+}
+
 TEST(LaunchOptions, RowScaleIsAutomaticUnlessAskedFor) {
   EXPECT_EQ(launched({}).ui.row_scale, figure::RowScale::Auto);
   EXPECT_EQ(launched({"--row-scale"}).ui.row_scale, figure::RowScale::On);

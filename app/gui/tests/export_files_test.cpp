@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "attnscope/attention.hpp"
 #include "attnscope/formats.hpp"
@@ -19,6 +20,7 @@
 #include "attnscope/rng.hpp"
 #include "attnscope/session.hpp"
 #include "attnscope/weights.hpp"
+#include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "figure/heatmap_figure.hpp"
 #include "session.hpp"
@@ -244,6 +246,140 @@ TEST_F(Files, ExportAllIsAllOrNothing) {
   EXPECT_TRUE(state_.files.notice.error);
   EXPECT_NE(state_.files.notice.message.find("the GPU gave up"), std::string::npos);
   EXPECT_TRUE(files_in(dir_ / "out").empty());  // the new folder is gone again
+}
+
+// ---------------------------------------------------------------------------
+// Export all as a job beside the frames (export/export_job.hpp)
+
+// A 2 x 2 image per figure: these tests are about the job, not the pixels
+// (figure-sized images of one colour take stb tens of ms each).
+RenderedImage tiny_png(const figure::Heatmap&, int) {
+  return RenderedImage{2, 2, std::vector<std::uint8_t>(16, 200)};
+}
+
+// Frames' worth of poll_export until the export has finished (or 10 s).
+void poll_until_done(AppState& state) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (state.files.exporting() && std::chrono::steady_clock::now() < deadline) {
+    poll_export(state);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(state.files.exporting()) << "the export did not finish";
+}
+
+// The worker writes the data files while the UI has rendered nothing; each
+// step hands it one more figure, and the count only grows, to every file.
+TEST_F(Files, ExportJobProgressAdvancesWithEachRenderedFigure) {
+  state_.files.render_png = tiny_png;
+  ASSERT_TRUE(start_export_all(state_));
+  const std::shared_ptr<ExportJob> job = state_.files.export_job;
+  const auto n = static_cast<int>(state_.trace->stages.size());
+  EXPECT_EQ(job->progress().total, 2 * n + 1);
+  auto wait_for = [&](int done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (job->progress().done < done && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return job->progress().done;
+  };
+  EXPECT_EQ(wait_for(n), n);  // the data files: no figure rendered yet
+  EXPECT_EQ(job->progress().done, n);
+  job->step(state_.files.render_png, 0);  // one figure
+  EXPECT_EQ(wait_for(n + 1), n + 1);
+  EXPECT_FALSE(job->finished());
+  poll_until_done(state_);
+  EXPECT_EQ(job->progress().done, 2 * n + 1);
+  EXPECT_EQ(job->status(), ExportJob::Status::Done);
+  EXPECT_FALSE(state_.files.notice.error) << state_.files.notice.message;
+}
+
+// The job names its files as a synchronous export of every stage does.
+TEST_F(Files, ExportJobWritesTheFilesASynchronousExportWrites) {
+  state_.files.render_png = tiny_png;
+  state_.files.all_format = core::DataFormat::Json;
+  ASSERT_TRUE(start_export_all(state_));
+  const std::shared_ptr<ExportJob> job = state_.files.export_job;
+  poll_until_done(state_);
+  ASSERT_EQ(job->status(), ExportJob::Status::Done) << job->error();
+  std::vector<const core::Stage*> stages;
+  for (const core::Stage& st : state_.trace->stages) stages.push_back(&st);
+  const fs::path reference = dir_ / "reference";
+  fs::create_directories(reference);
+  const auto bytes = [](const core::Trace&, const core::Stage&) { return std::string("x"); };
+  core::export_stages(*state_.trace, stages, reference, ".png", bytes, job->spec().time);
+  core::export_stages(*state_.trace, stages, reference, ".json", bytes, job->spec().time);
+  std::set<std::string> expected = files_in(reference);
+  expected.insert("session.json");
+  EXPECT_EQ(files_in(job->spec().folder), expected);
+  EXPECT_EQ(state_.files.notice.path, job->spec().folder.string());
+}
+
+TEST_F(Files, CancellingExportAllLeavesNothingBehind) {
+  state_.files.render_png = tiny_png;
+  state_.files.export_budget_ms = 0;  // one figure a frame
+  ASSERT_TRUE(start_export_all(state_));
+  const fs::path folder = state_.files.export_job->spec().folder;
+  poll_export(state_);
+  poll_export(state_);
+  EXPECT_TRUE(fs::exists(folder));
+  cancel_export(state_);
+  poll_until_done(state_);
+  EXPECT_FALSE(fs::exists(folder));
+  EXPECT_TRUE(files_in(dir_ / "out").empty());
+  EXPECT_NE(state_.files.notice.message.find("cancelled"), std::string::npos)
+      << state_.files.notice.message;
+}
+
+TEST_F(Files, AWriteThatFailsInTheWorkerRemovesTheFolder) {
+  state_.files.render_png = tiny_png;
+  ASSERT_TRUE(start_export_all(state_));
+  const fs::path folder = state_.files.export_job->spec().folder;
+  // session.json is written last and never over a file: this one makes it fail.
+  std::ofstream(folder / "session.json") << "taken";
+  poll_until_done(state_);
+  EXPECT_TRUE(state_.files.notice.error);
+  EXPECT_NE(state_.files.notice.message.find("session.json"), std::string::npos)
+      << state_.files.notice.message;
+  EXPECT_FALSE(fs::exists(folder));
+  EXPECT_TRUE(files_in(dir_ / "out").empty());
+}
+
+// Closing the app destroys the state: the export stops and takes its folder.
+TEST_F(Files, ClosingTheAppDuringExportAllRemovesItsFolder) {
+  state_.files.render_png = tiny_png;
+  auto app = std::make_unique<AppState>();
+  app->load_preset("book");
+  app->files.export_folder = dir_ / "out";
+  app->files.render_png = state_.files.render_png;
+  app->files.export_budget_ms = 0;
+  app->finish_recompute();
+  ASSERT_TRUE(start_export_all(*app));
+  const fs::path folder = app->files.export_job->spec().folder;
+  poll_export(*app);
+  app.reset();
+  EXPECT_FALSE(fs::exists(folder));
+  EXPECT_TRUE(files_in(dir_ / "out").empty());
+}
+
+// The job holds the trace it started with: a new run on screen meanwhile
+// changes none of its files.
+TEST_F(Files, ExportAllKeepsTheRunItStartedWith) {
+  state_.files.render_png = tiny_png;
+  const std::shared_ptr<const core::Trace> before = state_.trace;
+  state_.files.export_budget_ms = 0;
+  ASSERT_TRUE(start_export_all(state_));
+  const std::shared_ptr<ExportJob> job = state_.files.export_job;
+  poll_export(state_);
+  state_.config.variant = core::Variant::Simple;
+  state_.mark_dirty();
+  state_.finish_recompute();
+  ASSERT_NE(state_.trace, before);
+  poll_until_done(state_);
+  ASSERT_EQ(job->status(), ExportJob::Status::Done) << job->error();
+  std::size_t pngs = 0;
+  for (const auto& f : files_in(job->spec().folder)) pngs += f.ends_with(".png");
+  EXPECT_EQ(pngs, before->stages.size());
+  expect_same_trace(core::run_session(core::load_session(job->spec().folder / "session.json")),
+                    *before);
 }
 
 TEST_F(Files, SessionSaveThenOpenGivesTheIdenticalTraceWithImportedWeights) {

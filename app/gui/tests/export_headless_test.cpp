@@ -4,6 +4,7 @@
 // screenshot, Enter in the path field runs the dialog's action.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "app_state.hpp"
@@ -105,6 +106,43 @@ TEST_F(FilesHeadless, EnterInThePathFieldRunsTheDialog) {
   frames(1);
   EXPECT_TRUE(fs::exists(dir_ / "s.json")) << state.files.dialog_error;
   EXPECT_EQ(state.files.dialog, FileDialog::None);
+}
+
+// Export all renders a figure a frame (budget 0 here) while the frames go on,
+// with its progress window where the notice goes, then the notice.
+TEST_F(FilesHeadless, ExportAllRunsBesideTheFramesWithItsProgressWindow) {
+  state.config.variant = core::Variant::MultiheadWrapper;
+  state.config.num_heads = 2;
+  state.mark_dirty();
+  state.files.render_png = [](const figure::Heatmap&, int) {
+    return RenderedImage{2, 2, std::vector<std::uint8_t>(16, 200)};
+  };
+  state.files.export_budget_ms = 0;
+  frames(2);
+  ASSERT_TRUE(start_export_all(state));
+  EXPECT_TRUE(state.preparing());  // main keeps drawing frames
+  int frames_drawn = 0, with_progress = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (state.files.exporting() && std::chrono::steady_clock::now() < deadline) {
+    frames(1);
+    ++frames_drawn;
+    const ImGuiWindow* w = ImGui::FindWindowByName("##export_progress");
+    with_progress += w && w->Active;
+  }
+  ASSERT_FALSE(state.files.exporting());
+  EXPECT_GE(frames_drawn, static_cast<int>(state.trace->stages.size()));
+  EXPECT_GE(with_progress, static_cast<int>(state.trace->stages.size()) - 1);
+  EXPECT_FALSE(state.files.notice.error) << state.files.notice.message;
+  EXPECT_TRUE(state.files.notice.message.starts_with("Exported ")) << state.files.notice.message;
+  // main keeps drawing until the notice has shown (from its second frame).
+  EXPECT_TRUE(state.preparing());
+  frames(2);
+  const ImGuiWindow* progress = ImGui::FindWindowByName("##export_progress");
+  EXPECT_TRUE(!progress || !progress->Active);
+  const ImGuiWindow* notice = ImGui::FindWindowByName("##notice");
+  EXPECT_TRUE(notice && notice->Active && !notice->Hidden);
+  frames(1);
+  EXPECT_FALSE(state.preparing());
 }
 
 }  // namespace

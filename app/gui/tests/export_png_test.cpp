@@ -97,6 +97,23 @@ TEST(ExportPng, IsNotBlankAndHasText) {
   EXPECT_EQ(pixel(img, 1, 1), (figure::Rgba8{255, 255, 255, 255}));  // the background
 }
 
+// Light is a white page; dark the app's screen. The corners are background.
+TEST(ExportPng, TheCornerPixelIsTheThemesBackground) {
+  const OffscreenFigureRenderer r;
+  for (figure::Theme t : figure::kAllThemes) {
+    figure::Heatmap h = known();
+    h.theme = t;
+    const RenderedImage img = r.render(h, 2);
+    const figure::Rgba8 want = t == figure::Theme::Light ? figure::Rgba8{255, 255, 255, 255}
+                                                         : figure::theme_colors(t).background;
+    EXPECT_EQ(pixel(img, 0, 0), want) << figure::theme_id(t);
+    EXPECT_EQ(pixel(img, static_cast<float>(img.width - 1), static_cast<float>(img.height - 1)),
+              want)
+        << figure::theme_id(t);
+  }
+  EXPECT_EQ(figure::theme_colors(figure::Theme::Dark).background, (figure::Rgba8{36, 38, 43, 255}));
+}
+
 TEST(ExportPng, EveryCellHasTheScreensColourAtEveryScale) {
   const OffscreenFigureRenderer r;
   for (figure::Palette p : figure::kAllPalettes) {

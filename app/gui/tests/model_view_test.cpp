@@ -4,11 +4,13 @@
 // every model view drawn and driven with the mouse and keys.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <thread>
 
 #include "app_state.hpp"
 #include "attnscope/io.hpp"
@@ -18,6 +20,8 @@
 #include "imgui.h"
 #include "launch_options.hpp"
 #include "model_job.hpp"
+#include "native_dialog.hpp"
+#include "panels/panels.hpp"
 #include "session.hpp"
 #include "step.hpp"
 #include "temp_dir.hpp"
@@ -427,6 +431,32 @@ TEST_F(ModelApp, DroppedFilesOpenAModelOrSayWhatCanBeDropped) {
   EXPECT_EQ(state.model.model, tiny_model()) << "the model on screen stays";
 }
 
+// Browse... with a stand-in for the desktop's dialog (a script answering a
+// folder's config.json): the chosen folder is opened, and the frames go on
+// while the dialog is open. The folder holds no weights, so the load fails
+// and says so while the model on screen stays.
+TEST_F(ModelApp, BrowseOpensWhatTheDesktopsDialogChose) {
+  core::testing::TempDir dir;
+  const std::filesystem::path folder = dir.path() / "my-gpt2";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "config.json") << "{}";
+  const std::filesystem::path script = dir.path() / "dialog";
+  std::ofstream(script) << "#!/bin/sh\nsleep 0.2; echo '" << (folder / "config.json").string()
+                        << "'\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  state.model.browse = std::make_shared<NativeDialog>(std::vector<std::string>{script.string()});
+  int n = 0;
+  for (; n < 500 && state.model.browse; ++n) {
+    frame();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(n, 5) << "frames went on while the dialog was open";
+  EXPECT_EQ(state.model.path, folder.string()) << "a config.json stands for its folder";
+  state.poll_model_loader(true);
+  EXPECT_NE(state.model.load_error.find("my-gpt2"), std::string::npos) << state.model.load_error;
+  EXPECT_EQ(state.model.model, tiny_model()) << "the model on screen stays";
+}
+
 TEST_F(ModelApp, CancelDropsTheLoadsResult) {
   core::testing::TempDir dir;
   state.open_model((dir.path() / "nowhere").string());
@@ -499,6 +529,16 @@ TEST_F(ModelApp, TheModelViewExportsAsOneSvgFigure) {
   EXPECT_NE(svg.find("2 layers"), std::string::npos) << "the title names the model's size";
   EXPECT_NE(svg.find("sorted by self"), std::string::npos);
   EXPECT_NE(svg.find(">L1<"), std::string::npos) << "a label per layer";
+  EXPECT_NE(svg.find("height=\"100%\" fill=\"#ffffff\""), std::string::npos) << "light";
+  state.files.theme = figure::Theme::Dark;  // Export view's Theme: Dark
+  const auto dark_path = export_model_view(state, ExportKind::Svg, 1);
+  ASSERT_TRUE(dark_path) << state.files.notice.message;
+  std::ifstream dark_in(*dark_path);
+  const std::string dark((std::istreambuf_iterator<char>(dark_in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(dark.find("height=\"100%\" fill=\"" +
+                      figure::hex(figure::theme_colors(figure::Theme::Dark).background) + "\""),
+            std::string::npos);
   // Without the window's renderer there is no PNG, and the notice says why.
   EXPECT_FALSE(export_model_view(state, ExportKind::Png, 2));
   EXPECT_NE(state.files.notice.message.find("OpenGL"), std::string::npos)

@@ -114,6 +114,30 @@ TEST_F(Session, TheRowScaleRoundTripsAndOldYesNoValuesKeepTheirMeaning) {
   EXPECT_EQ(load_with(nullptr), figure::RowScale::Auto);
 }
 
+// The exported figures' theme is a preference of the app: it comes back on
+// the next launch, and a session from before themes opens with light (what
+// figures looked like then).
+TEST_F(Session, TheExportThemeIsRememberedAndOlderSessionsGetLight) {
+  AppState a;
+  a.load_preset("book");
+  EXPECT_EQ(a.files.theme, figure::Theme::Light);
+  a.files.theme = figure::Theme::Dark;
+  const fs::path file = dir_ / "theme.json";
+  ASSERT_EQ(save_session(file, a), "");
+  AppState b;
+  ASSERT_EQ(load_session(file, b).warning, "");
+  EXPECT_EQ(b.files.theme, figure::Theme::Dark);
+
+  nlohmann::json older = nlohmann::json::parse(slurp(file));
+  ASSERT_EQ(older["view"]["files"]["theme"], "dark");
+  older["view"]["files"].erase("theme");
+  std::ofstream(dir_ / "older.json") << older.dump(1);
+  AppState c;
+  c.files.theme = figure::Theme::Dark;
+  ASSERT_EQ(load_session(dir_ / "older.json", c).warning, "");
+  EXPECT_EQ(c.files.theme, figure::Theme::Light);
+}
+
 // The first-run card stays dismissed across launches; a session saved
 // before the card existed counts as dismissed (its learner knows the app).
 TEST_F(Session, TheWelcomeCardIsRememberedAsDismissed) {

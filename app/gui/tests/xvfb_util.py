@@ -42,7 +42,9 @@ def fresh_work(work, pictures=False):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     xdg = os.path.join(work, "config")
-    env = dict(os.environ, XDG_CONFIG_HOME=xdg)
+    # The app's own file dialogs: the tests drive them with xdotool, and a
+    # zenity window (when one is installed) would take their keys.
+    env = dict(os.environ, XDG_CONFIG_HOME=xdg, ATTNSCOPE_FILE_DIALOG="builtin")
     if pictures:
         env["XDG_PICTURES_DIR"] = os.path.join(work, "pictures")
         env["HOME"] = os.path.join(work, "home")
