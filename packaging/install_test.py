@@ -88,7 +88,7 @@ def check_desktop_files(prefix, app_id, work):
         check(part in meta, f"the metainfo has {part}")
 
 
-def check_programs(prefix, work, gui, version):
+def check_programs(prefix, work, gui, version, app_id):
     """Runs the installed programs from `work`, away from the source tree."""
     env = clean_env(work)
     data = os.path.join(prefix, "share", "attnscope")
@@ -120,6 +120,40 @@ def check_programs(prefix, work, gui, version):
     check(info[:2] == (1600, 1000) and info[2] > 20,
           f"the installed app takes a 1600 x 1000 screenshot on typed text (not blank): "
           f"{info} {r.stderr.strip()[:300]!r}")
+    if check(shutil.which("xdotool") is not None, "xdotool is installed (install-deps.sh)"):
+        launch_from_menu_entry(prefix, app_id, work)
+
+
+def launch_from_menu_entry(prefix, app_id, work):
+    """Starts the app as a desktop's menu does: the entry's Exec line with %f
+    replaced by a file to open, the prefix's bin/ on PATH. The window must
+    appear with the entry's class and the app must quit cleanly on SIGTERM."""
+    desktop = os.path.join(prefix, "share/applications", f"{app_id}.desktop")
+    entry = dict(line.split("=", 1) for line in open(desktop).read().splitlines() if "=" in line)
+    csv = os.path.join(work, "menu-embeddings.csv")
+    with open(csv, "w") as f:
+        f.write(",x,y,z\nattention,0.9,0.1,0.3\nis,0.2,0.8,0.5\nall,0.4,0.4,0.9\n")
+    argv = [csv if word == "%f" else word for word in entry["Exec"].split()]
+    env = clean_env(work)
+    env["PATH"] = os.path.join(prefix, "bin") + os.pathsep + env.get("PATH", "")
+    env["ATTNSCOPE_FILE_DIALOG"] = "builtin"
+    proc = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        found = run(["xdotool", "search", "--sync", "--class", entry["StartupWMClass"]], work,
+                    env, timeout=60)
+        check(found.returncode == 0 and found.stdout.strip() != "",
+              f"the menu entry's Exec ({entry['Exec']}) opens a window of class "
+              f"{entry['StartupWMClass']}")
+    except subprocess.TimeoutExpired:
+        check(False, "the menu entry's Exec opens a window within 60 s")
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=30)
+        check(proc.returncode == 0, f"the app started from the menu entry quits cleanly: {err[-300:]!r}")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        check(False, "the app started from the menu entry quits within 30 s of SIGTERM")
 
 
 def check_package(build, work, app_id, version, gui):
@@ -179,7 +213,7 @@ def main():
     moved = os.path.join(work, "moved", "elsewhere")
     os.makedirs(os.path.dirname(moved))
     os.rename(prefix, moved)
-    check_programs(moved, work, args.gui, args.version)
+    check_programs(moved, work, args.gui, args.version, args.id)
     check_package(build, work, args.id, args.version, args.gui)
     return finish()
 
