@@ -104,7 +104,8 @@ json view_of(const AppState& s) {
                 {"last_folder", f.last_folder},
                 {"png_scale", f.png_scale},
                 {"all_format", std::string(core::format_id(f.all_format))},
-                {"theme", std::string(figure::theme_id(f.theme))}};
+                {"theme", std::string(figure::theme_id(f.theme))},
+                {"desktop_dialogs", f.native_dialogs}};
   if (s.explicit_parameters && f.imported.lock() == s.explicit_parameters)
     files["weights_from"] = f.imported_from;
   view["files"] = std::move(files);
@@ -404,6 +405,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       // Sessions from before themes have none: the figures' look then, light.
       files_prefs.theme =
           figure::parse_theme(f.value("theme", std::string())).value_or(figure::kDefaultTheme);
+      files_prefs.native_dialogs = f.value("desktop_dialogs", true);
       weights_from = f.value("weights_from", std::string());
     }
 
@@ -439,6 +441,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
       state.files.png_scale = files_prefs.png_scale;
       state.files.all_format = files_prefs.all_format;
       state.files.theme = files_prefs.theme;
+      state.files.native_dialogs = files_prefs.native_dialogs;
     }
     apply_model_view(std::move(model_view), state);  // after ui: it may raise a banner
     state.mark_dirty();

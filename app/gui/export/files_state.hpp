@@ -73,7 +73,7 @@ struct FilesState {
   // The desktop's dialog (native_dialog.hpp) for `dialog`, while it is open;
   // null: the path-field dialog below is shown instead.
   std::shared_ptr<NativeDialog> native;
-  bool native_dialogs = true;     // use zenity/kdialog when present (File menu)
+  bool native_dialogs = true;     // use zenity/kdialog when present (File menu; remembered)
   std::function<void()> wake_ui;  // main: glfwPostEmptyEvent, so a closed dialog is seen at once
   std::string path_input;         // the dialog's path field
   std::string dialog_error;       // why the last attempt failed (shown in the dialog)

@@ -114,6 +114,24 @@ TEST_F(Session, TheRowScaleRoundTripsAndOldYesNoValuesKeepTheirMeaning) {
   EXPECT_EQ(load_with(nullptr), figure::RowScale::Auto);
 }
 
+// File > Use the desktop's file dialogs is remembered; older sessions have
+// them on.
+TEST_F(Session, TheDesktopDialogsChoiceIsRemembered) {
+  AppState a;
+  a.load_preset("book");
+  a.files.native_dialogs = false;
+  const fs::path file = dir_ / "dialogs.json";
+  ASSERT_EQ(save_session(file, a), "");
+  AppState b;
+  ASSERT_EQ(load_session(file, b).warning, "");
+  EXPECT_FALSE(b.files.native_dialogs);
+  nlohmann::json older = nlohmann::json::parse(slurp(file));
+  older["view"]["files"].erase("desktop_dialogs");
+  std::ofstream(dir_ / "older.json") << older.dump(1);
+  ASSERT_EQ(load_session(dir_ / "older.json", b).warning, "");
+  EXPECT_TRUE(b.files.native_dialogs);
+}
+
 // The exported figures' theme is a preference of the app: it comes back on
 // the next launch, and a session from before themes opens with light (what
 // figures looked like then).
