@@ -48,11 +48,11 @@ def check_layout(prefix, app_id, gui):
     share = os.path.join(prefix, "share")
     want = ["bin/attnscope-cli", "share/attnscope/gpt2/encoder.json",
             "share/attnscope/gpt2/vocab.bpe", "share/attnscope/gpt2/LICENSE",
-            "share/man/man1/attnscope-cli.1", "share/bash-completion/completions/attnscope-cli"]
+            "share/man/man1/attnscope-cli.1.gz", "share/bash-completion/completions/attnscope-cli"]
     if gui:
         want += ["bin/attnscope", f"share/applications/{app_id}.desktop",
                  f"share/metainfo/{app_id}.metainfo.xml",
-                 f"share/icons/hicolor/scalable/apps/{app_id}.svg", "share/man/man1/attnscope.1"]
+                 f"share/icons/hicolor/scalable/apps/{app_id}.svg", "share/man/man1/attnscope.1.gz"]
     for rel in want:
         check(os.path.isfile(os.path.join(prefix, rel)), f"installed {rel}")
     for rel in ("bin/attnscope-cli", "bin/attnscope") if gui else ("bin/attnscope-cli",):
@@ -100,6 +100,11 @@ def check_programs(prefix, work, gui, version, app_id):
     r = run([cli, "tokenize", "--text", "Hello, world"], work, env)
     check(r.returncode == 0 and "15496" in r.stdout,
           f"the installed CLI tokenizes with its vocabulary ('Hello' is 15496): {r.stderr!r}")
+    if shutil.which("man"):
+        page = run(["man", "-M", os.path.join(prefix, "share", "man"), "attnscope-cli"], work,
+                   dict(env, MANPAGER="cat", PAGER="cat", MANWIDTH="80"))
+        check(page.returncode == 0 and "attnscope-cli" in page.stdout and "SYNOPSIS" in page.stdout,
+              f"man finds and shows the installed attnscope-cli page: {page.stderr.strip()[:200]!r}")
     out = os.path.join(work, "exports", "new")
     r = run([cli, "export", "--preset", "book", "--variant", "causal", "--format", "csv",
              "--out", out], work, env)
