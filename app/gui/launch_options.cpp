@@ -283,8 +283,9 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   bench->excludes("--screenshot");
   auto* export_png = app.add_option(
       "--export-png", o.export_png,
-      "render every stage's heatmaps (every head) off screen as PNGs into the existing folder "
-      "DIR, print their paths and exit; --scale N (1, 2, 3 or 4) sets the PNG scale");
+      "render every stage's heatmaps (every head) off screen as PNGs into the folder DIR "
+      "(created when missing), print their paths and exit; --scale N (1, 2, 3 or 4) sets the "
+      "PNG scale");
   export_png->excludes("--screenshot");
 
   try {

@@ -515,16 +515,24 @@ int export_pngs(AppState& state, const std::string& dir, int scale) {
     std::cerr << "error: " << (state.error.empty() ? "nothing to export" : state.error) << "\n";
     return 2;
   }
+  bool created = false;
   try {
-    core::require_folder(dir);
     if (!state.files.render_png)
       throw std::runtime_error("PNG export needs the app's window (OpenGL); export SVG instead");
+    std::error_code ec;
+    if (fs::exists(dir, ec) || fs::is_symlink(dir, ec)) {
+      core::require_folder(dir);
+    } else {
+      core::ensure_folder(dir);  // with its parents, as attnscope-cli export --out does
+      created = true;
+      std::cerr << "attnscope: created the folder " << dir << "\n";
+    }
     ExportSpec spec;
     spec.trace = state.trace;
     add_every_stage(state, spec);
     spec.png_scale = scale;
     spec.folder = dir;
-    spec.own_folder = false;  // the user's folder: only the PNGs go on failure
+    spec.own_folder = created;  // a folder it made goes on failure; else only the PNGs
     spec.time = std::chrono::system_clock::now();
     ExportJob job(std::move(spec));
     job.run_to_end(state.files.render_png);
@@ -532,6 +540,8 @@ int export_pngs(AppState& state, const std::string& dir, int scale) {
     for (const auto& p : job.png_paths()) std::cout << p.string() << "\n";
     return 0;
   } catch (const std::exception& e) {
+    std::error_code ec;
+    if (created) fs::remove_all(dir, ec);  // made above, for this export only
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }

@@ -4,7 +4,8 @@
   1. --export-png DIR: one PNG per stage (every head), paths printed in trace
      order, named by the export rule; at --scale 2 every image is exactly twice
      its 1x size; images are not blank.
-  2. --export-png into a missing folder, or with a bad --scale: exit 2, one
+  2. --export-png into a missing folder creates it (with its parents) and
+     says so; into a path that is a file, or with a bad --scale: exit 2, one
      "error: " line naming the problem, nothing written.
   3. A running app: F12 writes a screenshot of the window into
      $XDG_PICTURES_DIR/attnscope; Ctrl+Q exits cleanly.
@@ -63,11 +64,20 @@ def main():
     check(len(doubled) == len(sizes) and len(sizes) > 20,
           f"every 2x PNG is exactly twice its 1x size ({len(doubled)} of {len(sizes)})")
 
-    # 2. Bad folders and scales: exit 2, one line, nothing written.
-    missing = os.path.join(args.work, "missing")
+    # 2. A missing folder is created (and said so); a path that is a file, and
+    # bad scales: exit 2, one line, nothing written.
+    missing = os.path.join(args.work, "missing", "nested")
     p = export(args.app, missing, "--preset", "book", env=env)
-    check(p.returncode == 2 and p.stderr.startswith("error: ") and "missing" in p.stderr
-          and not os.path.exists(missing), f"a missing folder is refused: {p.stderr.strip()}")
+    made = sorted(os.listdir(missing)) if os.path.isdir(missing) else []
+    check(p.returncode == 0 and f"created the folder {missing}" in p.stderr
+          and len(made) == len(p.stdout.split()) > 0,
+          f"a missing folder is created with its parents: {p.stderr.strip()[:200]}")
+    plain = os.path.join(args.work, "plain-file")
+    with open(plain, "w") as f:
+        f.write("x")
+    p = export(args.app, plain, "--preset", "book", env=env)
+    check(p.returncode == 2 and p.stderr.startswith("error: ") and "not a folder" in p.stderr,
+          f"a file in place of the folder is refused: {p.stderr.strip()}")
     p = export(args.app, os.path.join(args.work, "png1"), "--scale", "5", env=env)
     check(p.returncode == 2 and "--scale" in p.stderr, f"--scale 5 is refused: {p.stderr.strip()}")
 
