@@ -30,14 +30,7 @@ class FilesHeadless : public ::testing::Test {
     state.files.export_folder = dir_;
   }
   void TearDown() override { ImGui::DestroyContext(); }
-  void frames(int n) {
-    for (int k = 0; k < n; ++k) {
-      ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
-      ImGui::NewFrame();
-      draw_ui(state);
-      ImGui::Render();
-    }
-  }
+  void frames(int n) { headless_frames(state, n); }
   AppState state;
   core::testing::TempDir temp_;  // a fresh folder per test, removed afterwards
   const fs::path dir_ = temp_.path();

@@ -43,28 +43,15 @@ class Headless : public ::testing::Test {
   void TearDown() override { ImGui::DestroyContext(); }
 
   // One frame; returns the vertex count drawn.
-  int frame() {
-    ImGuiIO& io = ImGui::GetIO();
-    io.DeltaTime = 1.0f / 60.0f;
-    ImGui::NewFrame();
-    draw_ui(state);
-    ImGui::Render();
-    return ImGui::GetDrawData()->TotalVtxCount;
-  }
-  void frames(int n) {
-    for (int k = 0; k < n; ++k) frame();
-  }
+  int frame() { return headless_frame(state); }
+  void frames(int n) { headless_frames(state, n); }
   void mouse(ImVec2 p, bool down) {
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = p;
     io.MouseDown[0] = down;
     frame();
   }
-  void click(ImVec2 p) {
-    mouse(p, false);
-    mouse(p, true);
-    mouse(p, false);
-  }
+  void click(ImVec2 p) { headless_click(state, p); }
   void key(int k) {
 #if IMGUI_VERSION_NUM < 18700
     ImGui::GetIO().KeysDown[k] = true;

@@ -269,25 +269,9 @@ class ModelApp : public ::testing::Test {
   }
   void TearDown() override { ImGui::DestroyContext(); }
 
-  int frame() {
-    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
-    ImGui::NewFrame();
-    draw_ui(state);
-    ImGui::Render();
-    return ImGui::GetDrawData()->TotalVtxCount;
-  }
-  void frames(int n) {
-    for (int k = 0; k < n; ++k) frame();
-  }
-  void click(ImVec2 p) {
-    ImGuiIO& io = ImGui::GetIO();
-    io.MousePos = p;
-    frame();
-    io.MouseDown[0] = true;
-    frame();
-    io.MouseDown[0] = false;
-    frame();
-  }
+  int frame() { return headless_frame(state); }
+  void frames(int n) { headless_frames(state, n); }
+  void click(ImVec2 p) { headless_click(state, p); }
   AppState state;
 };
 

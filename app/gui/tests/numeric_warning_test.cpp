@@ -46,15 +46,8 @@ class NumericWarning : public ::testing::Test {
   }
   void TearDown() override { ImGui::DestroyContext(); }
 
-  void frame() {
-    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
-    ImGui::NewFrame();
-    draw_ui(state);
-    ImGui::Render();
-  }
-  void frames(int n) {
-    for (int k = 0; k < n; ++k) frame();
-  }
+  void frame() { headless_frame(state); }
+  void frames(int n) { headless_frames(state, n); }
   // One frame; returns the text it drew, runs of white space made one space
   // (ImGui logs wrapped lines and items on one line with their own spacing).
   std::string frame_text() {

@@ -24,16 +24,8 @@ class Teach : public ::testing::Test {
  protected:
   void SetUp() override { start_headless_imgui(state); }
   void TearDown() override { ImGui::DestroyContext(); }
-  int frame() {
-    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
-    ImGui::NewFrame();
-    draw_ui(state);
-    ImGui::Render();
-    return ImGui::GetDrawData()->TotalVtxCount;
-  }
-  void frames(int n) {
-    for (int k = 0; k < n; ++k) frame();
-  }
+  int frame() { return headless_frame(state); }
+  void frames(int n) { headless_frames(state, n); }
   void open_all() {
     TeachState& t = state.teach;
     t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout = t.show_heads =
