@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "attnscope/attention.hpp"
 #include "attnscope/formats.hpp"
 #include "figure/theme.hpp"
+#include "native_dialog.hpp"
 #include "render/rendered_image.hpp"
 
 namespace attnscope::figure {
@@ -24,8 +26,6 @@ struct HeadGrid;
 }  // namespace attnscope::figure
 
 namespace attnscope::gui {
-
-class NativeDialog;
 class ExportJob;  // export/export_job.hpp
 
 // Renders a heatmap figure off screen at an integer scale (1, 2, 4); throws
@@ -73,7 +73,8 @@ struct FilesState {
   // The desktop's dialog (native_dialog.hpp) for `dialog`, while it is open;
   // null: the path-field dialog below is shown instead.
   std::shared_ptr<NativeDialog> native;
-  bool native_dialogs = true;     // use zenity/kdialog when present (File menu; remembered)
+  bool native_dialogs = true;  // use zenity/kdialog when present (File menu; remembered)
+  std::optional<DialogTool> installed_tool;  // find_dialog_tool(), searched for once
   std::function<void()> wake_ui;  // main: glfwPostEmptyEvent, so a closed dialog is seen at once
   std::string path_input;         // the dialog's path field
   std::string dialog_error;       // why the last attempt failed (shown in the dialog)
@@ -96,6 +97,17 @@ struct FilesState {
   int screenshot_countdown = 0;      // > 0: main grabs the window when it reaches 0
   FigureRenderer render_png;         // null: PNG export is unavailable (no GL context)
   HeadGridRenderer render_grid_png;  // the same for the model view
+
+  // The desktop's dialog program, looked up on PATH the first time only
+  // (the Model panel asks every frame).
+  DialogTool installed_dialog_tool() {
+    if (!installed_tool) installed_tool = find_dialog_tool();
+    return *installed_tool;
+  }
+  // The same, or Builtin while the File menu has the desktop's dialogs off.
+  DialogTool dialog_tool() {
+    return native_dialogs ? installed_dialog_tool() : DialogTool::Builtin;
+  }
 
   static constexpr std::size_t kMaxRecent = 8;
 };

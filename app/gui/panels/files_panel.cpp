@@ -82,7 +82,7 @@ void open_file_dialog(AppState& state, FileDialog d) {
   f.path_input = start;
   // The desktop's own dialog when there is one; the path field stays ready
   // behind it for when it fails.
-  const DialogTool tool = f.native_dialogs ? find_dialog_tool() : DialogTool::Builtin;
+  const DialogTool tool = f.dialog_tool();
   if (tool == DialogTool::Builtin) return;
   // The desktop's dialogs start elsewhere when the folder is missing (the
   // default export folder before the first export): start in the nearest
@@ -143,7 +143,7 @@ void draw_file_menu_items(AppState& state) {
                       state.trace && !state.files.exporting()))
     open_file_dialog(state, FileDialog::ExportAll);
   if (ImGui::MenuItem("Export folder...")) open_file_dialog(state, FileDialog::ExportFolder);
-  const DialogTool tool = find_dialog_tool();
+  const DialogTool tool = state.files.installed_dialog_tool();
   if (tool != DialogTool::Builtin) {
     const std::string label =
         std::string("Use the desktop's file dialogs (") + dialog_tool_name(tool) + ")";

@@ -83,7 +83,7 @@ void draw_browse(AppState& state) {
     ImGui::TextDisabled("choosing...");
     return;
   }
-  const DialogTool tool = state.files.native_dialogs ? find_dialog_tool() : DialogTool::Builtin;
+  const DialogTool tool = state.files.dialog_tool();
   if (tool == DialogTool::Builtin) return;
   ImGui::SameLine();
   if (ImGui::Button("Browse...")) start_model_browse(state, tool);
