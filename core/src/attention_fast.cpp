@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "attention_internal.hpp"
+#include "cpu_share.hpp"
 
 #if defined(ATTNSCOPE_HAVE_OPENMP)
 #include <omp.h>
@@ -452,6 +453,7 @@ void run_first_phase(FirstPhase& first, const Config& config, const ProjectionIn
 
 void forward_fast(Trace& trace, const Config& config, const RowMatrix& x, const Parameters& params,
                   const PreparedParameters* prepared, const HeadOptions& opt, TorchGenerator& gen) {
+  const ThreadShare share;  // as many threads as there are free CPUs now
   const Eigen::Index T = x.rows();
   gemm::PackedRows x_storage;
   const ProjectionInput in = projection_input(x, x_storage);

@@ -227,10 +227,12 @@ namespace {
 // NV = 3 is the full 48-column panel; 1 and 2 are its narrower tails. Step
 // k also fetches lines k, k + K, ... (below `lines`) of `ahead` into L2:
 // the caller's share of the next panel.
-template <int NV>
+// MR = 1 computes the tile's first row only (an appended token's): the
+// other rows' FMAs would be an 8-fold waste beside reading the panel.
+template <int NV, int MR = kTileRows>
 void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc,
             const char* ahead = nullptr, Eigen::Index lines = 0, const float* bias = nullptr) {
-  __m512 acc[kTileRows][NV];
+  __m512 acc[MR][NV];
   for (auto& row : acc)
     for (auto& v : row) v = _mm512_setzero_ps();
   for (Eigen::Index k = 0; k < K; ++k) {
@@ -243,7 +245,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
-    for (int i = 0; i < kTileRows; ++i) {
+    for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
@@ -253,16 +255,17 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
   if (bias) {  // each chain ends, then + bias: the order of multiply_panel's other path
     for (int v = 0; v < NV; ++v) {
       const __m512 bv = _mm512_loadu_ps(bias + 16 * v);
-      for (int i = 0; i < kTileRows; ++i) acc[i][v] = _mm512_add_ps(acc[i][v], bv);
+      for (int i = 0; i < MR; ++i) acc[i][v] = _mm512_add_ps(acc[i][v], bv);
     }
   }
-  for (int i = 0; i < kTileRows; ++i)
+  for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
-// The kernel for n columns (1..48): the narrowest that covers them.
+// The kernel for n columns (1..48): the narrowest that covers them. All 8
+// rows are computed (the rows past m of c receive values that mean nothing).
 void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c,
-                Eigen::Index ldc) {
+                Eigen::Index ldc, Eigen::Index /*m*/) {
   if (n > 32)
     kernel<3>(a, b, K, c, ldc);
   else if (n > 16)
@@ -360,8 +363,40 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
 // on a Zen 3 core, x 256 x 768 . w 768 x 2304: 88-91 against 85-87 GFLOP/s
 // without, interleaved (with 96- or 128-step chunks the two chunks no longer
 // fit in L1 together and it is slower).
+// One row of the tile (an appended token's) over n columns (1..48): six
+// chains, each the same FMA chain in k order as the 4-row kernel's. Bound by
+// reading the panel, which the hardware prefetcher streams in order.
+void row_kernel(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c) {
+  __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0, v4 = v0, v5 = v0;
+  const Eigen::Index vectors = (n + 7) / 8;
+  for (Eigen::Index k = 0; k < K; ++k) {
+    const __m256 ai = _mm256_broadcast_ss(a);
+    v0 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b), v0);
+    if (vectors > 1) v1 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 8), v1);
+    if (vectors > 2) v2 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 16), v2);
+    if (vectors > 3) v3 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 24), v3);
+    if (vectors > 4) v4 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 32), v4);
+    if (vectors > 5) v5 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 40), v5);
+    a += kTileRows;
+    b += kPanelCols;
+  }
+  _mm256_storeu_ps(c, v0);
+  _mm256_storeu_ps(c + 8, v1);
+  _mm256_storeu_ps(c + 16, v2);
+  _mm256_storeu_ps(c + 24, v3);
+  _mm256_storeu_ps(c + 32, v4);
+  _mm256_storeu_ps(c + 40, v5);
+}
+
+// The tile's first m rows (1..8) over n columns (1..48) into c, whole
+// vectors: rows past m and columns past n of c (up to 8 rows, the next
+// multiple of 8 columns) may be written with values that mean nothing.
 void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c,
-                Eigen::Index ldc) {
+                Eigen::Index ldc, Eigen::Index m) {
+  if (m == 1) {  // an append's row: a quarter of the 4-row block's FMAs
+    row_kernel(n, a, b, K, c);
+    return;
+  }
   constexpr Eigen::Index kChunk = 64;  // 64 > 96 > 128 > 256 in interleaved runs on Zen 3
   Eigen::Index k0 = 0;
   do {
@@ -373,7 +408,7 @@ void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, 
     int block = 0;
     for (Eigen::Index col = 0; col < n; col += 24) {
       const Eigen::Index vectors = std::min<Eigen::Index>(3, (n - col + 7) / 8);
-      for (Eigen::Index row = 0; row < kTileRows; row += 4) {
+      for (Eigen::Index row = 0; row < m; row += 4) {  // only the 4-row blocks that hold rows
         const float* ar = a + k0 * kTileRows + row;
         const float* bc = b + k0 * kPanelCols + col;
         float* cc = c + row * ldc + col;
@@ -404,11 +439,11 @@ constexpr Eigen::Index kVectorCols = 8;  // floats per ymm: kernel_for writes wh
 void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen::Index m,
                    Eigen::Index n, float* c, Eigen::Index ldc) {
   if (m == kTileRows && n % kVectorCols == 0) {  // straight into c
-    kernel_for(n, tile, panel, K, c, ldc);
+    kernel_for(n, tile, panel, K, c, ldc, m);
     return;
   }
-  alignas(64) float edge[kTileRows * kPanelCols];
-  kernel_for(n, tile, panel, K, edge, kPanelCols);
+  alignas(64) float edge[kTileRows * kPanelCols];  // whole vectors of every row
+  kernel_for(n, tile, panel, K, edge, kPanelCols, m);
   for (Eigen::Index i = 0; i < m; ++i)
     std::copy(edge + i * kPanelCols, edge + i * kPanelCols + n, c + i * ldc);
 }
@@ -454,6 +489,8 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
       const Eigen::Index count = std::min(per_tile, lines - from);
       if (m == kTileRows) {
         kernel<3>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from, count, panel_bias);
+      } else if (m == 1) {  // one row straight into y: 48 columns are whole vectors
+        kernel<3, 1>(x.tile(t), panel, x.cols, c, ldy, ahead + 64 * from, count, panel_bias);
       } else {  // a last tile of fewer rows (an append's one): through a buffer
         alignas(64) float edge[kTileRows * kPanelCols];
         kernel<3>(x.tile(t), panel, x.cols, edge, kPanelCols, ahead + 64 * from, count, panel_bias);

@@ -9,6 +9,7 @@
 
 #include "attnscope/gpt2_model.hpp"
 #include "attnscope/stages.hpp"
+#include "cpu_share.hpp"
 #include "gpt2_internal.hpp"
 
 namespace attnscope::core {
@@ -66,8 +67,10 @@ bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, 
     return false;
   const gemm::PackedWeights keys_t = gemm::pack_transposed(k);
   const gemm::PackedWeights values = gemm::pack_weights(v);
+  // The tile holds 8 rows of Q over head_dim columns, then 8 rows of the
+  // weights over at most T keys: sized for the longer of the two.
   thread_local gemm::Buffer<float> tile, scores;
-  tile.resize(static_cast<std::size_t>(T * gemm::kTileRows));
+  tile.resize(static_cast<std::size_t>(std::max(T, hd) * gemm::kTileRows));
   scores.resize(static_cast<std::size_t>(T * gemm::kTileRows));
   for (Eigen::Index b = r0; b < T; b += gemm::kTileRows) {
     const Eigen::Index m = std::min(gemm::kTileRows, T - b), e = b + m;  // keys 0..e-1 visible
@@ -256,6 +259,7 @@ std::size_t ModelRun::cached_bytes() const {
 }
 
 void ModelRun::forward_layer(int layer, int first_row) {
+  const detail::ThreadShare share;  // as many threads as there are free CPUs now
   const Gpt2Config& c = model_->config();
   const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
   const auto L = static_cast<std::size_t>(layer);
@@ -300,6 +304,7 @@ void ModelRun::forward_layer(int layer, int first_row) {
 void ModelRun::finish() { logits_of_row(static_cast<Eigen::Index>(ids_.size()) - 1, logits_); }
 
 void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits) const {
+  const detail::ThreadShare share;
   const Gpt2Model::Weights& w = model_->weights();
   const Gpt2Config& c = w.config;
   const RowMatrix x = w.ln_f.apply(residual_.back().middleRows(row, 1), c.layer_norm_epsilon);

@@ -75,16 +75,19 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
     const auto row_tiles = static_cast<int>(xt.tiles());
     float largest = 0.0f;
     bool done = false;
-    // One team packs x (tiles split between the threads), then multiplies
-    // contiguous ranges of panels: multiply_panel fetches a thread's next
-    // panel while it works on this one.
+    // One team packs x (tiles shared between the threads), then multiplies
+    // runs of consecutive panels: multiply_panel fetches a thread's next
+    // panel while it works on this one. Runs of a few panels, handed to
+    // whichever thread is free, so that a thread slowed by another program
+    // on its core holds up the others by one run at most.
+    const int run = std::max(1, panels / 8);
 #pragma omp parallel if (panels > 1 && in * out >= (1 << 18))
     {
-#pragma omp for schedule(static) reduction(max : largest)
+#pragma omp for schedule(dynamic, 4) reduction(max : largest)
       for (int t = 0; t < row_tiles; ++t)
         largest = std::max(largest, gemm::pack_columns(x, 0, xt, t, t + 1));
       if (gemm::sums_stay_finite(largest, max_abs, in)) {  // the same answer on every thread
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, run)
         for (int p = 0; p < panels; ++p) gemm::multiply_panel(xt, packed.panel(p), p, bias, y);
 #pragma omp single nowait
         done = true;
