@@ -252,7 +252,10 @@ int run_model_generate(const ModelCommands& c) {
   std::vector<int> ids = input_ids(c, *model);
   const std::vector<int> added = core::generate_greedy(model, ids, c.tokens);
   ids.insert(ids.end(), added.begin(), added.end());
-  const std::string text = model->tokenizer().decode(ids);
+  // Decoded as a whole, with U+FFFD where the bytes are not UTF-8 (the last
+  // new token may stop inside a character): the output is valid UTF-8 text
+  // and JSON, the text tiktoken's decode gives.
+  const std::string text = model->tokenizer().decode_text(ids);
   if (c.generate_format == "text") return print(text + "\n");
   std::string out = "{\"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);

@@ -1,9 +1,12 @@
 // stage_figure.cpp: core stages to heatmaps.
 #include "figure/stage_figure.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "attnscope/formats.hpp"
+#include "figure/text_fit.hpp"
 
 namespace attnscope::figure {
 
@@ -23,17 +26,30 @@ std::string stage_title(const core::Trace& trace, const core::Stage& stage) {
 
 namespace {
 
-// A model run's subtitle: the model and its text (whole tokens, up to about
-// 60 bytes, then an ellipsis).
+// A model run's subtitle: the model and its text, up to about 60 bytes, then
+// an ellipsis. The text is the run's, decoded as a whole (a character split
+// across tokens reads whole, not as the tokens' <0xHH> bytes), cut between
+// characters; a trace without it joins its tokens, whole tokens only.
 std::string model_subtitle(const core::Trace& trace) {
   constexpr std::size_t kTextBytes = 60;
   std::string text;
-  std::size_t shown = 0;
-  for (; shown < trace.tokens.size(); ++shown) {
-    if (text.size() + trace.tokens[shown].size() > kTextBytes && shown > 0) break;
-    text += trace.tokens[shown];
+  bool cut = false;
+  if (!trace.text.empty()) {
+    const std::vector<std::size_t> cuts = cluster_boundaries(trace.text);
+    std::size_t end = cuts.size() > 1 ? cuts[1] : 0;  // at least one character
+    for (std::size_t c : cuts)
+      if (c <= kTextBytes) end = std::max(end, c);
+    text = trace.text.substr(0, end);
+    cut = end < trace.text.size();
+  } else {
+    std::size_t shown = 0;
+    for (; shown < trace.tokens.size(); ++shown) {
+      if (text.size() + trace.tokens[shown].size() > kTextBytes && shown > 0) break;
+      text += trace.tokens[shown];
+    }
+    cut = shown < trace.tokens.size();
   }
-  if (shown < trace.tokens.size()) text += "…";
+  if (cut) text += "…";
   return trace.model + ", " + std::to_string(trace.tokens.size()) + " tokens: \"" + text + "\"";
 }
 

@@ -10,6 +10,7 @@
 #include "attnscope/inspect.hpp"
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "attnscope/weights.hpp"
 #include "stage_info.hpp"
 
@@ -358,8 +359,12 @@ bool AppState::append_top_token() {
                        " positions; there is no room for another token.";
     return false;
   }
+  // The text box holds text, not bytes: a token that stops inside a
+  // character (or continues none) leaves U+FFFD there, as tiktoken's decode
+  // of the whole text would show it, instead of bytes that are not UTF-8
+  // (which the tokenizer refuses and the session cannot save).
   const std::string& bytes = model.model->tokenizer().token_bytes(model.overview->next_last[0].id);
-  model.text += bytes;
+  model.text = core::decode_utf8_replace(model.text + bytes);
   model_text_changed();
   return true;
 }

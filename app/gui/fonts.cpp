@@ -31,6 +31,7 @@ constexpr ImWchar kGlyphRanges[] = {
     0x2190, 0x21FF,  // arrows
     0x2200, 0x22FF,  // math operators
     0x25A0, 0x25FF,  // geometric shapes
+    0xFFFD, 0xFFFD,  // replacement character: text cut inside a character
     0,
 };
 

@@ -8,6 +8,7 @@
 
 #include "attnscope/io.hpp"
 #include "attnscope/stages.hpp"
+#include "attnscope/tokenizer.hpp"
 #include "json_matrix.hpp"
 
 namespace attnscope::core {
@@ -72,6 +73,17 @@ std::vector<int> spans_of(const Gpt2Tokenizer& tok, const std::vector<int>& ids)
   return ends;
 }
 
+// The run's text as tiktoken decodes it. An id past the tokenizer's
+// vocabulary (a model padded beyond it) reads "<id>", as its token does.
+std::string text_of(const ModelRun& run) {
+  const Gpt2Tokenizer& tok = run.model().tokenizer();
+  std::string bytes;
+  for (int i : run.ids())
+    bytes += static_cast<std::size_t>(i) < tok.vocab_size() ? tok.token_bytes(i)
+                                                            : "<" + std::to_string(i) + ">";
+  return decode_utf8_replace(bytes);
+}
+
 }  // namespace
 
 std::optional<ModelStageScope> model_stage_scope(std::string_view stage) {
@@ -122,6 +134,7 @@ Trace model_trace(ModelRun& run, const std::vector<StageKey>& keys) {
   t.d_in = run.model().config().n_embd;
   t.explicit_weights = true;
   t.model = run.model().name();
+  t.text = text_of(run);
   for (const StageKey& k : keys) {
     auto m = run.stage(k);
     if (!m) continue;

@@ -239,6 +239,12 @@ std::string Gpt2Tokenizer::decode(const std::vector<int>& ids) const {
   return out;
 }
 
+std::string Gpt2Tokenizer::decode_text(const std::vector<int>& ids) const {
+  // Bytes first, text second: a character split across two tokens comes out
+  // whole, as tiktoken's decode gives it.
+  return decode_utf8_replace(decode(ids));
+}
+
 namespace {
 
 // Parses encoder.json / vocab.json into the tokenizer's two id tables.
@@ -385,6 +391,53 @@ std::string printable_token(std::string_view bytes) {
       out.append(bytes.substr(i, len));
       i += len;
     }
+  }
+  return out;
+}
+
+std::string decode_utf8_replace(std::string_view bytes) {
+  static constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    const unsigned char c = at(i);
+    // The bytes that may follow the first, as Unicode's table of well-formed
+    // sequences lists them: narrower second-byte ranges rule out overlong
+    // forms (E0, F0), surrogates (ED) and code points past U+10FFFF (F4).
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    if (len == 0) {  // 80..C1 or F5..FF: never the start of a character
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    // Take continuation bytes while they fit; a sequence cut short (by the
+    // end or by a byte that cannot continue it) is one maximal subpart and
+    // becomes one U+FFFD, and the byte that stopped it is read afresh.
+    std::size_t k = 1;
+    while (k < len && i + k < bytes.size() && at(i + k) >= lo && at(i + k) <= hi) {
+      ++k;
+      lo = 0x80, hi = 0xBF;
+    }
+    if (k == len)
+      out.append(bytes.substr(i, len));
+    else
+      out += kReplacement;
+    i += k;
   }
   return out;
 }

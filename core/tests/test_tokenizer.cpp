@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,116 @@ TEST(Gpt2Tokenizer, JsonShowsPartialCharactersAsHexBytes) {
   EXPECT_EQ(parse_json_string_lines("\"a\\nb\"\n\n\"\\u00e9\"\n", "x"),
             (std::vector<std::string>{"a\nb", "é"}));
   EXPECT_THROW((void)parse_json_string_lines("\"a\"\n3\n", "x"), ParseError);
+}
+
+// Python's bytes.decode("utf-8", errors="replace") of each input (tiktoken's
+// decode reads a token sequence's bytes so), printed by Python 3.11: every
+// maximal subpart of an ill-formed sequence is one U+FFFD (EF BF BD).
+TEST(DecodeUtf8Replace, MatchesPythonsReplaceDecoding) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // empty
+      {"", ""},
+      // ASCII
+      {"plain ascii", "plain ascii"},
+      // 2-, 3- and 4-byte characters, complete
+      {"caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80"},
+      // 2-byte character cut after 1
+      {"a\xc3", "a\xef\xbf\xbd"},
+      // 3-byte cut after 1
+      {"\xe6", "\xef\xbf\xbd"},
+      // 3-byte cut after 2: one U+FFFD
+      {"\xe6\x9d", "\xef\xbf\xbd"},
+      // 4-byte cut after 2
+      {"\xf0\x9f", "\xef\xbf\xbd"},
+      // 4-byte cut after 3: one U+FFFD
+      {"\xf0\x9f\x98", "\xef\xbf\xbd"},
+      // F1 cut after 3
+      {"\xf1\x80\x80", "\xef\xbf\xbd"},
+      // cut by an ASCII byte, which is kept
+      {"\xe6\x9dx\xb1", "\xef\xbf\xbdx\xef\xbf\xbd"},
+      // cut by the start of a character, which is kept
+      {"\xe6\x9d\xe6\x9d\xb1", "\xef\xbf\xbd\xe6\x9d\xb1"},
+      // lone continuation byte
+      {"\x80", "\xef\xbf\xbd"},
+      // two lone continuation bytes: two U+FFFD
+      {"\x9d\xb1ok", "\xef\xbf\xbd\xef\xbf\xbdok"},
+      // a continuation byte after a complete character
+      {"\xf0\x9f\x98\x80\x80", "\xf0\x9f\x98\x80\xef\xbf\xbd"},
+      // overlong 2-byte (C0)
+      {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},
+      // overlong 2-byte (C1)
+      {"\xc1\xbf", "\xef\xbf\xbd\xef\xbf\xbd"},
+      // overlong 3-byte
+      {"\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // overlong 3-byte, the largest
+      {"\xe0\x9f\xbf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // U+0800, the smallest 3-byte
+      {"\xe0\xa0\x80", "\xe0\xa0\x80"},
+      // overlong 4-byte
+      {"\xf0\x80\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // overlong 4-byte, the largest
+      {"\xf0\x8f\xbf\xbf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // surrogate U+D800: three U+FFFD
+      {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // surrogate U+DFFF
+      {"\xed\xbf\xbf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // U+D7FF, just below the surrogates
+      {"\xed\x9f\xbf", "\xed\x9f\xbf"},
+      // U+10FFFF, the last code point
+      {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"},
+      // past U+10FFFF
+      {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // F5
+      {"\xf5\x80\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // F8, an old 5-byte form
+      {"\xf8\x88\x80\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+      // FE FF
+      {"\xfe\xff", "\xef\xbf\xbd\xef\xbf\xbd"},
+      // U+FFFD itself
+      {"\xef\xbf\xbd", "\xef\xbf\xbd"},
+      // mixed
+      {"a\xff"
+       "b\xc3\xa9\xe2\x82",
+       "a\xef\xbf\xbd"
+       "b\xc3\xa9\xef\xbf\xbd"},
+      // a euro sign, then one cut
+      {"\xc3\xa9\xe2\x82\xac\xe2\x82", "\xc3\xa9\xe2\x82\xac\xef\xbf\xbd"},
+  };
+  for (const auto& [bytes, want] : cases)
+    EXPECT_EQ(decode_utf8_replace(bytes), want) << printable_token(bytes);
+}
+
+TEST(DecodeUtf8Replace, AlwaysGivesValidUtf8AndKeepsValidText) {
+  // printable_token rewrites every byte that is not part of a well-formed
+  // character, so it leaves valid UTF-8 as it is.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> length(0, 12), byte(0, 255), tail(0x80, 0xBF);
+  for (int k = 0; k < 20000; ++k) {
+    std::string bytes;
+    for (int n = length(rng); n > 0; --n) {
+      // Half the bytes continuation bytes, so that long sequences happen.
+      bytes += static_cast<char>(byte(rng) % 2 ? tail(rng) : byte(rng));
+    }
+    const std::string text = decode_utf8_replace(bytes);
+    ASSERT_EQ(printable_token(text), text) << "not valid UTF-8 from " << printable_token(bytes);
+    ASSERT_EQ(decode_utf8_replace(text), text);
+  }
+  const std::string valid = "naïve café 東京 😀👩‍💻 \u0085 \U0010FFFF <|endoftext|>";
+  EXPECT_EQ(decode_utf8_replace(valid), valid);
+}
+
+TEST(Gpt2Tokenizer, DecodeTextJoinsTheBytesBeforeDecodingLikeTiktoken) {
+  const auto& tok = Gpt2Tokenizer::builtin();
+  // 東 is two tokens: 30266 (E6 9D) and 109 (B1). 126 is C2 alone, 227 is 85.
+  EXPECT_EQ(tok.decode({30266, 109}), "\xe6\x9d\xb1");
+  EXPECT_EQ(tok.decode_text({30266, 109}), "東") << "a character split across two tokens is whole";
+  EXPECT_EQ(tok.decode_text({30266}), "\xef\xbf\xbd");
+  EXPECT_EQ(tok.decode_text({109}), "\xef\xbf\xbd");
+  EXPECT_EQ(tok.decode_text({126}), "\xef\xbf\xbd");
+  EXPECT_EQ(tok.decode_text({126, 227}), "\u0085");
+  EXPECT_EQ(tok.decode_text({15496, 11, 126}), "Hello,\xef\xbf\xbd");
+  EXPECT_EQ(tok.decode_text({}), "");
+  EXPECT_THROW((void)tok.decode_text({50257}), ParseError);
 }
 
 void write(const std::filesystem::path& path, const std::string& text) {

@@ -7,9 +7,13 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attnscope/attention.hpp"
+#include "attnscope/gpt2_model.hpp"
 #include "attnscope/io.hpp"
+#include "attnscope/model_trace.hpp"
+#include "attnscope/stages.hpp"
 #include "figure/colormap.hpp"
 #include "figure/head_grid_figure.hpp"
 #include "figure/heatmap_figure.hpp"
@@ -604,6 +608,34 @@ TEST(StageHeatmap, UsesTokensAndTheSequentialScaleForWeights) {
   EXPECT_EQ(q.row_labels.front(), "in0");
   EXPECT_EQ(scale_kind_for("masked_scores"), ScaleKind::Diverging);
   EXPECT_EQ(scale_kind_for("dropout_mask"), ScaleKind::Sequential);
+}
+
+TEST(StageHeatmap, AModelRunsSubtitleDecodesItsTextAsAWhole) {
+  // 東 is two GPT-2 tokens (E6 9D, then B1); 126 is C2, the start of a
+  // character the text never finishes.
+  core::Gpt2Config c;
+  c.n_layer = 1;
+  c.n_head = 1;
+  c.n_embd = 4;
+  c.n_inner = 8;
+  c.n_positions = 64;
+  c.vocab_size = 50257;
+  const auto model = core::random_gpt2(c, 3);
+  const std::vector<core::StageKey> keys{{0, 0, core::stage_id::weights}};
+  core::ModelRun run(model, {30266, 109, 126});
+  const core::Trace t = core::model_trace(run, keys);
+  EXPECT_EQ(t.tokens, (std::vector<std::string>{"<0xE6><0x9D>", "<0xB1>", "<0xC2>"}))
+      << "each token alone shows its bytes";
+  EXPECT_EQ(t.text, "東\xef\xbf\xbd");
+  EXPECT_EQ(run_subtitle(t), "random, 3 tokens: \"東\xef\xbf\xbd\"");
+  // 25 × 東 is 75 bytes: cut after 20 characters (60 bytes), never inside one.
+  std::vector<int> ids;
+  for (int k = 0; k < 25; ++k) ids.insert(ids.end(), {30266, 109});
+  core::ModelRun long_run(model, ids);
+  std::string twenty;
+  for (int k = 0; k < 20; ++k) twenty += "東";
+  EXPECT_EQ(run_subtitle(core::model_trace(long_run, keys)),
+            "random, 50 tokens: \"" + twenty + "\xe2\x80\xa6\"");
 }
 
 }  // namespace

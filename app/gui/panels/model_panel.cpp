@@ -266,7 +266,9 @@ void draw_next_tokens(AppState& state) {
     ImGui::EndDisabled();
     help(
         "Add the most likely next token to the text (greedy decoding, as the book's "
-        "generate_text_simple) and watch the attention change");
+        "generate_text_simple) and watch the attention change. A token that stops inside a "
+        "character adds U+FFFD, as tiktoken's decode shows it: the text holds characters, "
+        "not bytes");
   }
 }
 

@@ -351,6 +351,23 @@ TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {
   EXPECT_EQ(state.model.overview->tokens, static_cast<int>(before + 1));
 }
 
+TEST_F(ModelApp, AppendingATokenThatEndsInsideACharacterKeepsTheTextUtf8) {
+  // GPT-2's token 126 is the byte C2 alone, the first of a two-byte
+  // character: appended, the text ends in U+FFFD (as tiktoken's decode shows
+  // it), not in a byte the tokenizer refuses.
+  const std::string before = state.model.text;
+  auto overview = std::make_shared<ModelOverview>(*state.model.overview);
+  overview->next_last.front() = {126, core::printable_token("\xc2"), 0.5};
+  state.model.overview = overview;
+  ASSERT_TRUE(state.append_top_token());
+  EXPECT_EQ(state.model.text, before + "\xef\xbf\xbd");
+  EXPECT_TRUE(state.model.text_error.empty()) << state.model.text_error;
+  frames(2);
+  EXPECT_TRUE(state.error.empty()) << state.error;
+  EXPECT_EQ(state.model.tokens.size(),
+            core::Gpt2Tokenizer::builtin().encode(state.model.text).size());
+}
+
 TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
   state.model.next_at = 2;
   state.mark_dirty();

@@ -47,7 +47,12 @@ class Gpt2Tokenizer {
   // Throws ParseError naming the byte offset when `text` is not valid UTF-8.
   std::vector<Token> encode(std::string_view text) const;
   // The bytes of the tokens, concatenated; throws ParseError on an unknown id.
+  // They need not be valid UTF-8 (a token may end inside a character): text
+  // for people or for JSON is decode_text().
   std::string decode(const std::vector<int>& ids) const;
+  // The tokens as text, as tiktoken's decode gives it: their bytes
+  // concatenated, then decode_utf8_replace(). Throws ParseError on an unknown id.
+  std::string decode_text(const std::vector<int>& ids) const;
   // The bytes of one token; throws ParseError on an unknown id.
   const std::string& token_bytes(int id) const;
   std::size_t vocab_size() const { return bytes_of_id_.size(); }
@@ -63,9 +68,19 @@ class Gpt2Tokenizer {
   int end_of_text_id_ = -1;                       // -1: the vocabulary has no "<|endoftext|>"
 };
 
-// A token's bytes as UTF-8 text for people: complete characters as they
+// Bytes as valid UTF-8, as Python's bytes.decode("utf-8", errors="replace")
+// reads them (so tiktoken's decode): well-formed characters kept, each
+// maximal subpart of an ill-formed sequence (a character cut short, a lone
+// continuation byte, an overlong form, a surrogate, a byte C0, C1 or F5..FF)
+// replaced by one U+FFFD. E.g. "a\xe6\x9d" -> "a\uFFFD", "\xed\xa0\x80" -> three.
+std::string decode_utf8_replace(std::string_view bytes);
+
+// One token's bytes as UTF-8 text for people: complete characters as they
 // are, every byte of an incomplete one (a token may hold part of a
-// character) as "<0xHH>". E.g. " \xe6" -> " <0xE6>".
+// character) as "<0xHH>". E.g. " \xe6" -> " <0xE6>". Always valid UTF-8; a
+// lone token keeps its bytes visible where decode_utf8_replace would show
+// one "\uFFFD" for many different tokens. Text of several tokens is
+// Gpt2Tokenizer::decode_text, so that a split character comes out whole.
 std::string printable_token(std::string_view bytes);
 
 // One line of JSON: {"ids": [...], "tokens": [...], "spans": [[start, end], ...]}

@@ -76,6 +76,10 @@ struct Trace {
   int d_in = 0;                     // embedding width
   bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
   std::string model;                // a real model's name ("gpt2"); empty for chapter 3
+  // A model run's text: its tokens' bytes joined, then decoded with U+FFFD
+  // for what is not UTF-8 (decode_utf8_replace), so a character split across
+  // tokens reads whole; `tokens` show each token alone. Empty for chapter 3.
+  std::string text;
   // The layer find(id, head) reads: 0 for the chapter-3 classes; a model
   // trace of one block (the app's view of a layer) names that block.
   int layer = 0;
