@@ -34,7 +34,7 @@ fi
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(config csv npy json_import session cli safetensors tokenizer pth)
+  targets=(config csv npy json_import session cli safetensors tokenizer pth shapes)
 fi
 for name in "${targets[@]}"; do
   if [ ! -f "fuzz/fuzz_$name.cpp" ]; then

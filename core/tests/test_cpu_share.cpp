@@ -1,0 +1,87 @@
+// test_cpu_share.cpp: the engine sizes its thread teams to the CPUs that
+// other programs leave free.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <vector>
+
+#include "cpu_share.hpp"
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace attnscope::core::detail {
+namespace {
+
+TEST(CpuShare, ReadsTheRunnableCountOfLoadavg) {
+  EXPECT_EQ(runnable_in_loadavg("0.52 0.41 0.30 3/456 7890\n"), 3);
+  EXPECT_EQ(runnable_in_loadavg("12.00 8.10 4.00 17/1024 1"), 17);
+  EXPECT_EQ(runnable_in_loadavg("0.00  0.00  0.00  1/90 5"), 1);  // extra spaces
+  EXPECT_EQ(runnable_in_loadavg(""), -1);
+  EXPECT_EQ(runnable_in_loadavg("0.5 0.4 0.3"), -1);
+  EXPECT_EQ(runnable_in_loadavg("0.5 0.4 0.3 x/5 1"), -1);
+  EXPECT_EQ(runnable_in_loadavg("0.5 0.4 0.3 7 1"), -1);  // no '/'
+}
+
+TEST(CpuShare, LeavesTheCpusOthersUseToThem) {
+  // Alone (only the caller runnable): the whole team.
+  EXPECT_EQ(free_threads_from(1, 0, 2, 2), 2);
+  // The caller's own spinning workers are not others.
+  EXPECT_EQ(free_threads_from(2, 1, 2, 2), 2);
+  // One other busy program on two CPUs: one thread.
+  EXPECT_EQ(free_threads_from(2, 0, 2, 2), 1);
+  EXPECT_EQ(free_threads_from(3, 1, 2, 2), 1);
+  // A build on both CPUs: never fewer than one.
+  EXPECT_EQ(free_threads_from(9, 0, 2, 2), 1);
+  // Eight CPUs, three others: five, but never past OpenMP's limit.
+  EXPECT_EQ(free_threads_from(4, 0, 8, 8), 5);
+  EXPECT_EQ(free_threads_from(4, 0, 8, 4), 4);
+  // Unknown load: the whole team.
+  EXPECT_EQ(free_threads_from(-1, 0, 2, 2), 2);
+  EXPECT_EQ(free_threads_from(1, 0, 2, 0), 1);
+}
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+// The team follows the machine: with as many other busy processes as this
+// process may use CPUs, the engine runs on one thread, and the caller's
+// setting comes back when the share ends.
+TEST(CpuShare, AThreadShareGivesWayToBusyProcessesAndRestores) {
+  const int cap = omp_get_max_threads();
+  {
+    const ThreadShare share;
+    EXPECT_GE(share.threads(), 1);
+    EXPECT_LE(share.threads(), cap);
+    EXPECT_EQ(omp_get_max_threads(), share.threads());
+    const ThreadShare inner;  // nested: decided by the outer one
+    EXPECT_EQ(inner.threads(), share.threads());
+  }
+  EXPECT_EQ(omp_get_max_threads(), cap);
+  if (cap < 2 || omp_get_num_procs() < 2) GTEST_SKIP() << "one CPU: nothing to share";
+  std::vector<pid_t> busy;
+  for (int i = 0; i < omp_get_num_procs(); ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      volatile unsigned long spins = 0;  // volatile: a loop with an effect, kept by the compiler
+      for (;;) spins = spins + 1;
+    }
+    busy.push_back(pid);
+  }
+  usleep(200000);  // the spinners are running
+  int ones = 0;
+  for (int i = 0; i < 5; ++i) {
+    usleep(5000);  // past the sampler's interval
+    ones += free_threads() == 1 ? 1 : 0;
+  }
+  for (pid_t pid : busy) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  EXPECT_GE(ones, 4) << "with every CPU busy the engine should run on one thread";
+}
+#endif
+
+}  // namespace
+}  // namespace attnscope::core::detail
