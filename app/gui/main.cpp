@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -224,6 +225,7 @@ struct App {
   int frame = 0;        // frames drawn
   std::uint64_t shown_version = 0;
   unsigned reported_gl_errors = 0;
+  std::string status_file;  // $ATTNSCOPE_STATUS_FILE; empty: none (write_status)
 };
 
 // The state: the book's preset, the last session (unless a flag says
@@ -415,9 +417,48 @@ FrameDrawn draw_frame(App& app) {
   return out;
 }
 
-// After the frame: swap it to the screen; the app's Quit closes the window.
+// $ATTNSCOPE_STATUS_FILE: after every frame on screen, what it shows, one
+// "key value" line each (frame, source, tokens, text_bytes, shown_tokens,
+// busy, error). Tests that drive the window from outside (xdotool) wait
+// with it for the frame that shows their edit, and tell an app that died
+// from one that is slow, without reading pixels. Written to a temporary
+// file and renamed, so a reader never sees half of it; not synced to disk.
+void write_status(App& app) {
+  const gui::AppState& state = app.state;
+  const gui::ModelState& m = state.model;
+  int shown = 0;
+  if (m.active())
+    shown = m.overview ? m.overview->tokens : 0;
+  else if (state.trace)
+    shown = state.trace->num_tokens();
+  std::string error = state.error;
+  std::replace(error.begin(), error.end(), '\n', ' ');
+  const bool busy = state.dirty || state.computing() || state.preparing() || m.loader->loading();
+  const std::string text =
+      "frame " + std::to_string(app.frame) + "\nsource " + std::string(gui::source_id(m.source)) +
+      "\ntokens " + std::to_string(m.active() ? m.tokens.size() : state.inputs.tokens.size()) +
+      "\ntext_bytes " + std::to_string(m.text.size()) + "\nshown_tokens " + std::to_string(shown) +
+      "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\n";
+  const std::string tmp = app.status_file + ".tmp";
+  bool written = false;
+  if (std::FILE* f = std::fopen(tmp.c_str(), "wb")) {
+    written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    written = std::fclose(f) == 0 && written;
+  }
+  std::error_code ec;
+  if (written) std::filesystem::rename(tmp, app.status_file, ec);
+  if (!written || ec) {
+    std::cerr << "warning: cannot write the status file '" << app.status_file
+              << "'; no more status is written\n";
+    app.status_file.clear();
+  }
+}
+
+// After the frame: swap it to the screen (and say so in the status file,
+// when asked for one); the app's Quit closes the window.
 void show_frame(App& app) {
   glfwSwapBuffers(app.window);
+  if (!app.status_file.empty()) write_status(app);
   if (app.state.ui.quit_requested) glfwSetWindowShouldClose(app.window, GLFW_TRUE);
 }
 
@@ -601,6 +642,7 @@ int main(int argc, char** argv) {
   App app;
   if (const auto parsed = gui::parse_launch_options(argc, argv, app.opts); !parsed.run)
     return parsed.exit_code;
+  if (const char* status = std::getenv("ATTNSCOPE_STATUS_FILE")) app.status_file = status;
   if (const auto exit_code = setup_state(app)) return *exit_code;
   if (const auto exit_code = setup_window(app)) return *exit_code;
 
