@@ -6,7 +6,7 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
     /usr/bin/python3 bench/compare_torch.py [--cli build/app/cli/attnscope-cli]
                                             [--repeat 7] [--threads 2] [--quick]
     /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--model-threads 1,2]
-                                            [--quick]
+                                            [--quick] [--busy [N]]
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
@@ -30,6 +30,12 @@ bench` measures in the same process right after its runs, or, from an
 engine that does not print one, a loop of 12 independent FMA chains per
 thread (AVX2 and AVX-512 where the CPU has them, the faster one) compiled
 here with the system C compiler.
+
+--model --busy [N] times a desktop with other work running: at T = 256
+(--quick: 16, 64), quiet and then beside N (1) processes that each keep a
+core busy, it times `model bench` with its default settings and with
+OMP_NUM_THREADS=1, and PyTorch (its faster of --model-threads), all under
+the same load, and prints default / one thread and default / PyTorch.
 """
 import argparse
 import json
@@ -195,8 +201,12 @@ def time_model_torch(folder, tokens, repeat, threads):
 
 def time_model_attnscope(cli, folder, tokens, repeat, threads):
     """(median ms, GFLOP it says it did, the FMA rate it measured) of `model bench`;
-    the last two are None when it does not print them (gflop=, fma_gflops=)."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    the last two are None when it does not print them (gflop=, fma_gflops=).
+    threads None: the default settings (no OMP_NUM_THREADS)."""
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     out = subprocess.run([cli, "model", "bench", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
                          capture_output=True, text=True, env=env, timeout=3600)
     medians = re.findall(r"^median_ms=([0-9.eE+-]+)\s*$", out.stdout, re.M)
@@ -326,6 +336,58 @@ def model_main(args):
     return 0
 
 
+class Busy:
+    """`count` other processes, each keeping a core busy (a Python loop), for
+    the time of a `with` block: the load of a desktop where something else runs."""
+
+    def __init__(self, count):
+        self.count, self.procs = count, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(self.count)]
+        time.sleep(0.3)  # the scheduler has placed them before anything is timed
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        return False
+
+
+def busy_main(args):
+    """The engine on a quiet machine and beside --busy processes, in one run:
+    its default settings against its own one-thread time under the same load,
+    and against PyTorch (its faster of --model-threads) under the same load."""
+    mf = fixtures_module()
+    cfg = mf.hf_config(**QUICK_MODEL) if args.quick else dict(mf.GPT2_124M)
+    tokens = QUICK_MODEL_TOKENS if args.quick else [256]
+    torch_threads = [int(t) for t in args.model_threads.split(",")]
+    with tempfile.TemporaryDirectory(prefix="attnscope-gpt2-") as folder:
+        mf.write_gpt2_124m(folder, cfg=cfg)
+        print(f"GPT-2 {cfg['n_layer']} layers x {cfg['n_head']} heads, d {cfg['n_embd']}; "
+              f"{os.cpu_count()} CPUs; busy = {args.busy} other process(es) each spinning a "
+              f"core; medians of {args.repeat} runs after a warm-up, the conditions "
+              "interleaved")
+        print(f"{'T':>6} {'load':>6} {'default ms':>11} {'1 thread ms':>12} {'default/1thr':>13} "
+              f"{'torch ms':>9} {'(thr)':>5} {'default/torch':>14}")
+        for t in tokens:
+            for load in (0, args.busy):
+                with Busy(load):
+                    default = time_model_attnscope(args.cli, folder, t, args.repeat, None)[0]
+                    one = time_model_attnscope(args.cli, folder, t, args.repeat, 1)[0]
+                    theirs = {n: time_model_torch(folder, t, args.repeat, n) for n in torch_threads}
+                best = min(theirs, key=theirs.get)
+                print(f"{t:>6} {'busy' if load else 'quiet':>6} {default:>11.2f} {one:>12.2f} "
+                      f"{default / one:>13.2f} {theirs[best]:>9.2f} {best:>5} "
+                      f"{default / theirs[best]:>14.2f}", flush=True)
+    print("default: attnscope as a learner runs it (no OMP_NUM_THREADS); 1 thread: "
+          "OMP_NUM_THREADS=1 in the same minute and load; torch: PyTorch's faster of "
+          f"{args.model_threads} threads in the same minute and load")
+    return 0
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         return torch_worker(sys.argv[2:])
@@ -341,6 +403,9 @@ def main():
                     help="time a whole GPT-2 (`model bench`) instead of one attention layer")
     ap.add_argument("--model-threads", default="1,2",
                     help="--model: thread counts to try on each side; each side's faster is compared")
+    ap.add_argument("--busy", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="--model: time the engine quiet and beside N (default 1) processes "
+                    "that keep a core busy each, against its own one-thread time and PyTorch")
     args = ap.parse_args()
     if not (os.path.isfile(args.cli) and os.access(args.cli, os.X_OK)):
         print(f"compare_torch: attnscope-cli not found at {os.path.normpath(args.cli)}. "
@@ -357,7 +422,7 @@ def main():
     if args.model:
         args.repeat = args.repeat or 3
         print(f"PyTorch {torch_version}")
-        return model_main(args)
+        return busy_main(args) if args.busy else model_main(args)
     args.repeat = args.repeat or 7
     configs = QUICK if args.quick else FULL
     blas = "OpenBLAS" if "openblas" in os.path.realpath(
