@@ -270,6 +270,10 @@ std::optional<int> setup_state(App& app) {
 std::optional<int> setup_window(App& app) {
   const gui::LaunchOptions& opts = app.opts;
   gui::AppState& state = app.state;
+  // Before the window exists: a desktop (or a test) that sees the window may
+  // send SIGTERM at once, and the default action would end the app unsaved.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   if (!glfwInit()) {
     std::cerr << "error: attnscope needs a graphical session, but no display could be opened ("
               << glfw_error() << "); run it from a desktop session, or under xvfb-run\n";
@@ -291,8 +295,6 @@ std::optional<int> setup_window(App& app) {
   install_wake_callbacks(window);
   glfwMakeContextCurrent(window);
   glfwSwapInterval(opts.bench_frames ? 0 : 1);  // --bench-frames: as fast as frames go
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
