@@ -162,17 +162,20 @@ inline ReferenceForward reference_forward(const Gpt2Model& model, const std::vec
 // its row by that fraction of itself; the context, the residuals after it
 // and the logits inherit that. So row i of a head's weights may be off by
 // `weights` x its largest weight x (1 + its score_terms), row i of
-// block_output by `residual` x its largest |value| x (1 + its spread), and
-// the logits by `logits` x the largest |logit| x (1 + the last row's spread
-// in the last layer). Over the shape sweep (AVX-512 kernel and Eigen) the
-// engine's rounding reached 0.18 of the weights' bound, 0.11 of
-// block_output's and 0.11 of the logits'. A weight taken from a neighbouring key or query,
-// or a row shifted by one token, is off by hundreds of times more
+// block_output by `residual` x the layer's largest |value| x (1 + its
+// spread), and the logits by `logits` x the largest |logit| x (1 + the
+// last row's spread in the last layer). Over the shape sweep (AVX-512 and
+// AVX2 kernels, and Eigen) the engine's rounding reached 0.18 of the
+// weights' bound and 0.011 of block_output's and the logits'; among 1500
+// random fuzz_shapes inputs a model one column wide cancelled a row to
+// 1e-4 of the layer's scale, hence the layer's largest |value| as the
+// scale. A weight taken from a neighbouring key or query, or a row shifted
+// by one token, is off by hundreds of times more
 // (TheToleranceSeparatesNeighbouringKeys checks that of the weights).
 struct Tolerance {
   double weights = 5e-6;
-  double residual = 5e-7;
-  double logits = 2e-6;
+  double residual = 5e-6;
+  double logits = 2e-5;
 };
 
 // What row i of head (layer, h)'s weights may be off by (see Tolerance).
@@ -222,8 +225,11 @@ inline std::string compare_with_reference(ModelRun& run, const ReferenceForward&
       return "no block_output of " + std::to_string(t) + " rows for layer " + std::to_string(l);
     const MatrixD& r = ref.block_outputs[static_cast<std::size_t>(l)];
     const Eigen::VectorXd& spread = ref.spread[static_cast<std::size_t>(l)];
+    // The run's rows of the layer: their largest |value| bounds the rounding
+    // of a row that cancels to a small value (a model one column wide).
+    const double largest = r.topRows(t).cwiseAbs().maxCoeff();
     for (Eigen::Index i = 0; i < t; ++i) {
-      const double bound = tol.residual * r.row(i).cwiseAbs().maxCoeff() * (1.0 + spread(i));
+      const double bound = tol.residual * largest * (1.0 + spread(i));
       for (Eigen::Index j = 0; j < x->cols(); ++j)
         if (!(std::abs((*x)(i, j) - r(i, j)) <= bound))
           return where("block_output", l, -1, i, j, (*x)(i, j), r(i, j));
