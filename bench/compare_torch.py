@@ -369,7 +369,7 @@ def busy_main(args):
         print(f"GPT-2 {cfg['n_layer']} layers x {cfg['n_head']} heads, d {cfg['n_embd']}; "
               f"{os.cpu_count()} CPUs; busy = {args.busy} other process(es) each spinning a "
               f"core; medians of {args.repeat} runs after a warm-up, the conditions "
-              "interleaved")
+              "in turn, quiet first")
         print(f"{'T':>6} {'load':>6} {'default ms':>11} {'1 thread ms':>12} {'default/1thr':>13} "
               f"{'torch ms':>9} {'(thr)':>5} {'default/torch':>14}")
         for t in tokens:
