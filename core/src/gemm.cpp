@@ -467,7 +467,7 @@ bool available() { return false; }
 #endif
 
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
-                    Eigen::Ref<RowMatrix> y) {
+                    Eigen::Ref<RowMatrix> y, bool fetch_next) {
   const Eigen::Index col = p * kPanelCols, ldy = y.outerStride();
   const Eigen::Index n = std::min(kPanelCols, y.cols() - col);
 #if defined(__AVX512F__)
@@ -475,9 +475,12 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
   // caller splits panels into contiguous ranges) is fetched into L2 while
   // this one runs, spread over the tiles: one cache line per k step.
   const auto* ahead = reinterpret_cast<const char*>(panel + x.cols * kPanelCols);
-  const Eigen::Index lines = col + kPanelCols < y.cols() ? x.cols * kPanelCols / 16 : 0;
+  const Eigen::Index lines =
+      fetch_next && col + kPanelCols < y.cols() ? x.cols * kPanelCols / 16 : 0;
   const Eigen::Index per_tile = (lines + x.tiles() - 1) / std::max<Eigen::Index>(x.tiles(), 1);
   const float* panel_bias = bias.size() > 0 ? bias.data() + col : nullptr;
+#else
+  (void)fetch_next;  // AVX2: fetching the next panel into L2 did not help one row
 #endif
   for (Eigen::Index t = 0; t < x.tiles(); ++t) {
     const Eigen::Index row = t * kTileRows;

@@ -144,8 +144,10 @@ void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen:
 
 // Columns [p*48, min(p*48 + 48, N)) of y = x . w + bias, from panel p of w
 // (`panel`: pack_panel's layout). bias is (1, N) or empty; y is (M, N), or
-// M rows of a taller matrix.
+// M rows of a taller matrix. With fetch_next (AVX-512), the next panel in
+// memory is fetched into L2 meanwhile: false where this thread will not
+// multiply it (the last panel of its range).
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
-                    Eigen::Ref<RowMatrix> y);
+                    Eigen::Ref<RowMatrix> y, bool fetch_next = true);
 
 }  // namespace attnscope::core::gemm

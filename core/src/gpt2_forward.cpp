@@ -310,13 +310,16 @@ void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits) const {
   const RowMatrix x = w.ln_f.apply(residual_.back().middleRows(row, 1), c.layer_norm_epsilon);
   const auto head = w.head().map();  // V x d
   logits.resize(1, head.rows());
-  const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks for GPT-2: even on 2 threads
+  const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks of 3 MB for GPT-2
   const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-  for (int k = 0; k < chunks; ++k) {
+  // Bound by reading the head: each thread streams its own range in order
+  // and then helps with the others' (cpu_share.hpp).
+  detail::RangeShare ranges(chunks, detail::team_size());
+#pragma omp parallel num_threads(detail::team_size())
+  ranges.run([&](int k, bool) {
     const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
     logits.middleCols(begin, size).noalias() = x * head.middleRows(begin, size).transpose();
-  }
+  });
 }
 
 void ModelRun::append(int id) {

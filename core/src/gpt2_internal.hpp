@@ -28,6 +28,11 @@ struct Linear {
   void apply(const RowMatrix& x, RowMatrix& y) const;
   // The same into y, already x.rows() x out (rows of a taller matrix).
   void apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const;
+
+ private:
+  // apply_into for x of one tile (at most 8 rows) on the kernel; false,
+  // with y untouched, where a sum could overflow (gemm.hpp).
+  bool apply_one_tile(const RowMatrix& x, gemm::PackedRows& xt, Eigen::Ref<RowMatrix> y) const;
 };
 
 // LayerNorm over each row: (x - mean) / sqrt(var + eps) * gain + shift,

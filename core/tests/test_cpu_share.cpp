@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <vector>
 
 #include "cpu_share.hpp"
@@ -80,6 +82,66 @@ TEST(CpuShare, AThreadShareGivesWayToBusyProcessesAndRestores) {
     waitpid(pid, nullptr, 0);
   }
   EXPECT_GE(ones, 4) << "with every CPU busy the engine should run on one thread";
+}
+#endif
+
+// Every item once, for counts and range counts across each other's edges
+// (fewer items than ranges, uneven splits), with teams smaller than, equal
+// to and larger than the number of ranges; next_is_own only where the next
+// item is in the same range and the thread is that range's owner.
+TEST(CpuShare, ARangeShareRunsEveryItemOnceAndSaysWhichNextIsOwn) {
+  for (int count = 0; count <= 70; ++count)
+    for (int ranges = 1; ranges <= 9; ++ranges)
+      for (int team = 1; team <= 4; ++team) {
+        std::vector<int> runs(static_cast<std::size_t>(count), 0);
+        std::vector<int> bad_hint(static_cast<std::size_t>(count), 0);
+        RangeShare share(count, ranges);
+        auto range_of = [&](int i) {
+          for (int r = 0; r < ranges; ++r)
+            if (i < static_cast<int>(static_cast<long long>(count) * (r + 1) / ranges)) return r;
+          return -1;
+        };
+#pragma omp parallel num_threads(team)
+        share.run([&](int i, bool next_is_own) {
+          // Each item is written by the one thread that claimed it.
+          runs[static_cast<std::size_t>(i)] += 1;
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+          const int me = omp_get_thread_num();
+#else
+          const int me = 0;
+#endif
+          if (next_is_own &&
+              (i + 1 >= count || range_of(i + 1) != range_of(i) || range_of(i) != me))
+            bad_hint[static_cast<std::size_t>(i)] = 1;
+        });
+        for (int i = 0; i < count; ++i) {
+          ASSERT_EQ(runs[static_cast<std::size_t>(i)], 1)
+              << "item " << i << " of " << count << ", " << ranges << " ranges, team " << team;
+          ASSERT_EQ(bad_hint[static_cast<std::size_t>(i)], 0)
+              << "item " << i << " of " << count << ", " << ranges << " ranges, team " << team;
+        }
+      }
+}
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+// A thread held up at its first item (as by another program on its core)
+// is helped: the other runs the rest of the held thread's range.
+TEST(CpuShare, ARangeShareHelpsAThreadThatIsHeldUp) {
+  constexpr int kCount = 20;
+  std::vector<int> by(kCount, -1);
+  RangeShare share(kCount, 2);
+#pragma omp parallel num_threads(2)
+  {
+    if (omp_get_num_threads() == 2)
+      share.run([&](int i, bool) {
+        by[static_cast<std::size_t>(i)] = omp_get_thread_num();
+        if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      });
+  }
+  if (by[0] < 0) GTEST_SKIP() << "OpenMP gave a team of one";
+  int helped = 0;
+  for (int i = 1; i < kCount / 2; ++i) helped += by[static_cast<std::size_t>(i)] != by[0] ? 1 : 0;
+  EXPECT_GE(helped, 8) << "the held thread's range should have been done by the other thread";
 }
 #endif
 
