@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Monkey test: the real attnscope under Xvfb, fed random input for a while.
 
-For SECONDS (default 60; ATTNSCOPE_MONKEY_SECONDS) with random.Random(SEED)
+For SECONDS (default 20; ATTNSCOPE_MONKEY_SECONDS) with random.Random(SEED)
 (default 20240611; ATTNSCOPE_MONKEY_SEED; printed so a failure can be
 replayed) it sends the window random mouse moves, left/right/double clicks,
 drags, wheel turns, key presses (arrows, Home/End, Esc, Tab, Enter,
@@ -196,7 +196,7 @@ def main():
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
     seed = int(os.environ.get("ATTNSCOPE_MONKEY_SEED", "20240611"))
-    seconds = float(os.environ.get("ATTNSCOPE_MONKEY_SECONDS", "60"))
+    seconds = float(os.environ.get("ATTNSCOPE_MONKEY_SECONDS", "20"))
     print(f"monkey: seed {seed} (ATTNSCOPE_MONKEY_SEED), {seconds:g} s (ATTNSCOPE_MONKEY_SECONDS)",
           flush=True)
 
