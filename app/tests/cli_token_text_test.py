@@ -16,6 +16,7 @@ tokens spell any bytes at all. Every output must be valid UTF-8 all the same:
   bytes of a cut character as <0xHH>; its next tokens likewise.
 - `model export` labels (CSV, JSON, SVG) are the trace's tokens; the SVG's
   subtitle quotes the run's text, decoded as a whole.
+- A model folder whose name is not UTF-8 is named with U+FFFD in the trace.
 
 Each output is read as bytes and decoded strictly, so that a stray byte
 fails here by name instead of being repaired or refused on the way in.
@@ -195,6 +196,24 @@ def check_export(cli, model, table, tmp, failures):
                 failures.append(f"{what}: {name} has no <0xE6><0x9D> and <0xC2> labels")
 
 
+def check_folder_name(cli, model, failures):
+    """A model folder whose name is not UTF-8: the name is written with U+FFFD."""
+    odd = os.fsencode(model) + b"-\xff\xfe"
+    os.rename(os.fsencode(model), odd)
+    try:
+        what = "trace of a folder named " + repr(os.path.basename(odd))
+        p = subprocess.run([os.fsencode(cli), b"model", b"trace", odd, b"--ids", b"15496,126",
+                            b"--layers", b"0"], capture_output=True, timeout=TIMEOUT_S)
+        text = strict(p.stdout, what, failures) if p.returncode == 0 else None
+        if p.returncode != 0:
+            failures.append(f"{what}: exit {p.returncode}: {p.stderr.decode('utf-8', 'replace')}")
+        want = os.path.basename(odd).decode("utf-8", errors="replace")
+        if text is not None and json.loads(text).get("model") != want:
+            failures.append(f"{what}: model {json.loads(text).get('model')!r}, want {want!r}")
+    finally:
+        os.rename(odd, os.fsencode(model))
+
+
 def main():
     cli = sys.argv[1]
     failures = []
@@ -204,6 +223,7 @@ def main():
         check_generate(cli, model, table, failures)
         check_trace(cli, model, table, failures)
         check_export(cli, model, table, tmp, failures)
+        check_folder_name(cli, model, failures)
     for f in failures:
         print("FAIL:", f)
     print(f"cli_token_text: {len(failures)} failure(s)")

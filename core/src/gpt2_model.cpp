@@ -631,7 +631,9 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
                            std::to_string(weights->config.vocab_size));
   fs::path full = fs::absolute(path).lexically_normal();
   if (full.filename().empty()) full = full.parent_path();  // "gpt2/" -> "gpt2"
-  std::string name = full.filename().string();
+  // Shown and written as text (titles, trace JSON, exports): bytes of the
+  // file name that are not UTF-8 become U+FFFD, as the token texts do.
+  std::string name = decode_utf8_replace(full.filename().string());
   return std::make_shared<const Gpt2Model>(std::move(weights), std::move(name),
                                            book ? ModelFormat::Book : ModelFormat::HuggingFace,
                                            std::move(tokenizer));

@@ -117,7 +117,8 @@ class Gpt2Model {
   ~Gpt2Model();
 
   const Gpt2Config& config() const;
-  const std::string& name() const { return name_; }  // the folder's or file's name
+  // The folder's or file's name, as UTF-8 (U+FFFD for bytes that are not).
+  const std::string& name() const { return name_; }
   ModelFormat format() const { return format_; }
   const Gpt2Tokenizer& tokenizer() const { return *tokenizer_; }
   const Weights& weights() const { return *weights_; }
