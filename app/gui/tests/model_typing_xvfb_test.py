@@ -45,8 +45,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import xvfb_util  # noqa: E402
-from xvfb_util import (check, finish, fresh_work, grab_bytes, launch, png_info,  # noqa: E402
-                       quit_app, wait_until, wait_window_gone, xdotool)
+from xvfb_util import (act, check, finish, fresh_work, grab_bytes, launch, png_info,  # noqa: E402
+                       quit_app, read_status, wait_until, wait_window_gone, xdotool)
+from xvfb_util import status_number as number  # noqa: E402
 
 # 80 tokens for GPT-2's tokenizer: every word with its leading space is one
 # token of its vocabulary, and so is every "." and ",".
@@ -82,57 +83,38 @@ def write_model(folder):
             setattr(xvfb_util, name, value)
 
 
-def open_model(env, wid, model):
+def open_model(env, wid, model, status_path):
     """Source > GPT-2 checkpoint (the combo atop the left column, its third
     item), then the folder's path into the Checkpoint field and Return (the
-    places model_xvfb_test.py uses, for the same 1600x1000 window)."""
+    places model_xvfb_test.py uses, for the same 1600x1000 window). Each
+    click waits for the app's answer on screen before the next input."""
     xdotool(env, "windowfocus", "--sync", wid)
-    xdotool(env, "mousemove", "--window", wid, "230", "57", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "mousemove", "--window", wid, "150", "135", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "mousemove", "--window", wid, "180", "125", "click", "1")
-    time.sleep(0.3)
+    act(env, status_path, "mousemove", "--window", wid, "230", "57", "click", "1")
+    act(env, status_path, "mousemove", "--window", wid, "150", "135", "click", "1")
+    act(env, status_path, "mousemove", "--window", wid, "180", "125", "click", "1")
     xdotool(env, "type", "--delay", "5", model)
     xdotool(env, "key", "Return")
 
 
-def click_text_box(env, wid):
+def click_text_box(env, wid, status_path):
     """Clicks into the model's text box (the left column's first field under
-    "Text", one line of text at the top of it)."""
+    "Text", one line of text at the top of it); the field has focus once the
+    app drew the click."""
     xdotool(env, "windowfocus", "--sync", wid)
-    xdotool(env, "mousemove", "--window", wid, "180", "220", "click", "1")
-    time.sleep(0.3)  # the field takes focus in the next frame
+    act(env, status_path, "mousemove", "--window", wid, "180", "220", "click", "1")
 
 
-def empty_text(env, wid):
+def empty_text(env, wid, status_path):
     """Selects all of the text box's text and deletes it. Ctrl goes down
     before A and up after it, as a person presses it: `xdotool key ctrl+a`
     releases Ctrl before A, and when both releases reach the app in one
     batch the frame that sees A down no longer sees Ctrl."""
-    click_text_box(env, wid)
+    click_text_box(env, wid, status_path)
     xdotool(env, "keydown", "ctrl", "key", "a", "keyup", "ctrl", "key", "BackSpace")
 
 
 def type_token(env, token):
     xdotool(env, "type", "--delay", "10", token)
-
-
-def read_status(path):
-    """The app's last status as a dict (empty before the first frame)."""
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return {}
-    return dict((line.split(" ", 1) + [""])[:2] for line in lines)
-
-
-def number(status, key):
-    try:
-        return int(status.get(key, ""))
-    except ValueError:
-        return -1
 
 
 def wait_status(proc, path, wanted, timeout):
@@ -239,7 +221,7 @@ def first_half(args, env, status_path, model):
         return False
     time.sleep(0.5)
 
-    open_model(env, wid, model)
+    open_model(env, wid, model, status_path)
     status, code = wait_status(
         proc, status_path, lambda s: s.get("source") == "model" and s.get("busy") == "0"
         and number(s, "shown_tokens") > 0, LOAD_TIMEOUT_S)
@@ -250,7 +232,7 @@ def first_half(args, env, status_path, model):
         return False
 
     # An empty text box: no token, the app says why nothing runs.
-    empty_text(env, wid)
+    empty_text(env, wid, status_path)
     status, code = wait_status(proc, status_path,
                                lambda s: number(s, "text_bytes") == 0 and s.get("busy") == "0",
                                TOKEN_TIMEOUT_S)
@@ -278,7 +260,7 @@ def second_half(args, env, status_path):
         proc.kill()
         return
     check(True, f"the session reopens the model with its {RELAUNCH_AT} tokens")
-    click_text_box(env, wid)
+    click_text_box(env, wid, status_path)
     xdotool(env, "key", "End")
     if not type_tokens(proc, env, status_path, RELAUNCH_AT, len(TOKENS)):
         proc.kill()

@@ -21,11 +21,10 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xvfb_util import (check, finish, fresh_work, grab_bytes, launch, new_files, png_info,  # noqa: E402
-                       quit_app, run, wait_for_window, wait_screen_stable, wait_until,
+from xvfb_util import (act, check, finish, fresh_work, grab_bytes, launch, new_files,  # noqa: E402
+                       png_info, quit_app, run, wait_for_window, wait_screen_stable, wait_until,
                        write_tiny_gpt2, xdotool)
 
 def session(cfg):
@@ -59,7 +58,10 @@ def main():
             env)
     check(r.returncode == 0 and os.path.getsize(shot) > 10000, "--model --screenshot writes the window")
 
-    # 2. The running app.
+    # 2. The running app. It writes what each frame shows to the status file:
+    # every input waits for the app's answer on screen before the next one.
+    status = os.path.join(args.work, "status.txt")
+    env["ATTNSCOPE_STATUS_FILE"] = status
     proc = launch(args.app, ["--size", "1600x1000"], env, args.work)
     wid = wait_for_window(env)
     check(wid is not None, "the window opens")
@@ -77,37 +79,28 @@ def main():
     stable_screen()
     # Source > GPT-2 checkpoint (the combo atop the left column, its third
     # item), then the path into the Checkpoint field and Return.
-    xdotool(env, "mousemove", "--window", wid, "230", "57", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "mousemove", "--window", wid, "150", "135", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "mousemove", "--window", wid, "180", "125", "click", "1")
-    time.sleep(0.3)
+    act(env, status, "mousemove", "--window", wid, "230", "57", "click", "1")
+    act(env, status, "mousemove", "--window", wid, "150", "135", "click", "1")
+    act(env, status, "mousemove", "--window", wid, "180", "125", "click", "1")
     xdotool(env, "type", "--delay", "5", model)
-    xdotool(env, "key", "Return")
-    time.sleep(1.0)
+    act(env, status, "key", "Return")
     before = stable_screen()
 
     # The text box is the left column's first field under "Text" (about y
     # 230); End puts the cursor at the end of the text.
     typed = " the cat sat on the mat. The cat"
-    xdotool(env, "mousemove", "--window", wid, "180", "220", "click", "1")
-    time.sleep(0.3)  # the field takes focus in the next frame
+    act(env, status, "mousemove", "--window", wid, "180", "220", "click", "1")
     xdotool(env, "key", "End")
-    xdotool(env, "type", "--delay", "20", typed)
-    time.sleep(0.5)
+    act(env, status, "type", "--delay", "20", typed)
     after_typing = stable_screen()
     check(before is None or after_typing != before, "typing changes the screen")
 
     # Leave the text box (click an empty spot of the centre's header), then
     # Export view > PNG 1x (the button right of the view buttons, the first
     # item of its menu).
-    xdotool(env, "mousemove", "--window", wid, "1150", "47", "click", "1")
-    time.sleep(0.3)
-    xdotool(env, "mousemove", "--window", wid, "760", "47", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "mousemove", "--window", wid, "797", "66")
-    time.sleep(0.3)
+    act(env, status, "mousemove", "--window", wid, "1150", "47", "click", "1")
+    act(env, status, "mousemove", "--window", wid, "760", "47", "click", "1")
+    act(env, status, "mousemove", "--window", wid, "797", "66")
     xdotool(env, "click", "1")
     made = wait_until(lambda: [n for n in new_files(exports) if n.startswith("model_view_")], 20)
     check(bool(made), f"Export view > PNG 1x writes model_view_*.png ({made})")
@@ -115,12 +108,9 @@ def main():
         w, h, distinct = png_info(os.path.join(exports, made[0]))
         check(w > 150 and h > 150 and distinct > 20, f"the model view PNG is a picture ({w}x{h})")
     # Then the model view's first thumbnail: layer 0, head 0.
-    xdotool(env, "mousemove", "--window", wid, "520", "160", "click", "1")
-    time.sleep(0.5)
-    xdotool(env, "key", "Next")  # PgDn: the next layer
-    time.sleep(0.5)
-    xdotool(env, "key", "g")  # the most likely next token, appended
-    time.sleep(1.0)
+    act(env, status, "mousemove", "--window", wid, "520", "160", "click", "1")
+    act(env, status, "key", "Next")  # PgDn: the next layer
+    act(env, status, "key", "g")  # the most likely next token, appended
     after_keys = stable_screen()
     check(after_keys is None or after_keys != after_typing, "the clicks and keys change the screen")
 

@@ -144,6 +144,49 @@ def wait_until(condition, timeout, step=0.25):
         time.sleep(step)
 
 
+def read_status(path):
+    """The app's last $ATTNSCOPE_STATUS_FILE as a dict (empty before the first frame)."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    return dict((line.split(" ", 1) + [""])[:2] for line in lines)
+
+
+def status_number(status, key):
+    try:
+        return int(status.get(key, ""))
+    except ValueError:
+        return -1
+
+
+def settled_after(status_path, before, timeout=60, quiet_s=0.5):
+    """Waits until the app drew two frames after frame `before`, is not busy
+    and then drew nothing for `quiet_s` (it draws a few frames after each
+    input and then idles): its answer to the input is on screen. Fixed
+    sleeps after a click are not enough for a slow app (a sanitized build
+    beside other tests): the keys typed next reach a field that has no
+    focus yet."""
+    last = {"frame": -1, "since": time.monotonic()}
+
+    def quiet():
+        s = read_status(status_path)
+        frame = status_number(s, "frame")
+        now = time.monotonic()
+        if frame != last["frame"]:
+            last["frame"], last["since"] = frame, now
+        return frame >= before + 2 and s.get("busy") == "0" and now - last["since"] >= quiet_s
+    return wait_until(quiet, timeout, step=0.05)
+
+
+def act(env, status_path, *xdotool_args, timeout=60):
+    """One xdotool command, then settled_after: the app shows its answer."""
+    before = status_number(read_status(status_path), "frame")
+    xdotool(env, *xdotool_args)
+    return settled_after(status_path, before, timeout)
+
+
 def wait_for_window(env, timeout=60):
     """The X window id of the app's window (named "attnscope"), or None."""
     out = subprocess.run(["timeout", str(timeout), "xdotool", "search", "--sync", "--name", "^attnscope$"],
