@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/embedding.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/memory.hpp"
+#include "attnscope/analysis/memory.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/attention/embedding.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace core = attnscope::core;
 

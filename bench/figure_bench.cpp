@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attnscope/rng.hpp"
+#include "attnscope/base/rng.hpp"
 #include "figure/scale.hpp"
 
 namespace core = attnscope::core;

@@ -1,4 +1,4 @@
-// gemm_bench.cpp: the packed projection kernel (core/src/gemm.hpp) against
+// gemm_bench.cpp: the packed projection kernel (core/src/kernels/gemm.hpp) against
 // Eigen's product on the same operands: x (T x 768) . w (768 x 2304), the
 // multi-head layer's fused Q/K/V projection, on one thread (the engine
 // splits panels between threads itself). Where the kernel is not compiled
@@ -7,8 +7,8 @@
 //   build/bench/attnscope_bench --benchmark_filter="Projection|MlpDown"
 #include <benchmark/benchmark.h>
 
-#include "attnscope/io.hpp"
-#include "gemm.hpp"
+#include "attnscope/io/io.hpp"
+#include "kernels/gemm.hpp"
 
 namespace core = attnscope::core;
 namespace gemm = attnscope::core::gemm;

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace core = attnscope::core;
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "attnscope/formats.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace core = attnscope::core;
 

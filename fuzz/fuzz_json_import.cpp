@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "attnscope/formats.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/weights.hpp"
 
 namespace core = attnscope::core;
 

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "attnscope/io.hpp"
-#include "attnscope/pth.hpp"
+#include "attnscope/formats/pth.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace core = attnscope::core;
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "attnscope/io.hpp"
-#include "attnscope/safetensors.hpp"
+#include "attnscope/formats/safetensors.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace core = attnscope::core;
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "attnscope/io.hpp"
-#include "attnscope/session.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/session.hpp"
 
 namespace core = attnscope::core;
 

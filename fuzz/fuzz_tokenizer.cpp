@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attnscope/io.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/text/tokenizer.hpp"
 
 namespace core = attnscope::core;
 

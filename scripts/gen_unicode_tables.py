@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates core/src/unicode_tables.cpp: the code point ranges of the
+"""Generates core/src/text/generated/unicode_tables.cpp: the code point ranges of the
 Unicode classes GPT-2's pre-tokenizer uses (\\p{L}, \\p{N}, \\s), exactly as
 Python's `regex` module (the one OpenAI's encoder.py imports) has them.
 Run it with Debian's interpreter and python3-regex (/usr/bin/python3, as the
@@ -7,7 +7,7 @@ shebang says): the tokenizer's oracle test uses that module, and a newer
 `regex` from pip knows later Unicode versions (e.g. CJK Extension J as
 letters) and would split different text.
 
-usage: scripts/gen_unicode_tables.py > core/src/unicode_tables.cpp
+usage: scripts/gen_unicode_tables.py > core/src/text/generated/unicode_tables.cpp
 """
 import sys
 

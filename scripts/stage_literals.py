@@ -3,7 +3,7 @@
 
 usage: stage_literals.py PATH...
 
-The stage catalogue (core/include/attnscope/stages.hpp) gives every stage id
+The stage catalogue (core/include/attnscope/base/stages.hpp) gives every stage id
 a constant, stage_id::weights, so that a misspelt id does not compile. A
 literal such as "weights" in code (not in a comment) is either such an id
 and should be the constant, or a different thing that happens to share the
@@ -19,7 +19,7 @@ import sys
 
 from function_lengths import blank_comments_and_strings
 
-CATALOGUE = pathlib.Path("core/include/attnscope/stages.hpp")
+CATALOGUE = pathlib.Path("core/include/attnscope/base/stages.hpp")
 
 
 def stage_ids():

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <iostream>
 
-#include "attnscope/files.hpp"
-#include "attnscope/formats.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/io.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {

@@ -12,16 +12,17 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "attnscope/gpt2_config.hpp"
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/memory.hpp"
-#include "attnscope/model_trace.hpp"
-#include "attnscope/pth.hpp"
-#include "attnscope/safetensors.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/analysis/memory.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/formats/pth.hpp"
+#include "attnscope/formats/safetensors.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/model/gpt2_config.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
+#include "attnscope/model/model_trace.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/matrix.hpp"
+#include "attnscope/base/matrix.hpp"
 #include "figure/heatmap_figure.hpp"
 
 namespace attnscope::figure {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attnscope/matrix.hpp"
+#include "attnscope/base/matrix.hpp"
 #include "figure/colormap.hpp"
 #include "figure/scale.hpp"
 #include "figure/theme.hpp"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
 
 #if defined(__AVX__)
 #include <immintrin.h>

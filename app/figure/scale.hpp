@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attnscope/matrix.hpp"
+#include "attnscope/base/matrix.hpp"
 #include "figure/colormap.hpp"
 
 namespace attnscope::figure {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "attnscope/formats.hpp"
+#include "attnscope/formats/formats.hpp"
 #include "figure/text_fit.hpp"
 
 namespace attnscope::figure {

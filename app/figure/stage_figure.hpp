@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "figure/heatmap_figure.hpp"
 
 namespace attnscope::figure {

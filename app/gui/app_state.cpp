@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <utility>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/embedding.hpp"
-#include "attnscope/inspect.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/tokenizer.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/attention/embedding.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/weights.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {

@@ -14,12 +14,12 @@
 #include <string_view>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/config.hpp"
-#include "attnscope/diagnose.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/tokenizer.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/analysis/diagnose.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/trace.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "compute_worker.hpp"
 #include "export/files_state.hpp"
 #include "figure/scale.hpp"

@@ -29,7 +29,7 @@
 #include <thread>
 
 #include "app_state.hpp"
-#include "attnscope/session.hpp"
+#include "attnscope/io/session.hpp"
 
 namespace attnscope::gui {
 

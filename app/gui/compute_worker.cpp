@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "attnscope/memory.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/memory.hpp"
+#include "attnscope/io/weights.hpp"
 
 #if defined(__linux__)
 #include <sys/resource.h>

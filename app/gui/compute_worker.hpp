@@ -30,10 +30,10 @@
 #include <string>
 #include <thread>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/config.hpp"
-#include "attnscope/diagnose.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/analysis/diagnose.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/trace.hpp"
 #include "model_job.hpp"
 
 namespace attnscope::gui {

@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "attnscope/io.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {

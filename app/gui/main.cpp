@@ -25,8 +25,8 @@
 
 #include "app_icon.hpp"
 #include "app_state.hpp"
-#include "attnscope/files.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/io/io.hpp"
 #include "autosave.hpp"
 #include "export/dropped.hpp"
 #include "export/files.hpp"

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "attnscope/model_trace.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/thumbnail.hpp"
+#include "attnscope/analysis/thumbnail.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/model_trace.hpp"
 #include "step.hpp"
 
 namespace attnscope::gui {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
 
 namespace attnscope::gui {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "attnscope/io.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace attnscope::gui {
 

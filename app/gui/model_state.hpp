@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "model_job.hpp"
 
 namespace attnscope::gui {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <string>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {

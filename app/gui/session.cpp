@@ -10,11 +10,11 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "attnscope/files.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/weights.hpp"
+#include "attnscope/model/head_patterns.hpp"
 #include "export/files.hpp"
 #include "figure/theme.hpp"
 

@@ -1,5 +1,5 @@
 // session.hpp: the app's session documents, on core's session format
-// (core/include/attnscope/session.hpp): {"attnscope_session": 1, "run": ...,
+// (core/include/attnscope/io/session.hpp): {"attnscope_session": 1, "run": ...,
 // "weights": ..., "view": {...}}. The same document is
 //   - the last session, saved while the app runs (autosave.hpp: shortly after
 //     every change, and on exit) and restored on the next launch, in
@@ -23,7 +23,7 @@
 #include <string_view>
 
 #include "app_state.hpp"
-#include "attnscope/session.hpp"
+#include "attnscope/io/session.hpp"
 
 namespace attnscope::gui {
 

@@ -8,9 +8,9 @@
 
 #include <cstdio>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
 #include "figure/stage_figure.hpp"
 
 namespace attnscope::gui {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app_state.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "step.hpp"
 
 namespace attnscope::gui {

@@ -1,8 +1,8 @@
 // step.cpp: the steps of each variant, their names, and the matrices each shows.
 #include "step.hpp"
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 
 namespace attnscope::gui {
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "attnscope/config.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/trace.hpp"
 
 namespace attnscope::gui {
 

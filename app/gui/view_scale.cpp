@@ -1,7 +1,7 @@
 // view_scale.cpp: token axes and colour scope of a stage on screen.
 #include "view_scale.hpp"
 
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
 
 namespace attnscope::gui {
 

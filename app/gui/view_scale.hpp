@@ -5,7 +5,7 @@
 #pragma once
 
 #include "app_state.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "figure/scale.hpp"
 
 namespace attnscope::gui {

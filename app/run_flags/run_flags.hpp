@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "attnscope/io.hpp"
+#include "attnscope/io/io.hpp"
 #include "figure/theme.hpp"
 
 namespace attnscope::run_flags {

@@ -461,7 +461,7 @@ def listed_values(helps, name):
 
 
 def stage_catalogue(source_dir):
-    path = os.path.join(source_dir, "core/include/attnscope/stages.hpp")
+    path = os.path.join(source_dir, "core/include/attnscope/base/stages.hpp")
     return set(re.findall(r"inline constexpr char \w+\[\] = \"([^\"]+)\";",
                           open(path, encoding="utf-8").read()))
 
@@ -525,7 +525,7 @@ def check_tables(script_path, helps, source_dir):
         for stage in words.get(kind, []):
             if stage not in stages:
                 fail(f"{script_path}: _attnscope_cli_words[{kind}] has '{stage}', which is no "
-                     f"stage id of core/include/attnscope/stages.hpp")
+                     f"stage id of core/include/attnscope/base/stages.hpp")
     return True
 
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/stages.hpp"
-#include "gpt2_internal.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "model/gpt2_internal.hpp"
 
 namespace attnscope::core::testing {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 
 namespace attnscope::core::testing {
 

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attnscope/formats/files.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu_share.hpp"
+#include "kernels/cpu_share.hpp"
 
 #if defined(ATTNSCOPE_HAVE_OPENMP)
 #include <omp.h>

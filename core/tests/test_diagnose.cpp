@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "attnscope/diagnose.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/diagnose.hpp"
+#include "attnscope/io/weights.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/embedding.hpp"
+#include "attnscope/attention/embedding.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

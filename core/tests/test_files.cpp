@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "attnscope/files.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/io/io.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::core {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <limits>
 
-#include "attnscope/files.hpp"
-#include "attnscope/formats.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/formats/formats.hpp"
 #include "temp_dir.hpp"
 #include "test_support.hpp"
 

@@ -1,4 +1,4 @@
-// test_gemm.cpp: the projections' packed kernel (core/src/gemm.hpp) against
+// test_gemm.cpp: the projections' packed kernel (core/src/kernels/gemm.hpp) against
 // its stated order of arithmetic: every element one fused multiply-add
 // chain over k = 0..K-1 from 0, then + bias. Bit for bit, NaN for NaN, over
 // shapes that leave partial tiles and panels.
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
 
 namespace attnscope::core {
 namespace {

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/model_trace.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/model_trace.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

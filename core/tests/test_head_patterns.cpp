@@ -8,9 +8,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

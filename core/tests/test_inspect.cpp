@@ -1,5 +1,5 @@
 // test_inspect.cpp: the inspector's breakdowns add up to the trace's cells.
-#include "attnscope/inspect.hpp"
+#include "attnscope/analysis/inspect.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <set>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/memory.hpp"
+#include "attnscope/analysis/memory.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/io/io.hpp"
 
 namespace attnscope::core {
 namespace {

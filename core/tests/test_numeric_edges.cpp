@@ -10,8 +10,8 @@
 #include <limits>
 #include <random>
 
-#include "attnscope/diagnose.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/diagnose.hpp"
+#include "attnscope/io/weights.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "attnscope/pth.hpp"
+#include "attnscope/formats/pth.hpp"
 #include "temp_dir.hpp"
 
 namespace core = attnscope::core;

@@ -9,8 +9,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "attnscope/pytorch_code.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/book/pytorch_code.hpp"
+#include "attnscope/io/weights.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

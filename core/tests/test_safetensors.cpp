@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/gpt2_config.hpp"
-#include "attnscope/safetensors.hpp"
+#include "attnscope/formats/safetensors.hpp"
+#include "attnscope/model/gpt2_config.hpp"
 #include "temp_dir.hpp"
 
 namespace core = attnscope::core;

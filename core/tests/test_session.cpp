@@ -2,8 +2,8 @@
 // as the GUI wrote it; bad session files say what is wrong.
 #include <nlohmann/json.hpp>
 
-#include "attnscope/session.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/io/session.hpp"
+#include "attnscope/io/weights.hpp"
 #include "temp_dir.hpp"
 #include "test_support.hpp"
 

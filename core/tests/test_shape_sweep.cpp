@@ -30,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/thumbnail.hpp"
-#include "gemm.hpp"
+#include "attnscope/analysis/thumbnail.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/model/gpt2_model.hpp"
 #include "gpt2_reference.hpp"
+#include "kernels/gemm.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

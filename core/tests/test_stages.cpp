@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/formats.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/io.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -9,9 +9,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/gpt2_config.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/model/gpt2_config.hpp"
 
 namespace attnscope::core::testing {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "attnscope/teach.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/book/teach.hpp"
+#include "attnscope/io/weights.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "attnscope/thumbnail.hpp"
+#include "attnscope/analysis/thumbnail.hpp"
 
 namespace attnscope::core {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/io.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::core {

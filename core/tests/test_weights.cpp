@@ -2,8 +2,8 @@
 // folders), checking against the run, and running: a module whose seeded
 // weights are handed back explicitly must give the seeded trace bit for bit,
 // dropout masks included (what load_state_dict after construction does).
-#include "attnscope/formats.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/weights.hpp"
 #include "temp_dir.hpp"
 #include "test_support.hpp"
 

@@ -34,7 +34,7 @@ declare -gA _attnscope_cli_words=(
   [generate_format]="text json"
   [decimals]="1 2 3 4 5 6"
   [theme]="dark light"
-  # The chapter-3 classes' stage ids (core/include/attnscope/stages.hpp).
+  # The chapter-3 classes' stage ids (core/include/attnscope/base/stages.hpp).
   [stage]="inputs W_query W_key W_value b_query b_key b_value queries keys values scores mask
            masked_scores scaled_scores weights dropout_mask dropped_weights context concat
            W_out b_out output"

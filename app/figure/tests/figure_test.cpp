@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/gpt2_model.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/model_trace.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/model_trace.hpp"
 #include "figure/colormap.hpp"
 #include "figure/head_grid_figure.hpp"
 #include "figure/heatmap_figure.hpp"

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "attnscope/files.hpp"
+#include "attnscope/formats/files.hpp"
 #include "export/png.hpp"
 
 namespace attnscope::gui {

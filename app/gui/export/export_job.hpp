@@ -35,9 +35,9 @@
 #include <thread>
 #include <vector>
 
-#include "attnscope/formats.hpp"
-#include "attnscope/session.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/session.hpp"
 #include "figure/stage_figure.hpp"
 #include "render/rendered_image.hpp"
 

@@ -9,12 +9,12 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "attnscope/files.hpp"
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/pytorch_code.hpp"
-#include "attnscope/thumbnail.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/thumbnail.hpp"
+#include "attnscope/book/pytorch_code.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/weights.hpp"
+#include "attnscope/model/head_patterns.hpp"
 #include "export/export_job.hpp"
 #include "export/png.hpp"
 #include "figure/stage_figure.hpp"

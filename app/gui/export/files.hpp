@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "app_state.hpp"
-#include "attnscope/session.hpp"
+#include "attnscope/io/session.hpp"
 #include "figure/head_grid_figure.hpp"
 #include "figure/stage_figure.hpp"
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/formats.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/formats/formats.hpp"
 #include "figure/theme.hpp"
 #include "native_dialog.hpp"
 #include "render/rendered_image.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "attnscope/io.hpp"
+#include "attnscope/io/io.hpp"
 #include "figure/scale.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "attnscope/files.hpp"
-#include "attnscope/formats.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/formats/formats.hpp"
 #include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"

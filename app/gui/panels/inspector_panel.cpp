@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"

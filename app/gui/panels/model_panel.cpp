@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string>
 
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "native_dialog.hpp"

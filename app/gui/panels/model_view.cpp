@@ -12,9 +12,9 @@
 #include <numeric>
 #include <string>
 
-#include "attnscope/head_patterns.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/head_patterns.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
 #include "imgui.h"

@@ -1,8 +1,8 @@
 // panel_util.cpp: small pieces several panels share (see panels.hpp).
 #include <string>
 
-#include "attnscope/stages.hpp"
-#include "attnscope/tokenizer.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "imgui_internal.h"  // the window's wrap position
 #include "panels/panels.hpp"
 #include "stage_info.hpp"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"

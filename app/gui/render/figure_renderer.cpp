@@ -17,7 +17,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "attnscope/formats.hpp"
+#include "attnscope/formats/formats.hpp"
 #include "fonts.hpp"
 #include "imgui.h"
 #include "imgui_impl_opengl3.h"

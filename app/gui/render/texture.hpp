@@ -21,7 +21,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "imgui.h"
 #include "render/heatmap.hpp"
 

@@ -2,8 +2,8 @@
 // current run B beside it with B − A for any stage. Numbers: core::compare_stage.
 #include <algorithm>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"

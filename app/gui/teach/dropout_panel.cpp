@@ -3,8 +3,8 @@
 // standalone example and the PyTorch platform caveat. Numbers: core/teach.hpp.
 #include <algorithm>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 

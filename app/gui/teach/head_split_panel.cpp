@@ -4,8 +4,8 @@
 // core::split_heads, core::count_parameters, the trace's per-head stages.
 #include <algorithm>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"

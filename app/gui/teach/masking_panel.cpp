@@ -3,8 +3,8 @@
 // flagged. Numbers: core::compare_masking.
 #include <algorithm>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 

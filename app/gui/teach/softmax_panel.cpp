@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attnscope/inspect.hpp"
+#include "attnscope/analysis/inspect.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "attnscope/stages.hpp"
-#include "attnscope/teach.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/base/trace.hpp"
+#include "attnscope/book/teach.hpp"
 
 namespace attnscope::gui {
 

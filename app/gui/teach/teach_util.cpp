@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attnscope/io.hpp"
+#include "attnscope/io/io.hpp"
 #include "imgui_internal.h"  // RenderCheckMark
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"

@@ -6,8 +6,8 @@
 //   3. the panel: Back / Next / Leave, text, "try this", book badges
 #include <algorithm>
 
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"

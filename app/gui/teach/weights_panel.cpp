@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "attnscope/inspect.hpp"
-#include "attnscope/stages.hpp"
-#include "attnscope/teach.hpp"
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/book/teach.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 

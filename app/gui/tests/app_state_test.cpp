@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "attnscope/embedding.hpp"
-#include "attnscope/io.hpp"
+#include "attnscope/attention/embedding.hpp"
+#include "attnscope/io/io.hpp"
 #include "launch_options.hpp"
 #include "stage_info.hpp"
 

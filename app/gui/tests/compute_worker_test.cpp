@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "app_state.hpp"
-#include "attnscope/memory.hpp"
-#include "attnscope/rng.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/analysis/memory.hpp"
+#include "attnscope/base/rng.hpp"
+#include "attnscope/io/weights.hpp"
 
 namespace attnscope::gui {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "app_icon.hpp"
-#include "attnscope/rng.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/base/rng.hpp"
+#include "attnscope/io/weights.hpp"
 #include "export/dropped.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"

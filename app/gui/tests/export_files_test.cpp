@@ -13,13 +13,13 @@
 #include <set>
 #include <thread>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/formats.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/pytorch_code.hpp"
-#include "attnscope/rng.hpp"
-#include "attnscope/session.hpp"
-#include "attnscope/weights.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/rng.hpp"
+#include "attnscope/book/pytorch_code.hpp"
+#include "attnscope/formats/formats.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/session.hpp"
+#include "attnscope/io/weights.hpp"
 #include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "figure/heatmap_figure.hpp"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "app_state.hpp"
-#include "attnscope/rng.hpp"
+#include "attnscope/base/rng.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"

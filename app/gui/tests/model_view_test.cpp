@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "app_state.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"

@@ -23,8 +23,8 @@
 #include <string>
 
 #include "app_state.hpp"
-#include "attnscope/files.hpp"
-#include "attnscope/rng.hpp"
+#include "attnscope/base/rng.hpp"
+#include "attnscope/formats/files.hpp"
 #include "autosave.hpp"
 #include "session.hpp"
 

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "attnscope/attention.hpp"
-#include "attnscope/io.hpp"
-#include "attnscope/rng.hpp"
-#include "attnscope/session.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/rng.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/session.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::gui {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "app_state.hpp"
-#include "attnscope/teach.hpp"
+#include "attnscope/book/teach.hpp"
 #include "figure/stage_figure.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"

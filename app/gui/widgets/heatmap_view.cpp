@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "attnscope/stages.hpp"
+#include "attnscope/base/stages.hpp"
 #include "export/files_ui.hpp"
 #include "figure/text_fit.hpp"
 #include "fonts.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "app_state.hpp"
-#include "attnscope/trace.hpp"
+#include "attnscope/base/trace.hpp"
 #include "imgui.h"
 #include "view_scale.hpp"
 

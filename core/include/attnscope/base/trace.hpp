@@ -1,0 +1,136 @@
+// trace.hpp: every intermediate of one attention run, as named stages.
+// The GUI and the exporters read a Trace; they never recompute attention.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/matrix.hpp"
+
+namespace attnscope::core {
+
+// The most layers a trace or stage file may name (GPT-2 XL has 48).
+inline constexpr int kMaxLayers = 1024;
+
+// Where a stage sits in a model: layer, head, stage id. The chapter-3
+// classes are one layer (0); a stage of the whole layer has head -1.
+struct StageKey {
+  int layer = 0;
+  int head = -1;
+  std::string_view id;  // a stage_id constant (attnscope/stages.hpp)
+};
+
+// One named matrix of a run, e.g. id "weights", layer 0, head 1.
+//
+// The matrix is held by shared pointer: stages with the same values (the
+// weights of a module the engine reuses, the causal mask of every head) hold
+// one copy, and copying a Trace copies no matrix. Writers go through
+// mutable_data(), which first copies a matrix that is shared.
+struct Stage {
+  std::string id;  // a stage_id constant's text: "inputs", "scores", ... (docs/trace-format.md)
+  int head = -1;   // head index, or -1 for stages of the whole layer
+  int layer = 0;   // transformer block; 0 for the chapter-3 classes
+
+  Stage() = default;
+  Stage(std::string_view stage_id, int stage_head, RowMatrix matrix, int stage_layer = 0)
+      : id(stage_id),
+        head(stage_head),
+        layer(stage_layer),
+        data_(std::make_shared<RowMatrix>(std::move(matrix))) {}
+  // A stage that shares `matrix` with whoever else holds it.
+  Stage(std::string_view stage_id, int stage_head, std::shared_ptr<RowMatrix> matrix,
+        int stage_layer = 0)
+      : id(stage_id), head(stage_head), layer(stage_layer), data_(std::move(matrix)) {}
+
+  StageKey key() const { return {layer, head, id}; }
+
+  // Shape and meaning depend on id (docs/trace-format.md).
+  const RowMatrix& data() const { return data_ ? *data_ : empty_matrix(); }
+  RowMatrix& mutable_data() {
+    if (!data_)
+      data_ = std::make_shared<RowMatrix>();
+    else if (data_.use_count() > 1)
+      data_ = std::make_shared<RowMatrix>(*data_);
+    return *data_;
+  }
+  // A handle on the matrix that keeps it alive (nullptr for an empty stage).
+  std::shared_ptr<const RowMatrix> shared_data() const { return data_; }
+  // True when this stage and `other` hold the very same matrix.
+  bool shares_data_with(const Stage& other) const { return data_ && data_ == other.data_; }
+
+ private:
+  static const RowMatrix& empty_matrix() {
+    static const RowMatrix empty;
+    return empty;
+  }
+  std::shared_ptr<RowMatrix> data_;
+};
+
+struct Trace {
+  Config config;                    // the config that produced this trace
+  std::vector<std::string> tokens;  // T token names (rows/cols of T x T stages)
+  int d_in = 0;                     // embedding width
+  bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
+  std::string model;                // a real model's name ("gpt2"); empty for chapter 3
+  // A model run's text: its tokens' bytes joined, then decoded with U+FFFD
+  // for what is not UTF-8 (decode_utf8_replace), so a character split across
+  // tokens reads whole; `tokens` show each token alone. Empty for chapter 3.
+  std::string text;
+  // The layer find(id, head) reads: 0 for the chapter-3 classes; a model
+  // trace of one block (the app's view of a layer) names that block.
+  int layer = 0;
+  std::vector<Stage> stages;  // in pipeline order
+
+  int num_tokens() const { return static_cast<int>(tokens.size()); }
+  // The head count a viewer should show: num_heads for head variants, else 1.
+  int heads_shown() const;
+  // The number of layers the stages span (1 for the chapter-3 classes).
+  int num_layers() const;
+  // What produced it, for files: the model's name, else the variant's id.
+  std::string producer() const;
+  // The stage with this id and head in `layer`, or nullptr.
+  const Stage* find(std::string_view id, int head = -1) const {
+    return find(StageKey{layer, head, id});
+  }
+  // The stage at this key, or nullptr.
+  const Stage* find(const StageKey& key) const;
+  // A shared handle on the stage's matrix (no copy), or nullptr.
+  std::shared_ptr<const RowMatrix> share(const StageKey& key) const;
+};
+
+// Stages on demand: what a viewer asks of a run, one (layer, head, stage) at
+// a time, without holding every stage of a model. A chapter-3 Trace answers
+// from memory (TraceSource); a model's source computes the layer asked for
+// and keeps only what its cache allows (docs/ARCHITECTURE.md, "Traces").
+class StageSource {
+ public:
+  virtual ~StageSource() = default;
+  virtual const std::vector<std::string>& tokens() const = 0;
+  virtual int num_layers() const = 0;
+  // Heads per layer (1 for the single-head classes).
+  virtual int num_heads() const = 0;
+  // The stage's matrix, computed now if need be; nullptr when the run has
+  // no such stage. The matrix stays valid while the caller holds it.
+  virtual std::shared_ptr<const RowMatrix> stage(const StageKey& key) = 0;
+};
+
+// A StageSource over a whole Trace held in memory.
+class TraceSource final : public StageSource {
+ public:
+  explicit TraceSource(std::shared_ptr<const Trace> trace) : trace_(std::move(trace)) {}
+  const std::vector<std::string>& tokens() const override { return trace_->tokens; }
+  int num_layers() const override { return trace_->num_layers(); }
+  int num_heads() const override { return trace_->heads_shown(); }
+  std::shared_ptr<const RowMatrix> stage(const StageKey& key) override {
+    return trace_->share(key);
+  }
+
+ private:
+  std::shared_ptr<const Trace> trace_;
+};
+
+}  // namespace attnscope::core

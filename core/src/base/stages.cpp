@@ -1,0 +1,169 @@
+// stages.cpp: the stage catalogue's table and its lookups.
+#include "attnscope/base/stages.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace attnscope::core {
+
+namespace {
+
+using enum StageScale;
+using enum Axis;
+namespace id = stage_id;
+
+// id, symbol, short symbol, name, formula, scale, rows, cols, source, holds mask
+constexpr StageInfo kCatalogue[] = {
+    {id::inputs, "X", "X", "X (inputs)", "X: one embedding per token", Signed, Token, Dim, ""},
+    {id::W_query, "W_query", "W_q", "W_query", "nn.Linear(d_in, d_out).weight, transposed",
+     Parameter, InDim, OutDim, ""},
+    {id::W_key, "W_key", "W_k", "W_key", "nn.Linear(d_in, d_out).weight, transposed", Parameter,
+     InDim, OutDim, ""},
+    {id::W_value, "W_value", "W_v", "W_value", "nn.Linear(d_in, d_out).weight, transposed",
+     Parameter, InDim, OutDim, ""},
+    {id::b_query, "b_query", "b_q", "b_query", "nn.Linear(d_in, d_out).bias", Parameter, Bias,
+     OutDim, ""},
+    {id::b_key, "b_key", "b_k", "b_key", "nn.Linear(d_in, d_out).bias", Parameter, Bias, OutDim,
+     ""},
+    {id::b_value, "b_value", "b_v", "b_value", "nn.Linear(d_in, d_out).bias", Parameter, Bias,
+     OutDim, ""},
+    {id::queries, "Q", "Q", "Q (queries)", "X · W_query (+ b_query)", Signed, Token, Dim,
+     id::inputs},
+    {id::keys, "K", "K", "K (keys)", "X · W_key (+ b_key)", Signed, Token, Dim, id::inputs},
+    {id::values, "V", "V", "V (values)", "X · W_value (+ b_value)", Signed, Token, Dim, id::inputs},
+    {id::scores, "ω", "ω", "ω (scores)", "Q · Kᵀ", Signed, Query, Key, id::queries},
+    {id::mask, "mask", "mask", "mask (1 = future)", "1 where key j comes after query i (j > i)",
+     Mask, Query, Key, "", true},
+    {id::masked_scores, "masked", "masked", "masked scores", "ω with −∞ where the mask is 1",
+     Signed, Query, Key, id::scores, true},
+    {id::scaled_scores, "scaled", "scaled", "scaled scores", "÷ √d_k", Signed, Query, Key,
+     id::masked_scores, true},
+    {id::weights, "weights", "weights", "attention weights", "softmax of each row", Weights, Query,
+     Key, id::scaled_scores},
+    {id::dropout_mask, "dropout_mask", "keep mask", "dropout mask",
+     "1/(1 − p) where kept, 0 where dropped", Mask, Query, Key, ""},
+    {id::dropped_weights, "dropped", "dropped", "weights after dropout", "weights ⊙ dropout mask",
+     Weights, Query, Key, id::weights},
+    {id::context, "Z", "Z", "Z (context vectors)", "weights · V", Signed, Token, Dim,
+     id::dropped_weights},
+    {id::concat, "concat", "concat", "concat (heads side by side)", "[Z₀ | Z₁ | …]", Signed, Token,
+     Dim, id::context},
+    {id::W_out, "W_out", "W_o", "W_out (out_proj)", "out_proj.weight, transposed", Parameter, InDim,
+     OutDim, ""},
+    {id::b_out, "b_out", "b_o", "b_out (out_proj bias)", "out_proj.bias", Parameter, Bias, OutDim,
+     ""},
+    {id::output, "output", "output", "output", "concat · W_out + b_out", Signed, Token, Dim,
+     id::concat},
+    // Real models: stage, symbol, short, name, formula, scale, axes, source, mask, model only.
+    {id::embeddings, "X₀", "X₀", "embeddings", "wte[token id] + wpe[position]", Signed, Token, Dim,
+     "", false, true},
+    {id::ln_1, "LN₁(x)", "ln_1", "ln_1 (the block's input, normalised)",
+     "(x − mean) / √(var + ε) · γ + β, per token", Signed, Token, Dim, "", false, true},
+    {id::attn_output, "x + attn", "x+attn", "residual after attention", "x + output", Signed, Token,
+     Dim, id::output, false, true},
+    {id::block_output, "block", "block", "block output", "x + attn + MLP(LN₂(x + attn))", Signed,
+     Token, Dim, id::attn_output, false, true},
+    {id::ln_f, "LN_f(x)", "ln_f", "ln_f (final LayerNorm)", "LayerNorm of the last block's output",
+     Signed, Token, Dim, id::block_output, false, true},
+    {id::logits, "logits", "logits", "next-token logits (last position)",
+     "ln_f[T − 1] · wteᵀ: one score per vocabulary entry", Signed, Token, Vocab, id::ln_f, false,
+     true},
+};
+
+}  // namespace
+
+std::span<const StageInfo> stage_catalogue() { return kCatalogue; }
+
+std::string_view difference_base(std::string_view stage) {
+  return stage.starts_with(kDifferencePrefix) ? stage.substr(kDifferencePrefix.size()) : stage;
+}
+
+std::string difference_id(std::string_view stage) {
+  return std::string(kDifferencePrefix) + std::string(stage);
+}
+
+const StageInfo* find_stage_info(std::string_view stage) {
+  stage = difference_base(stage);
+  for (const StageInfo& s : kCatalogue)
+    if (s.id == stage) return &s;
+  return nullptr;
+}
+
+const StageInfo& stage_info(std::string_view stage) {
+  if (const StageInfo* s = find_stage_info(stage)) return *s;
+  throw std::invalid_argument("no stage is called \"" + std::string(stage) + "\"");
+}
+
+std::string_view stage_source(std::string_view stage, Variant variant) {
+  const StageInfo* s = find_stage_info(stage);
+  if (!s) return {};
+  const bool causal = is_causal(variant);
+  if (s->id == stage_id::scores && variant == Variant::Simple) return stage_id::inputs;
+  if (s->id == stage_id::scaled_scores && !causal) return stage_id::scores;
+  if (s->id == stage_id::weights && variant == Variant::Simple) return stage_id::scores;
+  if (s->id == stage_id::context && !causal) return stage_id::weights;
+  if (s->id == stage_id::output && variant == Variant::MultiheadWrapper) return stage_id::context;
+  return s->source;
+}
+
+bool is_token_by_token(std::string_view stage) {
+  const StageInfo* s = find_stage_info(stage);
+  return s && s->token_by_token();
+}
+
+bool is_parameter(std::string_view stage) {
+  const StageInfo* s = find_stage_info(stage);
+  return s && s->parameter();
+}
+
+std::string_view axis_noun(Axis a) {
+  switch (a) {
+    case Query:
+      return "query";
+    case Key:
+      return "key";
+    case Token:
+      return "token";
+    case Dim:
+      return "dim";
+    case InDim:
+      return "input dim";
+    case OutDim:
+      return "output dim";
+    case Bias:
+      return "bias";
+    case Vocab:
+      return "token id";
+  }
+  return "";
+}
+
+std::string_view axis_title(Axis a) {
+  switch (a) {
+    case InDim:
+      return "in";
+    case OutDim:
+      return "out";
+    case Bias:
+      return "";
+    default:
+      return axis_noun(a);
+  }
+}
+
+std::string_view axis_label_prefix(Axis a) {
+  switch (a) {
+    case Dim:
+      return "d";
+    case InDim:
+      return "in";
+    case OutDim:
+      return "out";
+    case Vocab:
+      return "id";
+    default:
+      return "";
+  }
+}
+
+}  // namespace attnscope::core

@@ -1,0 +1,530 @@
+// gpt2_forward.cpp: the forward pass of a GPT-2-family model over one text,
+// and the stages of any (layer, head) recomputed on demand.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "kernels/cpu_share.hpp"
+#include "model/gpt2_internal.hpp"
+
+namespace attnscope::core {
+
+namespace {
+
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+constexpr Eigen::Index kRowBlock = 64;  // query rows per score product
+
+// What multiplies a head's masked scores: 1/√d_head where the config scales
+// (scale_attn_weights), and 1/(layer + 1) where it also scales by layer.
+float score_scale(const Gpt2Config& c, int layer) {
+  double s = 1.0;
+  if (c.scale_attn_weights) s /= std::sqrt(static_cast<double>(c.head_dim()));
+  if (c.scale_attn_by_inverse_layer_idx) s /= static_cast<double>(layer + 1);
+  return static_cast<float>(s);
+}
+
+// The T x T stages of one head before its weights, when a viewer asks.
+struct ScoreStages {
+  RowMatrix* scores = nullptr;  // Q_h K_hᵀ
+  RowMatrix* masked = nullptr;  // -inf where key j > query i
+  RowMatrix* scaled = nullptr;  // masked x score_scale
+};
+
+// The softmax of row i's visible scores (keys 0..i) x scale into w (T
+// floats; zero past the visible keys).
+void softmax_row(const float* scores, Eigen::Index keys, Eigen::Index T, float scale, float* w) {
+  auto visible = Eigen::Map<Eigen::ArrayXf>(w, keys);
+  visible = Eigen::Map<const Eigen::ArrayXf>(scores, keys) * scale;
+  visible = (visible - visible.maxCoeff()).exp();  // vectorised exp
+  visible *= 1.0f / visible.sum();
+  std::fill(w + keys, w + T, 0.0f);
+}
+
+// Packing K and V costs as much as one row's products: the kernel pays off
+// from a few tiles of new rows on (a fresh run, not an append).
+bool tiled_rows(Eigen::Index new_rows) { return new_rows >= 4 * gemm::kTileRows; }
+
+// head_rows on the projection kernel (gemm.hpp), 8 query rows at a time:
+// their scores against K_hᵀ's panels up to the tile's last visible key, the
+// rows' softmax while in cache, then their context over the visible keys.
+// False, with nothing computed, where the kernel may not run (no kernel,
+// or a sum that could overflow: the reason is in gemm.hpp).
+bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd,
+                     int head_dim, int h, Eigen::Index r0, float scale, RowMatrix& weights,
+                     Eigen::Index w0, Eigen::Index ctx_col, RowMatrix& ctx) {
+  if (!gemm::available()) return false;
+  const Eigen::Index T = qkv.rows(), hd = head_dim;
+  const auto q = qkv.block(r0, h * hd, T - r0, hd);
+  const auto k = qkv.middleCols(n_embd + h * hd, hd);
+  const auto v = qkv.middleCols(2 * n_embd + h * hd, hd);
+  if (!gemm::sums_stay_finite(qkv_largest, qkv_largest, hd) ||
+      !gemm::sums_stay_finite(1.0f, qkv_largest, T))  // softmax weights are at most 1
+    return false;
+  const gemm::PackedWeights keys_t = gemm::pack_transposed(k);
+  const gemm::PackedWeights values = gemm::pack_weights(v);
+  // The tile holds 8 rows of Q over head_dim columns, then 8 rows of the
+  // weights over at most T keys: sized for the longer of the two.
+  thread_local gemm::Buffer<float> tile, scores;
+  tile.resize(static_cast<std::size_t>(std::max(T, hd) * gemm::kTileRows));
+  scores.resize(static_cast<std::size_t>(T * gemm::kTileRows));
+  for (Eigen::Index b = r0; b < T; b += gemm::kTileRows) {
+    const Eigen::Index m = std::min(gemm::kTileRows, T - b), e = b + m;  // keys 0..e-1 visible
+    gemm::pack_tile(q.data() + (b - r0) * q.outerStride(), q.outerStride(), m, hd, tile.data());
+    for (Eigen::Index p = 0; p * gemm::kPanelCols < e; ++p)
+      gemm::multiply_tile(tile.data(), keys_t.panel(p), hd, m,
+                          std::min(gemm::kPanelCols, T - p * gemm::kPanelCols),
+                          scores.data() + p * gemm::kPanelCols, T);
+    for (Eigen::Index i = 0; i < m; ++i)
+      softmax_row(scores.data() + i * T, b + i + 1, T, scale, weights.row(b + i - w0).data());
+    gemm::pack_tile(weights.row(b - w0).data(), weights.outerStride(), m, e, tile.data());
+    for (Eigen::Index p = 0; p < values.panels(); ++p)
+      gemm::multiply_tile(tile.data(), values.panel(p), e, m,
+                          std::min(gemm::kPanelCols, hd - p * gemm::kPanelCols),
+                          &ctx(b - r0, ctx_col + p * gemm::kPanelCols), ctx.outerStride());
+  }
+  return true;
+}
+
+// Rows [r0, T) of head h's weights and context from the layer's [Q | K | V]
+// (T x 3d). Row i of the weights goes to weights.row(i - w0) (weights has
+// at least T - w0 rows and T columns); row i of the context to
+// ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
+// keys 0..i only. The score stages, when asked, are T x T.
+// qkv_largest is gemm::max_abs of qkv where the kernel may serve (see tiled_rows),
+// else negative.
+void head_rows(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd, int head_dim,
+               int h, Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
+               Eigen::Index ctx_col, RowMatrix& ctx, const ScoreStages& out) {
+  const Eigen::Index T = qkv.rows();
+  if (!out.scores && qkv_largest >= 0.0f &&
+      head_rows_tiled(qkv, qkv_largest, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, ctx))
+    return;
+  const auto q = qkv.middleCols(h * head_dim, head_dim);
+  const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
+  const auto v = qkv.middleCols(2 * n_embd + h * head_dim, head_dim);
+  RowMatrix s;
+  for (Eigen::Index b = r0; b < T; b += kRowBlock) {
+    const Eigen::Index e = std::min(T, b + kRowBlock), m = e - b;
+    s.noalias() = q.middleRows(b, m) * k.topRows(e).transpose();  // m x e
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const Eigen::Index row = b + i, keys = row + 1;
+      softmax_row(s.row(i).data(), keys, T, scale, weights.row(row - w0).data());
+      if (out.scores) {
+        out.scores->row(row).head(e) = s.row(i);
+        out.scores->row(row).tail(T - e) = q.row(row) * k.bottomRows(T - e).transpose();
+        out.masked->row(row) = out.scores->row(row);
+        out.masked->row(row).tail(T - keys).setConstant(kMinusInf);
+        out.scaled->row(row) = out.masked->row(row) * scale;
+      }
+    }
+    ctx.middleRows(b - r0, m).middleCols(ctx_col, head_dim).noalias() =
+        weights.block(b - w0, 0, m, e) * v.topRows(e);
+  }
+}
+
+// y += x, rows in parallel (T x 768 adds are too many for one thread to do
+// while the other waits).
+void add_rows_to(const Eigen::Ref<const RowMatrix>& x, Eigen::Ref<RowMatrix> y) {
+#pragma omp parallel for schedule(static) if (y.size() > 100000)
+  for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) += x.row(i);
+}
+
+std::size_t bytes_of(const RowMatrix& m) { return static_cast<std::size_t>(m.size()) * 4; }
+
+// A token id as text for people: its printable bytes, or "<id>" for an id the
+// model has but its tokenizer lacks (a vocabulary padded past the tokenizer's).
+std::string token_text(const Gpt2Tokenizer& tok, int id) {
+  return static_cast<std::size_t>(id) < tok.vocab_size() ? printable_token(tok.token_bytes(id))
+                                                         : "<" + std::to_string(id) + ">";
+}
+
+}  // namespace
+
+// Recomputed stages, least recently used evicted first once over budget.
+struct ModelRun::Cache {
+  using Key = std::tuple<int, int, std::string>;
+  struct Entry {
+    std::shared_ptr<const RowMatrix> matrix;
+    std::size_t bytes = 0;
+    std::uint64_t used = 0;
+  };
+  std::map<Key, Entry> entries;
+  std::size_t bytes = 0, budget = 0;
+  std::uint64_t clock = 0;
+
+  std::shared_ptr<const RowMatrix> get(const Key& key) {
+    auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    it->second.used = ++clock;
+    return it->second.matrix;
+  }
+  void put(const Key& key, std::shared_ptr<const RowMatrix> m) {
+    erase(key);
+    const std::size_t size = bytes_of(*m);
+    if (size > budget) return;
+    entries[key] = Entry{std::move(m), size, ++clock};
+    bytes += size;
+    while (bytes > budget) {
+      auto oldest = std::min_element(entries.begin(), entries.end(), [](auto& a, auto& b) {
+        return a.second.used < b.second.used;
+      });
+      erase(oldest->first);
+    }
+  }
+  void erase(const Key& key) {
+    if (std::get<2>(key) == stage_id::weights) pending.erase({std::get<0>(key), std::get<1>(key)});
+    auto it = entries.find(key);
+    if (it == entries.end()) return;
+    bytes -= it->second.bytes;
+    entries.erase(it);
+  }
+
+  // Rows of a head's weights that appends computed after its whole map was
+  // cached: blocks (new rows x the length then), joined below the map by
+  // ModelRun::settle when someone asks for it. Not counted in `bytes`.
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<const RowMatrix>>> pending;
+
+  // Rows [r0, r0 + rows.rows()) of head (layer, h)'s weights: pending when
+  // the cached map and the rows already pending end at r0; otherwise the
+  // head's map is dropped, to be recomputed whole when asked for.
+  void add_rows(int layer, int h, Eigen::Index r0, std::shared_ptr<const RowMatrix> rows) {
+    const Key key{layer, h, std::string(stage_id::weights)};
+    auto it = entries.find(key);
+    Eigen::Index covered = it == entries.end() ? -1 : it->second.matrix->rows();
+    auto& list = pending[{layer, h}];
+    for (const auto& block : list) covered += block->rows();
+    if (covered == r0)
+      list.push_back(std::move(rows));
+    else
+      erase(key);
+  }
+  // Drops every entry but the attention weights (which append extends).
+  void keep_only_weights() {
+    for (auto it = entries.begin(); it != entries.end();) {
+      if (std::get<2>(it->first) == stage_id::weights) {
+        ++it;
+      } else {
+        bytes -= it->second.bytes;
+        it = entries.erase(it);
+      }
+    }
+  }
+};
+
+ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids, Options options)
+    : model_(std::move(model)), cache_(std::make_unique<Cache>()) {
+  cache_->budget = options.cache_bytes;
+  const Gpt2Config& c = model_->config();
+  if (ids.empty()) throw std::invalid_argument("the text has no tokens: type something");
+  if (static_cast<int>(ids.size()) > c.n_positions)
+    throw std::invalid_argument(
+        "the text is " + std::to_string(ids.size()) +
+        " tokens but the model reads at most n_positions = " + std::to_string(c.n_positions));
+  for (int id : ids)
+    if (id < 0 || id >= c.vocab_size)
+      throw std::invalid_argument("token id " + std::to_string(id) +
+                                  " is outside the vocabulary (0.." +
+                                  std::to_string(c.vocab_size - 1) + ")");
+  // resize leaves the rows unwritten, so the pages past T are never touched.
+  residual_.resize(static_cast<std::size_t>(c.n_layer) + 1);
+  for (RowMatrix& r : residual_) r.resize(c.n_positions, c.n_embd);
+  qkv_.resize(static_cast<std::size_t>(c.n_layer));
+  for (RowMatrix& r : qkv_) r.resize(c.n_positions, 3 * c.n_embd);
+  for (int id : ids) {
+    ids_.push_back(id);
+    tokens_.push_back(token_text(model_->tokenizer(), id));
+  }
+  const Gpt2Model::Weights& w = model_->weights();
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  RowMatrix& x = residual_[0];
+  for (Eigen::Index t = 0; t < T; ++t)
+    x.row(t) = w.wte.map().row(ids_[static_cast<std::size_t>(t)]) + w.wpe.map().row(t);
+  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, 0);
+  finish();
+}
+
+ModelRun::~ModelRun() = default;
+
+int ModelRun::num_layers() const { return model_->config().n_layer; }
+int ModelRun::num_heads() const { return model_->config().n_head; }
+
+std::size_t ModelRun::cached_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cache_->bytes;
+}
+
+void ModelRun::forward_layer(int layer, int first_row) {
+  const detail::ThreadShare share;  // as many threads as there are free CPUs now
+  const Gpt2Config& c = model_->config();
+  const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
+  const auto L = static_cast<std::size_t>(layer);
+  const Eigen::Index T = static_cast<Eigen::Index>(ids_.size()), r0 = first_row, n = T - r0;
+  const auto x = residual_[L].middleRows(r0, n);
+  b.attn.apply_into(b.ln_1.apply(x, c.layer_norm_epsilon), qkv_[L].middleRows(r0, n));
+  const auto qkv = used(qkv_[L]);
+
+  RowMatrix concat(n, c.n_embd);
+  const float scale = score_scale(c, layer);
+  // A fresh run keeps each head's whole weights map (when the budget allows
+  // one); an append computes the new rows only and, where the head's map is
+  // cached, leaves them pending below it (settle() joins them on demand).
+  std::vector<std::shared_ptr<RowMatrix>> maps(static_cast<std::size_t>(c.n_head));
+  const bool whole = r0 == 0 && static_cast<std::size_t>(T * T) * sizeof(float) <= cache_->budget;
+  for (auto& m : maps) m = std::make_shared<RowMatrix>(whole ? T : n, T);
+  const Eigen::Index w0 = whole ? 0 : r0;
+  // qkv is the first T rows of qkv_[L]: contiguous.
+  const float bound = tiled_rows(n) ? gemm::max_abs(qkv.data(), qkv.size()) : -1.0f;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int h = 0; h < c.n_head; ++h)
+    head_rows(qkv, bound, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)],
+              w0, h * c.head_dim(), concat, {});
+  for (int h = 0; h < c.n_head; ++h) {
+    auto& m = maps[static_cast<std::size_t>(h)];
+    if (whole)
+      cache_->put({layer, h, stage_id::weights}, std::move(m));
+    else if (r0 > 0)
+      cache_->add_rows(layer, h, r0, std::move(m));
+  }
+
+  RowMatrix attn, hidden;
+  b.proj.apply(concat, attn);
+  add_rows_to(x, attn);  // the attention's residual
+  b.fc.apply(b.ln_2.apply(attn, c.layer_norm_epsilon), hidden);
+  detail::activate(hidden, c.activation_function);
+  auto next = residual_[L + 1].middleRows(r0, n);
+  b.fc_proj.apply_into(hidden, next);
+  add_rows_to(attn, next);  // the MLP's residual
+}
+
+void ModelRun::finish() { logits_of_row(static_cast<Eigen::Index>(ids_.size()) - 1, logits_); }
+
+void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits) const {
+  const detail::ThreadShare share;
+  const Gpt2Model::Weights& w = model_->weights();
+  const Gpt2Config& c = w.config;
+  const RowMatrix x = w.ln_f.apply(residual_.back().middleRows(row, 1), c.layer_norm_epsilon);
+  const auto head = w.head().map();  // V x d
+  logits.resize(1, head.rows());
+  const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks of 3 MB for GPT-2
+  const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
+  // Bound by reading the head: each thread streams its own range in order
+  // and then helps with the others' (cpu_share.hpp).
+  detail::RangeShare ranges(chunks, detail::team_size());
+#pragma omp parallel num_threads(detail::team_size())
+  ranges.run([&](int k, bool) {
+    const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
+    logits.middleCols(begin, size).noalias() = x * head.middleRows(begin, size).transpose();
+  });
+}
+
+void ModelRun::append(int id) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  if (id < 0 || id >= c.vocab_size)
+    throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  if (T + 1 > c.n_positions)
+    throw std::invalid_argument(
+        "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
+  ids_.push_back(id);
+  tokens_.push_back(token_text(model_->tokenizer(), id));
+  cache_->keep_only_weights();
+  const Gpt2Model::Weights& w = model_->weights();
+  residual_[0].row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
+  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, static_cast<int>(T));
+  finish();
+}
+
+std::vector<NextToken> ModelRun::next_tokens(int k) const {
+  std::lock_guard lock(mutex_);
+  return top_tokens(logits_, k);
+}
+
+std::vector<NextToken> ModelRun::next_tokens_at(int position, int k) const {
+  std::lock_guard lock(mutex_);
+  const auto T = static_cast<int>(ids_.size());
+  if (position < 0 || position >= T)
+    throw std::invalid_argument("position " + std::to_string(position) +
+                                " is not a token of the text (0.." + std::to_string(T - 1) + ")");
+  if (position == T - 1) return top_tokens(logits_, k);
+  RowMatrix logits;
+  logits_of_row(position, logits);
+  return top_tokens(logits, k);
+}
+
+std::vector<NextToken> ModelRun::top_tokens(const RowMatrix& logits, int k) const {
+  const Eigen::Index V = logits.cols();
+  const float largest = logits.maxCoeff();
+  double sum = 0.0;
+  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(logits(0, j) - largest));
+  std::vector<int> order(static_cast<std::size_t>(V));
+  for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
+  const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                    [&](int a, int b) {
+                      return logits(0, a) > logits(0, b) || (logits(0, a) == logits(0, b) && a < b);
+                    });
+  std::vector<NextToken> out;
+  const Gpt2Tokenizer& tok = model_->tokenizer();
+  for (std::size_t i = 0; i < top; ++i) {
+    const int id = order[i];
+    out.push_back(NextToken{id, token_text(tok, id),
+                            std::exp(static_cast<double>(logits(0, id) - largest)) / sum});
+  }
+  return out;
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  const StageInfo* info = find_stage_info(key.id);
+  if (!info || info->parameter() || key.layer < -1 || key.layer >= c.n_layer || key.head < -1 ||
+      key.head >= c.n_head)
+    return nullptr;
+  if (key.id == stage_id::weights && key.head >= 0) settle(key.layer, key.head);
+  if (auto hit = cache_->get({key.layer, key.head, std::string(key.id)})) return hit;
+  auto made = compute(key);
+  if (made) cache_->put({key.layer, key.head, std::string(key.id)}, made);
+  return made;
+}
+
+void ModelRun::settle(int layer, int head) {
+  auto it = cache_->pending.find({layer, head});
+  if (it == cache_->pending.end()) return;
+  const std::vector<std::shared_ptr<const RowMatrix>> blocks = std::move(it->second);
+  cache_->pending.erase(it);
+  const Cache::Key key{layer, head, std::string(stage_id::weights)};
+  const std::shared_ptr<const RowMatrix> base = cache_->get(key);
+  if (!base) return;
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  auto whole = std::make_shared<RowMatrix>(T, T);
+  Eigen::Index row = base->rows();
+  whole->topLeftCorner(row, row) = *base;
+  whole->topRightCorner(row, T - row).setZero();
+  for (const auto& block : blocks) {
+    const Eigen::Index n = block->rows(), keys = block->cols();
+    whole->block(row, 0, n, keys) = *block;
+    whole->block(row, keys, n, T - keys).setZero();
+    row += n;
+  }
+  cache_->put(key, std::move(whole));
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::compute(const StageKey& key) {
+  const Gpt2Model::Weights& w = model_->weights();
+  const Gpt2Config& c = w.config;
+  const std::string_view id = key.id;
+  if (key.layer == -1) {
+    if (key.head != -1) return nullptr;
+    if (id == stage_id::embeddings) return std::make_shared<RowMatrix>(used(residual_.front()));
+    if (id == stage_id::ln_f)
+      return std::make_shared<RowMatrix>(
+          w.ln_f.apply(used(residual_.back()), c.layer_norm_epsilon));
+    if (id == stage_id::logits) return std::make_shared<RowMatrix>(logits_);
+    return nullptr;
+  }
+  if (key.head >= 0) return head_stage(key.layer, key.head, id);
+  return layer_stage(key.layer, id);
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::string_view id) {
+  const Gpt2Config& c = model_->config();
+  const auto qkv = used(qkv_[static_cast<std::size_t>(layer)]);
+  const Eigen::Index T = qkv.rows(), hd = c.head_dim();
+  if (id == stage_id::queries) return std::make_shared<RowMatrix>(qkv.middleCols(head * hd, hd));
+  if (id == stage_id::keys)
+    return std::make_shared<RowMatrix>(qkv.middleCols(c.n_embd + head * hd, hd));
+  if (id == stage_id::values)
+    return std::make_shared<RowMatrix>(qkv.middleCols(2 * c.n_embd + head * hd, hd));
+  if (id == stage_id::mask) {
+    auto m = std::make_shared<RowMatrix>(T, T);
+    for (Eigen::Index i = 0; i < T; ++i)
+      for (Eigen::Index j = 0; j < T; ++j) (*m)(i, j) = j > i ? 1.0f : 0.0f;
+    return m;
+  }
+  const bool before_weights =
+      id == stage_id::scores || id == stage_id::masked_scores || id == stage_id::scaled_scores;
+  if (!before_weights && id != stage_id::weights && id != stage_id::context) return nullptr;
+  auto scores = std::make_shared<RowMatrix>(T, T), masked = std::make_shared<RowMatrix>(T, T),
+       scaled = std::make_shared<RowMatrix>(T, T), weights = std::make_shared<RowMatrix>(T, T);
+  auto context = std::make_shared<RowMatrix>(T, hd);
+  const ScoreStages out =
+      before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()} : ScoreStages{};
+  head_rows(qkv, -1.0f, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0,
+            0, *context, out);
+  cache_->put({layer, head, stage_id::weights}, weights);
+  cache_->put({layer, head, stage_id::context}, context);
+  if (before_weights) {
+    cache_->put({layer, head, stage_id::scores}, scores);
+    cache_->put({layer, head, stage_id::masked_scores}, masked);
+    cache_->put({layer, head, stage_id::scaled_scores}, scaled);
+  }
+  if (id == stage_id::scores) return scores;
+  if (id == stage_id::masked_scores) return masked;
+  if (id == stage_id::scaled_scores) return scaled;
+  if (id == stage_id::weights) return weights;
+  return context;
+}
+
+std::shared_ptr<const RowMatrix> ModelRun::layer_stage(int layer, std::string_view id) {
+  const Gpt2Config& c = model_->config();
+  const detail::Block& b = model_->weights().blocks[static_cast<std::size_t>(layer)];
+  const auto x = used(residual_[static_cast<std::size_t>(layer)]);
+  if (id == stage_id::ln_1)
+    return std::make_shared<RowMatrix>(b.ln_1.apply(x, c.layer_norm_epsilon));
+  if (id == stage_id::block_output)
+    return std::make_shared<RowMatrix>(used(residual_[static_cast<std::size_t>(layer) + 1]));
+  if (id != stage_id::concat && id != stage_id::output && id != stage_id::attn_output)
+    return nullptr;
+  const Eigen::Index hd = c.head_dim();
+  auto concat = std::make_shared<RowMatrix>(x.rows(), c.n_embd);
+  for (int h = 0; h < c.n_head; ++h) {
+    auto ctx = cache_->get({layer, h, stage_id::context});
+    if (!ctx) ctx = head_stage(layer, h, stage_id::context);
+    concat->middleCols(h * hd, hd) = *ctx;
+  }
+  auto out = std::make_shared<RowMatrix>();
+  b.proj.apply(*concat, *out);
+  auto attn = std::make_shared<RowMatrix>(x + *out);
+  cache_->put({layer, -1, stage_id::concat}, concat);
+  cache_->put({layer, -1, stage_id::output}, out);
+  cache_->put({layer, -1, stage_id::attn_output}, attn);
+  if (id == stage_id::concat) return concat;
+  if (id == stage_id::output) return out;
+  return attn;
+}
+
+std::vector<int> generate_greedy(const std::shared_ptr<const Gpt2Model>& model,
+                                 std::vector<int> ids, int n_tokens) {
+  const int context = model->config().n_positions;
+  std::vector<int> added;
+  auto window = [&] {
+    const auto start = ids.size() > static_cast<std::size_t>(context) ? ids.size() - context : 0;
+    return std::vector<int>(ids.begin() + static_cast<std::ptrdiff_t>(start), ids.end());
+  };
+  ModelRun::Options small;
+  small.cache_bytes = 0;
+  auto run = std::make_unique<ModelRun>(model, window(), small);
+  for (int i = 0; i < n_tokens; ++i) {
+    const RowMatrix& logits = run->logits();
+    Eigen::Index best = 0;
+    for (Eigen::Index j = 1; j < logits.cols(); ++j)
+      if (logits(0, j) > logits(0, best)) best = j;  // the first of equal maxima, as torch.argmax
+    const int next = static_cast<int>(best);
+    ids.push_back(next);
+    added.push_back(next);
+    if (i + 1 == n_tokens) break;
+    if (run->num_tokens() < context)
+      run->append(next);
+    else
+      run = std::make_unique<ModelRun>(model, window(), small);
+  }
+  return added;
+}
+
+}  // namespace attnscope::core

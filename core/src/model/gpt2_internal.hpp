@@ -1,0 +1,84 @@
+// gpt2_internal.hpp: the parameters of a GPT-2-family model as the engine
+// holds them, and the math shared by the loader and the forward pass.
+// Internal to attnscope_core.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "attnscope/formats/checkpoint.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "kernels/gemm.hpp"
+
+namespace attnscope::core::detail {
+
+// y = x . W + b with W (in x out), the Conv1D convention. Where the kernel
+// is compiled (gemm::available()) W is held only packed into its panels;
+// otherwise as a matrix for Eigen.
+struct Linear {
+  Eigen::Index in = 0, out = 0;
+  gemm::PackedWeights packed;  // when gemm::available()
+  RowMatrix weight;            // (in, out) otherwise
+  RowMatrix bias;              // (1, out); zeros when the layer has none
+  float max_abs = 0.0f;        // of W, for gemm::sums_stay_finite
+
+  // From a row-major (in, out) array, e.g. a mapped F32 tensor.
+  static Linear from(const float* w, Eigen::Index in, Eigen::Index out, RowMatrix bias);
+  // y (rows x out) = x . W + b; rows of x are tokens. Runs on every thread.
+  void apply(const RowMatrix& x, RowMatrix& y) const;
+  // The same into y, already x.rows() x out (rows of a taller matrix).
+  void apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const;
+
+ private:
+  // apply_into for x of one tile (at most 8 rows) on the kernel; false,
+  // with y untouched, where a sum could overflow (gemm.hpp).
+  bool apply_one_tile(const RowMatrix& x, gemm::PackedRows& xt, Eigen::Ref<RowMatrix> y) const;
+};
+
+// LayerNorm over each row: (x - mean) / sqrt(var + eps) * gain + shift,
+// var the biased variance (nn.LayerNorm, and the book's LayerNorm).
+struct Norm {
+  RowMatrix gain, shift;  // (1, d)
+  RowMatrix apply(const Eigen::Ref<const RowMatrix>& x, double eps) const;
+};
+
+struct Block {
+  Norm ln_1;
+  Linear attn;  // c_attn: d -> 3d, [Q | K | V] side by side
+  Linear proj;  // c_proj: d -> d
+  Norm ln_2;
+  Linear fc;       // mlp.c_fc: d -> n_inner
+  Linear fc_proj;  // mlp.c_proj: n_inner -> d
+};
+
+// A (rows x cols) float matrix either in a mapped file or owned.
+struct Table {
+  std::shared_ptr<const TensorFile> file;  // keeps a mapping alive
+  const float* mapped = nullptr;           // in the file, or null: owned
+  RowMatrix owned;
+  Eigen::Index rows = 0, cols = 0;
+
+  const float* data() const { return mapped ? mapped : owned.data(); }
+  bool empty() const { return rows == 0; }
+  Eigen::Map<const RowMatrix> map() const { return {data(), rows, cols}; }
+};
+
+// The MLP's activation, in place.
+void activate(RowMatrix& x, Gpt2Activation a);
+
+}  // namespace attnscope::core::detail
+
+namespace attnscope::core {
+
+struct Gpt2Model::Weights {
+  Gpt2Config config;
+  detail::Table wte;      // (vocab, d) token embeddings
+  detail::Table wpe;      // (n_positions, d) position embeddings
+  detail::Table lm_head;  // (vocab, d); empty when tied to wte
+  std::vector<detail::Block> blocks;
+  detail::Norm ln_f;
+
+  const detail::Table& head() const { return lm_head.empty() ? wte : lm_head; }
+};
+
+}  // namespace attnscope::core
