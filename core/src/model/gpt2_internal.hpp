@@ -3,7 +3,9 @@
 // Internal to attnscope_core.
 #pragma once
 
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "attnscope/formats/checkpoint.hpp"
@@ -11,6 +13,9 @@
 #include "kernels/gemm.hpp"
 
 namespace attnscope::core::detail {
+
+// Throws ParseError "<where>: <what>" (the loader's and the locator's errors).
+[[noreturn]] void fail(const std::filesystem::path& where, const std::string& what);
 
 // y = x . W + b with W (in x out), the Conv1D convention. Where the kernel
 // is compiled (gemm::available()) W is held only packed into its panels;
