@@ -221,8 +221,9 @@ struct App {
   std::string ini_path;  // imgui.ini; empty: not read or written
   std::optional<gui::OffscreenFigureRenderer> figure_renderer;
 
-  int busy_frames = 3;  // frames to draw before the next wait: ImGui settles over a few
-  int frame = 0;        // frames drawn
+  int busy_frames = 3;       // frames to draw before the next wait: ImGui settles over a few
+  int frame = 0;             // frames drawn
+  std::uint64_t inputs = 0;  // input events the frames drawn so far have taken in
   std::uint64_t shown_version = 0;
   unsigned reported_gl_errors = 0;
   std::string status_file;  // $ATTNSCOPE_STATUS_FILE; empty: none (write_status)
@@ -367,6 +368,7 @@ FrameDrawn draw_frame(App& app) {
   Wake& wake = app.wake;
   if (wake.events > 0) {
     app.busy_frames = 3;
+    app.inputs += static_cast<std::uint64_t>(wake.events);
     wake.events = 0;
   } else if (app.busy_frames > 0) {
     --app.busy_frames;
@@ -420,10 +422,11 @@ FrameDrawn draw_frame(App& app) {
 }
 
 // $ATTNSCOPE_STATUS_FILE: after every frame on screen, what it shows, one
-// "key value" line each (frame, source, tokens, text_bytes, shown_tokens,
-// busy, error). Tests that drive the window from outside (xdotool) wait
-// with it for the frame that shows their edit, and tell an app that died
-// from one that is slow, without reading pixels. Written to a temporary
+// "key value" line each (frame, inputs, source, tokens, text_bytes,
+// shown_tokens, busy, error). Tests that drive the window from outside
+// (xdotool) wait with it for the frame that shows their edit (inputs: the
+// input events taken in so far, so a test knows which frame saw its click),
+// and tell an app that died from one that is slow, without reading pixels. Written to a temporary
 // file and renamed, so a reader never sees half of it; not synced to disk.
 void write_status(App& app) {
   const gui::AppState& state = app.state;
@@ -437,10 +440,11 @@ void write_status(App& app) {
   std::replace(error.begin(), error.end(), '\n', ' ');
   const bool busy = state.dirty || state.computing() || state.preparing() || m.loader->loading();
   const std::string text =
-      "frame " + std::to_string(app.frame) + "\nsource " + std::string(gui::source_id(m.source)) +
-      "\ntokens " + std::to_string(m.active() ? m.tokens.size() : state.inputs.tokens.size()) +
-      "\ntext_bytes " + std::to_string(m.text.size()) + "\nshown_tokens " + std::to_string(shown) +
-      "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\n";
+      "frame " + std::to_string(app.frame) + "\ninputs " + std::to_string(app.inputs) +
+      "\nsource " + std::string(gui::source_id(m.source)) + "\ntokens " +
+      std::to_string(m.active() ? m.tokens.size() : state.inputs.tokens.size()) + "\ntext_bytes " +
+      std::to_string(m.text.size()) + "\nshown_tokens " + std::to_string(shown) + "\nbusy " +
+      (busy ? "1" : "0") + "\nerror " + error + "\n";
   const std::string tmp = app.status_file + ".tmp";
   bool written = false;
   if (std::FILE* f = std::fopen(tmp.c_str(), "wb")) {

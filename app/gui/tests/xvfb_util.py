@@ -161,30 +161,24 @@ def status_number(status, key):
         return -1
 
 
-def settled_after(status_path, before, timeout=60, quiet_s=0.5):
-    """Waits until the app drew two frames after frame `before`, is not busy
-    and then drew nothing for `quiet_s` (it draws a few frames after each
-    input and then idles): its answer to the input is on screen. Fixed
-    sleeps after a click are not enough for a slow app (a sanitized build
-    beside other tests): the keys typed next reach a field that has no
-    focus yet."""
-    last = {"frame": -1, "since": time.monotonic()}
+def act(env, status_path, *xdotool_args, timeout=60):
+    """One xdotool command (an input), then waits until the app drew two
+    frames after the one that took the input in (the status file's
+    `inputs` grew) and is not busy: its answer is on screen, a popup it
+    opened is drawn, a field it clicked has the focus. Fixed sleeps are not
+    enough for a slow app (a sanitized build beside other tests): the keys
+    typed next reach a field that has no focus yet. False on timeout."""
+    before = status_number(read_status(status_path), "inputs")
+    xdotool(env, *xdotool_args)
+    seen = {}
 
-    def quiet():
+    def answered():
         s = read_status(status_path)
         frame = status_number(s, "frame")
-        now = time.monotonic()
-        if frame != last["frame"]:
-            last["frame"], last["since"] = frame, now
-        return frame >= before + 2 and s.get("busy") == "0" and now - last["since"] >= quiet_s
-    return wait_until(quiet, timeout, step=0.05)
-
-
-def act(env, status_path, *xdotool_args, timeout=60):
-    """One xdotool command, then settled_after: the app shows its answer."""
-    before = status_number(read_status(status_path), "frame")
-    xdotool(env, *xdotool_args)
-    return settled_after(status_path, before, timeout)
+        if "frame" not in seen and status_number(s, "inputs") > before:
+            seen["frame"] = frame
+        return "frame" in seen and frame >= seen["frame"] + 2 and s.get("busy") == "0"
+    return wait_until(answered, timeout, step=0.02)
 
 
 def wait_for_window(env, timeout=60):
