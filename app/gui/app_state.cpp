@@ -12,9 +12,16 @@
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
 #include "attnscope/text/tokenizer.hpp"
-#include "stage_info.hpp"
+#include "fonts.hpp"
 
 namespace attnscope::gui {
+
+void rebuild_fonts(UiState& ui) {
+  const FontSet fonts = setup_fonts_and_style(effective_scale(ui.content_scale, ui.ui_scale));
+  ui.unicode = fonts.unicode;
+  ui.font_heading = fonts.heading;
+  ui.font_mono = fonts.mono;
+}
 
 namespace {
 

@@ -103,6 +103,11 @@ struct UiState {
   int window_width = 1600, window_height = 1000;  // remembered across sessions
 };
 
+// Rebuilds the font atlas and the style for the monitor's scale times the
+// user's factor, and records the fonts built in `ui`. The renderer's font
+// texture must be recreated afterwards.
+void rebuild_fonts(UiState& ui);
+
 // ---------------------------------------------------------------------------
 
 struct AppState {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "imgui.h"
+
 namespace attnscope::gui {
 
 namespace {
@@ -76,16 +78,14 @@ std::string sans_font_file() {
   return sans ? sans : "";
 }
 
-float effective_scale(const UiState& ui) {
-  return std::clamp(ui.content_scale * ui.ui_scale, 0.5f, 4.0f);
+float effective_scale(float content_scale, float ui_scale) {
+  return std::clamp(content_scale * ui_scale, 0.5f, 4.0f);
 }
 
-void setup_fonts_and_style(AppState& state) {
-  const float scale = effective_scale(state.ui);
+FontSet setup_fonts_and_style(float scale) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
-  state.ui.font_heading = nullptr;
-  state.ui.font_mono = nullptr;
+  FontSet fonts;
 
   const char* sans = first_existing(kSansPaths, std::size(kSansPaths));
   const char* mono = first_existing(kMonoPaths, std::size(kMonoPaths));
@@ -95,23 +95,24 @@ void setup_fonts_and_style(AppState& state) {
   ImFont* body = nullptr;
   if (sans) {
     body = io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * scale, &cfg, kGlyphRanges);
-    state.ui.font_heading =
+    fonts.heading =
         io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * 1.3f * scale, &cfg, kGlyphRanges);
     if (mono)
-      state.ui.font_mono =
+      fonts.mono =
           io.Fonts->AddFontFromFileTTF(mono, (kBaseFontPx - 2.0f) * scale, &cfg, kGlyphRanges);
   }
-  state.ui.unicode = body != nullptr;
+  fonts.unicode = body != nullptr;
   if (!body) {
     // ProggyClean is a 13 px bitmap font; scaling it by whole steps keeps it crisp.
     ImFontConfig def;
     def.SizePixels = 13.0f * std::max(1.0f, std::round(scale * 1.3f));
     body = io.Fonts->AddFontDefault(&def);
-    state.ui.font_heading = nullptr;
+    fonts.heading = nullptr;
   }
   io.FontDefault = body;
   io.Fonts->Build();
   apply_style(scale);
+  return fonts;
 }
 
 }  // namespace attnscope::gui

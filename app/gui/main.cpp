@@ -311,7 +311,7 @@ std::optional<int> setup_window(App& app) {
   state.ui.content_scale = xs;
   // A screenshot shows the app as laid out, not wherever the pointer happens to be.
   if (opts.screenshot) io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
-  gui::setup_fonts_and_style(state);
+  gui::rebuild_fonts(state.ui);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   install_keyboard_callbacks(window);
   ImGui_ImplOpenGL3_Init(glsl);
@@ -387,7 +387,7 @@ FrameDrawn draw_frame(App& app) {
   if (state.ui.fonts_dirty) {
     state.ui.fonts_dirty = false;
     ImGui_ImplOpenGL3_DestroyFontsTexture();
-    gui::setup_fonts_and_style(state);
+    gui::rebuild_fonts(state.ui);
     ImGui_ImplOpenGL3_CreateFontsTexture();
     app.busy_frames = 3;
   }

@@ -7,7 +7,6 @@
 #include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/model/model_trace.hpp"
-#include "step.hpp"
 
 namespace attnscope::gui {
 
@@ -83,7 +82,7 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   layer = std::clamp(layer, 0, c.n_layer - 1);
   head = std::clamp(head, 0, c.n_head - 1);
   const bool every_head = run.num_tokens() <= kEveryHeadUpTo;
-  std::vector<core::StageKey> keys{block_input_key(layer), {layer, -1, id::ln_1}};
+  std::vector<core::StageKey> keys{core::block_input_key(layer), {layer, -1, id::ln_1}};
   for (int h = 0; h < c.n_head; ++h) {
     if (every_head || h == head) {
       for (std::string_view s : {id::queries, id::keys, id::values, id::scores, id::mask,

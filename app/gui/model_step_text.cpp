@@ -7,6 +7,7 @@
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
+#include "attnscope/model/model_trace.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -47,7 +48,7 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
   const int d_head = heads > 0 ? d / heads : d;
   const std::string where = " Block " + L + ", head " + H + ".";
   auto find = [&](std::string_view sid, int hh) { return t.find(core::StageKey{l, hh, sid}); };
-  const core::Stage* input = t.find(block_input_key(l));
+  const core::Stage* input = t.find(core::block_input_key(l));
   const std::string x_name = l == 0 ? "x (embeddings)" : "x (block " + std::to_string(l - 1) + ")";
   StepText s;
   switch (step) {

@@ -15,7 +15,6 @@
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
 #include "attnscope/model/head_patterns.hpp"
-#include "export/files.hpp"
 #include "figure/theme.hpp"
 
 namespace attnscope::gui {

@@ -3,6 +3,7 @@
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
+#include "attnscope/model/model_trace.hpp"
 
 namespace attnscope::gui {
 
@@ -149,7 +150,7 @@ std::optional<StepMatrices> model_step_matrices(Step step, const core::Trace& t,
   auto add = [&](std::vector<const core::Stage*>& to, const core::StageKey& key) {
     if (const core::Stage* s = t.find(key)) to.push_back(s);
   };
-  const core::StageKey input = block_input_key(t.layer);
+  const core::StageKey input = core::block_input_key(t.layer);
   const int l = t.layer;
   switch (step) {
     case Step::Inputs:
@@ -175,11 +176,6 @@ std::optional<StepMatrices> model_step_matrices(Step step, const core::Trace& t,
 }
 
 }  // namespace
-
-core::StageKey block_input_key(int layer) {
-  return layer == 0 ? core::StageKey{-1, -1, core::stage_id::embeddings}
-                    : core::StageKey{layer - 1, -1, core::stage_id::block_output};
-}
 
 StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);

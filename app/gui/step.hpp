@@ -52,10 +52,6 @@ struct StepMatrices {
 };
 StepMatrices step_matrices(Step step, const core::Trace& trace, int head);
 
-// The stage a model's block `layer` reads: the embeddings before block 0,
-// else the previous block's output.
-core::StageKey block_input_key(int layer);
-
 // The per-head stage the heads grid shows for a step ("weights"), or "" when
 // the step has no per-head matrix in this trace's variant (or model block).
 std::string_view per_head_stage(Step step, const core::Trace& trace);

@@ -10,11 +10,6 @@ namespace attnscope::gui {
 // keyboard shortcuts, then every panel laid out over the whole display.
 void draw_ui(AppState& state);
 
-// The stage panel (strip, explanation, matrices) with the heads grid below
-// it for steps that have a matrix per head: the centre for chapter 3, and a
-// model's one-head view.
-void draw_stage_area(AppState& state);
-
 // Left/Right, Home/End, Escape and Ctrl+Q, unless a text field has focus;
 // with a model, PgUp/PgDn (layer), [ ] (head) and G (append the likeliest token).
 void handle_shortcuts(AppState& state);

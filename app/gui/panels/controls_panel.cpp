@@ -7,6 +7,7 @@
 
 #include "imgui_internal.h"  // TempInputIsActive: is a slider's Ctrl+click text field open
 #include "panels/panels.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -14,6 +14,7 @@
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 
@@ -57,41 +58,6 @@ void resize_dims(AppState& s, Eigen::Index d) {
   if (d > old) m.rightCols(d - old).setZero();
   s.mark_dirty();
 }
-
-}  // namespace
-
-bool drag_finite_cell(const char* id, float& cell, float& start, float speed, float lo, float hi,
-                      const std::function<std::string()>& name, const char* kind,
-                      std::string& refused) {
-  const float before = cell;
-  float v = cell;
-  // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
-  // zero (never "-0.0000"), and 1e30 as "1e+30" rather than 31 digits
-  // clipped to the cell's width.
-  const char* format = std::fabs(v) >= figure::kCompactFrom                    ? "%.3g"
-                       : core::fixed_text(v, 4) == "0.0000" && std::signbit(v) ? "0.0000"
-                                                                               : "%.4f";
-  const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, format);
-  if (ImGui::IsItemActivated()) start = before;
-  if (!edited) return false;
-  if (std::isfinite(v)) {
-    cell = v;
-    return true;
-  }
-  const std::string kept = figure::format_value(start, 4);
-  refused = name() + " cannot be " +
-            (std::isnan(v) ? "NaN"
-             : v > 0       ? "+inf"
-                           : "-inf") +
-            ": " + kind +
-            " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
-            "become ±inf). It stays " + kept + ".";
-  if (cell == start) return false;
-  cell = start;
-  return true;
-}
-
-namespace {
 
 // The preset combo (it says "custom" once the inputs differ from the
 // preset), Reset, and adding or removing tokens and dims.

@@ -6,6 +6,7 @@
 #include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

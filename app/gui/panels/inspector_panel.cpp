@@ -21,6 +21,7 @@
 #include "render/heatmap.hpp"
 #include "stage_info.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

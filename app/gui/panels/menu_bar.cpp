@@ -8,6 +8,7 @@
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

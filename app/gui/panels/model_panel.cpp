@@ -17,6 +17,7 @@
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "native_dialog.hpp"
 #include "panels/panels.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

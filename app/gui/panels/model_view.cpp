@@ -20,8 +20,8 @@
 #include "imgui.h"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
-#include "ui.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -12,6 +12,7 @@
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 
@@ -322,6 +323,29 @@ void draw_stage_panel(AppState& state) {
   ImGui::Spacing();
   draw_nonfinite_warning(state);
   draw_matrices(state);
+}
+
+void draw_stage_area(AppState& state) {
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float font = ImGui::GetFontSize();
+  constexpr ImGuiWindowFlags kFixed =
+      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
+  const float centre_h = ImGui::GetContentRegionAvail().y;
+  // The heads grid only for steps that have a matrix per head.
+  const bool heads = state.trace && !per_head_stage(state.step, *state.trace).empty();
+  const float heads_h = heads ? std::clamp(centre_h * 0.22f, font * 8.0f, font * 14.0f) : 0.0f;
+  ImGui::BeginChild("stage", ImVec2(0, centre_h - heads_h - (heads ? gap : 0.0f)), false, kFixed);
+  if (!state.trace && state.computing())  // the first trace is on its way
+    ImGui::TextDisabled("Computing the first trace (%d tokens)...",
+                        static_cast<int>(state.inputs.tokens.size()));
+  else
+    draw_stage_panel(state);
+  ImGui::EndChild();
+  if (heads) {
+    ImGui::BeginChild("heads", ImVec2(0, heads_h), true, ImGuiWindowFlags_HorizontalScrollbar);
+    draw_heads_panel(state);
+    ImGui::EndChild();
+  }
 }
 
 }  // namespace attnscope::gui

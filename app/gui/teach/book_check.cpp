@@ -1,8 +1,8 @@
 // book_check.cpp: every tensor chapter 3 prints, checked against the app's
 // current run: a green check when it matches to 4 decimals, else the largest
 // difference; runs that are not the book's say how to get there.
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

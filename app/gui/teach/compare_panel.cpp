@@ -4,10 +4,10 @@
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
-#include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -5,8 +5,8 @@
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

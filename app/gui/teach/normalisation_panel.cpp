@@ -5,9 +5,9 @@
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

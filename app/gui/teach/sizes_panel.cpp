@@ -1,8 +1,8 @@
 // sizes_panel.cpp: parameter counts and tensor shapes of the current module
 // and of the GPT-2 sized layer of exercise 3.3. Numbers: core::count_parameters,
 // core::tensor_shapes.
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "attnscope/analysis/inspect.hpp"
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

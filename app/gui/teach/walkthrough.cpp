@@ -8,9 +8,9 @@
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
-#include "panels/panels.hpp"
 #include "stage_info.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -9,8 +9,8 @@
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/book/teach.hpp"
-#include "panels/panels.hpp"
 #include "teach/teach.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 

@@ -429,7 +429,7 @@ TEST_F(Headless, TheEmbeddingsNoteForWideInputsWrapsInsideThePanel) {
 
 TEST_F(Headless, UiScaleRebuildsFontsAndStillDraws) {
   state.ui.ui_scale = 1.75f;
-  setup_fonts_and_style(state);
+  rebuild_fonts(state.ui);
   unsigned char* pixels = nullptr;
   int w = 0, h = 0;
   ImGui::GetIO().Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);

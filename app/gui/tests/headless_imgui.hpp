@@ -19,7 +19,7 @@ inline void start_headless_imgui(AppState& state) {
   io.DisplaySize = ImVec2(1600, 1000);
   io.DeltaTime = 1.0f / 60.0f;
   state.load_preset("book");
-  setup_fonts_and_style(state);
+  rebuild_fonts(state.ui);
   unsigned char* pixels = nullptr;
   int w = 0, h = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);

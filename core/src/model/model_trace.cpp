@@ -13,6 +13,11 @@
 
 namespace attnscope::core {
 
+StageKey block_input_key(int layer) {
+  return layer == 0 ? StageKey{-1, -1, stage_id::embeddings}
+                    : StageKey{layer - 1, -1, stage_id::block_output};
+}
+
 namespace {
 
 namespace id = stage_id;

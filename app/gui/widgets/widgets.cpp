@@ -1,10 +1,13 @@
-// panel_util.cpp: small pieces several panels share (see panels.hpp).
+// widgets.cpp: small widgets the panels and the Learn windows share.
+#include "widgets/widgets.hpp"
+
+#include <cmath>
 #include <string>
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/text/tokenizer.hpp"
+#include "figure/scale.hpp"
 #include "imgui_internal.h"  // the window's wrap position
-#include "panels/panels.hpp"
 #include "stage_info.hpp"
 
 namespace attnscope::gui {
@@ -114,6 +117,37 @@ PinMarks pin_marks(const AppState& state, const core::Stage& stage) {
     m.mark_row = p.row;
   }
   return m;
+}
+
+bool drag_finite_cell(const char* id, float& cell, float& start, float speed, float lo, float hi,
+                      const std::function<std::string()>& name, const char* kind,
+                      std::string& refused) {
+  const float before = cell;
+  float v = cell;
+  // Shown as the heatmaps show numbers: "0.0000" for a value that rounds to
+  // zero (never "-0.0000"), and 1e30 as "1e+30" rather than 31 digits
+  // clipped to the cell's width.
+  const char* format = std::fabs(v) >= figure::kCompactFrom                    ? "%.3g"
+                       : core::fixed_text(v, 4) == "0.0000" && std::signbit(v) ? "0.0000"
+                                                                               : "%.4f";
+  const bool edited = ImGui::DragFloat(id, &v, speed, lo, hi, format);
+  if (ImGui::IsItemActivated()) start = before;
+  if (!edited) return false;
+  if (std::isfinite(v)) {
+    cell = v;
+    return true;
+  }
+  const std::string kept = figure::format_value(start, 4);
+  refused = name() + " cannot be " +
+            (std::isnan(v) ? "NaN"
+             : v > 0       ? "+inf"
+                           : "-inf") +
+            ": " + kind +
+            " must be finite numbers (float32 ends at about ±3.4e38; larger numbers " +
+            "become ±inf). It stays " + kept + ".";
+  if (cell == start) return false;
+  cell = start;
+  return true;
 }
 
 }  // namespace attnscope::gui
