@@ -310,6 +310,108 @@ void apply_model_view(ModelState from, AppState& state) {
   m.restoring = true;
 }
 
+// A run that did not validate when it was saved: restored as it was.
+void read_draft(const json& draft, std::string_view source, core::Inputs& inputs,
+                core::Config& config) {
+  const core::RunSpec spec = core::parse_run_spec(draft.dump(), source);
+  if (!spec.tokens || !spec.embeddings) throw SessionError("the draft has no tokens or embeddings");
+  if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
+    throw SessionError("the draft's token count does not match its embeddings");
+  inputs = core::Inputs{*spec.tokens, *spec.embeddings};
+  core::apply_config_fields(spec, config);
+}
+
+// The view's pinned cell.
+CellRef read_pinned(const json& p) {
+  return CellRef{p.at("stage").get<std::string>(), p.at("head").get<int>(), p.at("row").get<int>(),
+                 p.at("col").get<int>()};
+}
+
+// Typed-text settings into `typed` (missing fields keep its values).
+void read_text_source(const json& t, TextSource& typed) {
+  typed.text = t.value("text", typed.text);
+  typed.d_in = std::clamp(t.value("d_in", typed.d_in), 1, core::kMaxDim);
+  typed.seed = t.value("seed", typed.seed);
+  typed.positions = std::clamp(t.value("positions", typed.positions), 0, core::kMaxTokens);
+}
+
+// The view's "ui" object into `ui`; the window, scale and random-input sizes
+// only with `preferences`.
+void read_ui_view(const json& u, UiState& ui, bool preferences) {
+  ui.palette = parse_palette(u.value("palette", std::string("standard")));
+  ui.show_values = u.value("show_values", true);
+  // "auto", "on" or "off"; sessions from before Auto saved true or false
+  // (on or off), and those from before the setting nothing (auto).
+  ui.row_scale = figure::RowScale::Auto;
+  if (u.contains("row_scale")) {
+    const json& rs = u.at("row_scale");
+    if (rs.is_boolean())
+      ui.row_scale = rs.get<bool>() ? figure::RowScale::On : figure::RowScale::Off;
+    else if (rs.is_string())
+      ui.row_scale =
+          figure::parse_row_scale(rs.get<std::string>()).value_or(figure::RowScale::Auto);
+  }
+  // A session from before the card existed: its learner has used the app.
+  ui.welcome_dismissed = u.value("welcome_dismissed", true);
+  ui.decimals = std::clamp(u.value("decimals", figure::kBookDecimals), figure::kMinDecimals,
+                           figure::kMaxDecimals);
+  if (preferences) {
+    ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
+    if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {
+      ui.window_width = std::clamp(u["window"][0].get<int>(), 320, 16384);
+      ui.window_height = std::clamp(u["window"][1].get<int>(), 240, 16384);
+    }
+    ui.random_tokens = std::clamp(u.value("random_tokens", ui.random_tokens), 1, core::kMaxTokens);
+    ui.random_dims = std::clamp(u.value("random_dims", ui.random_dims), 1, core::kMaxDim);
+  }
+}
+
+// The view's "files" object: the export preferences into `prefs`, and the
+// file the explicit weights came from into `weights_from`.
+void read_files_view(const json& f, FilesState& prefs, std::string& weights_from) {
+  prefs.export_folder = f.value("export_folder", std::string());
+  prefs.recent_folders = f.value("recent_folders", std::vector<std::string>{});
+  if (prefs.recent_folders.size() > FilesState::kMaxRecent)
+    prefs.recent_folders.resize(FilesState::kMaxRecent);
+  prefs.last_folder = f.value("last_folder", std::string());
+  const int scale = f.value("png_scale", 2);
+  prefs.png_scale = scale == 1 || scale == 4 ? scale : 2;
+  prefs.all_format = core::parse_data_format(f.value("all_format", std::string("npy")))
+                         .value_or(core::DataFormat::Npy);
+  if (prefs.all_format == core::DataFormat::Torch) prefs.all_format = core::DataFormat::Npy;
+  // Sessions from before themes have none: the figures' look then, light.
+  prefs.theme =
+      figure::parse_theme(f.value("theme", std::string())).value_or(figure::kDefaultTheme);
+  prefs.native_dialogs = f.value("desktop_dialogs", true);
+  weights_from = f.value("weights_from", std::string());
+}
+
+// The session's explicit weights (none: the run's own), and the file they
+// came from.
+void apply_session_weights(std::optional<core::Parameters>& weights, std::string_view source,
+                           const std::string& weights_from, AppState& state) {
+  state.explicit_parameters.reset();
+  state.files.imported.reset();
+  state.files.imported_from.clear();
+  if (weights) {
+    auto p = std::make_shared<const core::Parameters>(std::move(*weights));
+    state.explicit_parameters = p;
+    state.files.imported = p;
+    state.files.imported_from = weights_from.empty() ? std::string(source) : weights_from;
+  }
+}
+
+// The export preferences read by read_files_view.
+void apply_files_prefs(FilesState& prefs, FilesState& files) {
+  files.export_folder = std::move(prefs.export_folder);
+  files.recent_folders = std::move(prefs.recent_folders);
+  files.last_folder = std::move(prefs.last_folder);
+  files.png_scale = prefs.png_scale;
+  files.all_format = prefs.all_format;
+  files.theme = prefs.theme;
+  files.native_dialogs = prefs.native_dialogs;
+}
+
 }  // namespace
 
 void apply_session_json(std::string_view text, std::string_view source, AppState& state,
@@ -324,89 +426,23 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     const json view = json::parse(doc.view_json);
     core::Inputs inputs = std::move(doc.inputs);
     core::Config config = doc.config;
-    if (view.contains("draft")) {
-      // A run that did not validate when it was saved: restored as it was.
-      const core::RunSpec spec = core::parse_run_spec(view.at("draft").dump(), source);
-      if (!spec.tokens || !spec.embeddings)
-        throw SessionError("the draft has no tokens or embeddings");
-      if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
-        throw SessionError("the draft's token count does not match its embeddings");
-      inputs = core::Inputs{*spec.tokens, *spec.embeddings};
-      core::apply_config_fields(spec, config);
-    }
+    if (view.contains("draft")) read_draft(view.at("draft"), source, inputs, config);
 
     // stage-literals: off (a step name)
     const auto step = parse_step(view.value("stage", std::string("inputs")));
     // stage-literals: on
     CellRef pinned;
-    if (view.contains("pinned")) {
-      const json& p = view.at("pinned");
-      pinned = CellRef{p.at("stage").get<std::string>(), p.at("head").get<int>(),
-                       p.at("row").get<int>(), p.at("col").get<int>()};
-    }
+    if (view.contains("pinned")) pinned = read_pinned(view.at("pinned"));
     // Sessions before the inputs had a seed of their own have none: the default.
     const std::uint64_t input_seed = view.value("input_seed", core::kDefaultInputSeed);
     // Typed-text settings (sessions before them have none: the defaults).
     TextSource typed;
-    if (view.contains("text")) {
-      const json& t = view.at("text");
-      typed.text = t.value("text", typed.text);
-      typed.d_in = std::clamp(t.value("d_in", typed.d_in), 1, core::kMaxDim);
-      typed.seed = t.value("seed", typed.seed);
-      typed.positions = std::clamp(t.value("positions", typed.positions), 0, core::kMaxTokens);
-    }
+    if (view.contains("text")) read_text_source(view.at("text"), typed);
     UiState ui = state.ui;
     FilesState files_prefs;
-    if (view.contains("ui")) {
-      const json& u = view.at("ui");
-      ui.palette = parse_palette(u.value("palette", std::string("standard")));
-      ui.show_values = u.value("show_values", true);
-      // "auto", "on" or "off"; sessions from before Auto saved true or false
-      // (on or off), and those from before the setting nothing (auto).
-      ui.row_scale = figure::RowScale::Auto;
-      if (u.contains("row_scale")) {
-        const json& rs = u.at("row_scale");
-        if (rs.is_boolean())
-          ui.row_scale = rs.get<bool>() ? figure::RowScale::On : figure::RowScale::Off;
-        else if (rs.is_string())
-          ui.row_scale =
-              figure::parse_row_scale(rs.get<std::string>()).value_or(figure::RowScale::Auto);
-      }
-      // A session from before the card existed: its learner has used the app.
-      ui.welcome_dismissed = u.value("welcome_dismissed", true);
-      ui.decimals = std::clamp(u.value("decimals", figure::kBookDecimals), figure::kMinDecimals,
-                               figure::kMaxDecimals);
-      if (scope.preferences) {
-        ui.ui_scale = std::clamp(u.value("ui_scale", 1.0f), 0.5f, 3.0f);
-        if (u.contains("window") && u["window"].is_array() && u["window"].size() == 2) {
-          ui.window_width = std::clamp(u["window"][0].get<int>(), 320, 16384);
-          ui.window_height = std::clamp(u["window"][1].get<int>(), 240, 16384);
-        }
-        ui.random_tokens =
-            std::clamp(u.value("random_tokens", ui.random_tokens), 1, core::kMaxTokens);
-        ui.random_dims = std::clamp(u.value("random_dims", ui.random_dims), 1, core::kMaxDim);
-      }
-    }
+    if (view.contains("ui")) read_ui_view(view.at("ui"), ui, scope.preferences);
     std::string weights_from;
-    if (view.contains("files")) {
-      const json& f = view.at("files");
-      files_prefs.export_folder = f.value("export_folder", std::string());
-      files_prefs.recent_folders = f.value("recent_folders", std::vector<std::string>{});
-      if (files_prefs.recent_folders.size() > FilesState::kMaxRecent)
-        files_prefs.recent_folders.resize(FilesState::kMaxRecent);
-      files_prefs.last_folder = f.value("last_folder", std::string());
-      const int scale = f.value("png_scale", 2);
-      files_prefs.png_scale = scale == 1 || scale == 4 ? scale : 2;
-      files_prefs.all_format = core::parse_data_format(f.value("all_format", std::string("npy")))
-                                   .value_or(core::DataFormat::Npy);
-      if (files_prefs.all_format == core::DataFormat::Torch)
-        files_prefs.all_format = core::DataFormat::Npy;
-      // Sessions from before themes have none: the figures' look then, light.
-      files_prefs.theme =
-          figure::parse_theme(f.value("theme", std::string())).value_or(figure::kDefaultTheme);
-      files_prefs.native_dialogs = f.value("desktop_dialogs", true);
-      weights_from = f.value("weights_from", std::string());
-    }
+    if (view.contains("files")) read_files_view(view.at("files"), files_prefs, weights_from);
 
     ModelState model_view;  // only its settings: never a model
     model_view.recent = state.model.recent;
@@ -415,15 +451,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     // Everything parsed: apply.
     state.inputs = std::move(inputs);
     state.config = config;
-    state.explicit_parameters.reset();
-    state.files.imported.reset();
-    state.files.imported_from.clear();
-    if (doc.weights) {
-      auto p = std::make_shared<const core::Parameters>(std::move(*doc.weights));
-      state.explicit_parameters = p;
-      state.files.imported = p;
-      state.files.imported_from = weights_from.empty() ? std::string(source) : weights_from;
-    }
+    apply_session_weights(doc.weights, source, weights_from, state);
     state.preset = view.value("preset", std::string("book"));
     state.step = step.value_or(Step::Inputs);
     state.head = std::max(0, view.value("head", 0));
@@ -433,15 +461,7 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     state.text_source = std::move(typed);
     state.recognise_text_inputs();
     state.ui = std::move(ui);
-    if (scope.preferences) {
-      state.files.export_folder = std::move(files_prefs.export_folder);
-      state.files.recent_folders = std::move(files_prefs.recent_folders);
-      state.files.last_folder = std::move(files_prefs.last_folder);
-      state.files.png_scale = files_prefs.png_scale;
-      state.files.all_format = files_prefs.all_format;
-      state.files.theme = files_prefs.theme;
-      state.files.native_dialogs = files_prefs.native_dialogs;
-    }
+    if (scope.preferences) apply_files_prefs(files_prefs, state.files);
     apply_model_view(std::move(model_view), state);  // after ui: it may raise a banner
     state.mark_dirty();
   } catch (const core::ParseError& e) {
