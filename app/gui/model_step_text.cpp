@@ -38,18 +38,54 @@ double measured_scale(const core::Stage* masked, const core::Stage* scaled) {
 }  // namespace
 
 // stage-literals: off (the symbols the texts print, not stage ids)
-StepText describe_model_step(Step step, const core::Trace& t, int head) {
+namespace {
+
+// What every step's text of a block is computed from: the trace, the block
+// and head shown, and the numbers several steps quote.
+struct BlockStepContext {
+  const core::Trace& t;
+  int h = -1;                          // the stage head shown (core::stage_head)
+  int l = 0;                           // the block (t.layer)
+  std::string H;                       // h as text
+  std::string T;                       // the number of tokens
+  int d = 0;                           // the residual stream's width (t.d_in)
+  int heads = 0;                       // the block's number of heads
+  int d_head = 0;                      // one head's width
+  std::string where;                   // " Block l, head h."
+  const core::Stage* input = nullptr;  // the block's input
+  std::string x_name;                  // the input's name in the residual step
+};
+
+BlockStepContext block_step_context(const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
   const int l = t.layer;
   const std::string L = std::to_string(l), H = std::to_string(h);
-  const std::string T = std::to_string(t.num_tokens());
   const int d = t.d_in;
   const int heads = t.config.num_heads;
-  const int d_head = heads > 0 ? d / heads : d;
-  const std::string where = " Block " + L + ", head " + H + ".";
-  auto find = [&](std::string_view sid, int hh) { return t.find(core::StageKey{l, hh, sid}); };
-  const core::Stage* input = t.find(core::block_input_key(l));
-  const std::string x_name = l == 0 ? "x (embeddings)" : "x (block " + std::to_string(l - 1) + ")";
+  return BlockStepContext{
+      .t = t,
+      .h = h,
+      .l = l,
+      .H = H,
+      .T = std::to_string(t.num_tokens()),
+      .d = d,
+      .heads = heads,
+      .d_head = heads > 0 ? d / heads : d,
+      .where = " Block " + L + ", head " + H + ".",
+      .input = t.find(core::block_input_key(l)),
+      .x_name = l == 0 ? "x (embeddings)" : "x (block " + std::to_string(l - 1) + ")"};
+}
+
+// The block's input, ln_1 and the projections to Q, K and V.
+StepText describe_block_input(Step step, const BlockStepContext& x) {
+  const int h = x.h;
+  const int l = x.l;
+  const std::string& H = x.H;
+  const std::string& T = x.T;
+  const int d = x.d;
+  const int d_head = x.d_head;
+  const core::Stage* input = x.input;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
   StepText s;
   switch (step) {
     case Step::Inputs:
@@ -83,6 +119,23 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(find(id::ln_1, -1), "ln_1") + " → " + sym(find(id::queries, h), "Q_h") +
                  ", the same for K and V";
       break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
+// One head's attention: scores, mask, scaling, softmax and context vectors.
+StepText describe_block_attention(Step step, const BlockStepContext& x) {
+  const int h = x.h;
+  const int l = x.l;
+  const std::string& H = x.H;
+  const std::string& T = x.T;
+  const int d_head = x.d_head;
+  const std::string& where = x.where;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  StepText s;
+  switch (step) {
     case Step::Scores:
       s.title = "Attention scores";
       s.plain =
@@ -142,6 +195,23 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(find(id::weights, h), "weights") + " · " + sym(find(id::values, h), "V_h") +
                  " → " + sym(find(id::context, h), "Z_h");
       break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
+// The heads put together, c_proj and the addition to the residual stream.
+StepText describe_block_output(Step step, const BlockStepContext& x) {
+  const int l = x.l;
+  const int d = x.d;
+  const int heads = x.heads;
+  const int d_head = x.d_head;
+  const core::Stage* input = x.input;
+  const std::string& x_name = x.x_name;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  StepText s;
+  switch (step) {
     case Step::Concat:
       s.title = "The heads side by side";
       s.plain = "The " + std::to_string(heads) + " heads' context vectors, each " +
@@ -167,13 +237,41 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), "output") + " → " +
                  sym(find(id::attn_output, -1), "attn_output");
       break;
-    case Step::SplitHeads:
-    case Step::Dropout:
-      s.title = std::string(step_label(step));
-      s.plain = "A model's block has no such step (eval mode, one fused projection).";
+    default:  // the other groups' steps
       break;
   }
   return s;
+}
+
+}  // namespace
+
+StepText describe_model_step(Step step, const core::Trace& t, int head) {
+  const BlockStepContext x = block_step_context(t, head);
+  switch (step) {
+    case Step::Inputs:
+    case Step::LayerNorm:
+    case Step::Projections:
+      return describe_block_input(step, x);
+    case Step::Scores:
+    case Step::Mask:
+    case Step::Masked:
+    case Step::Scaled:
+    case Step::Softmax:
+    case Step::Context:
+      return describe_block_attention(step, x);
+    case Step::Concat:
+    case Step::OutProj:
+    case Step::Residual:
+      return describe_block_output(step, x);
+    case Step::SplitHeads:
+    case Step::Dropout: {
+      StepText s;
+      s.title = std::string(step_label(step));
+      s.plain = "A model's block has no such step (eval mode, one fused projection).";
+      return s;
+    }
+  }
+  return {};
 }
 // stage-literals: on
 
