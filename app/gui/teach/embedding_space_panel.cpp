@@ -76,20 +76,11 @@ std::vector<ImVec2> place_point_labels(const std::vector<ImVec2>& points,
   return placed;
 }
 
-void draw_embedding_space(AppState& state) {
+namespace {
+
+// The dimensions shown and the 3-D switch, and what the canvas shows.
+void draw_space_controls(AppState& state, int d) {
   TeachState& ts = state.teach;
-  if (!begin_learn_window(state.teach, "Embedding space", &ts.show_embedding, ImVec2(620, 640))) {
-    ImGui::End();
-    return;
-  }
-  core::RowMatrix& e = state.inputs.embeddings;
-  const int d = static_cast<int>(e.cols());
-  const int T = static_cast<int>(e.rows());
-  if (d < 2 || T == 0) {
-    text_wrapped(state, "Needs embeddings with at least 2 dimensions.");
-    ImGui::End();
-    return;
-  }
   ts.space_x = std::clamp(ts.space_x, 0, d - 1);
   ts.space_y = std::clamp(ts.space_y, 0, d - 1);
   ts.space_z = std::clamp(ts.space_z, 0, d - 1);
@@ -114,29 +105,17 @@ void draw_embedding_space(AppState& state) {
                          : "Each dot is a token's embedding. Drag one: its row of the "
                            "embeddings changes and every heatmap follows. Tokens pointing the "
                            "same way from the origin have large dot products (scores).");
+}
 
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float side = std::max(120.0f, std::min(avail.x, avail.y));
-  const ImVec2 p0 = ImGui::GetCursorScreenPos();
-  ImGui::InvisibleButton("space", ImVec2(side, side),
-                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
-  const bool hovered = ImGui::IsItemHovered();
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddRectFilled(p0, ImVec2(p0.x + side, p0.y + side), IM_COL32(25, 27, 32, 255));
-  dl->PushClipRect(p0, ImVec2(p0.x + side, p0.y + side), true);
-
-  float extent = 1.0f;
-  for (int r = 0; r < T; ++r)
-    for (int c : {ts.space_x, ts.space_y, ts.space_z}) extent = std::max(extent, std::abs(e(r, c)));
-  const View v{ImVec2(p0.x + side * 0.5f, p0.y + side * 0.5f), side * 0.42f / extent, ts.yaw,
-               ts.pitch, ts.space_3d};
+// The axes through the origin, named at their positive ends inside `inside`.
+void draw_space_axes(const TeachState& ts, ImDrawList* dl, const View& v, float extent,
+                     const ImVec4& inside) {
   const ImU32 axis = IM_COL32(120, 120, 130, 255);
   const float z = 0;
   dl->AddLine(project(v, -extent, 0, z), project(v, extent, 0, z), axis);
   dl->AddLine(project(v, 0, -extent, z), project(v, 0, extent, z), axis);
   if (ts.space_3d) dl->AddLine(project(v, 0, 0, -extent), project(v, 0, 0, extent), axis);
   // Axis names at the axes' positive ends, moved inside the canvas.
-  const ImVec4 inside(p0.x + 3, p0.y + 3, p0.x + side - 3, p0.y + side - 3);
   auto axis_name = [&](ImVec2 at, int dim) {
     const std::string name = "dim " + std::to_string(dim);
     const ImVec2 size = ImGui::CalcTextSize(name.c_str());
@@ -145,7 +124,14 @@ void draw_embedding_space(AppState& state) {
   axis_name(project(v, extent, 0, z), ts.space_x);
   axis_name(project(v, 0, extent, z), ts.space_y);
   if (ts.space_3d) axis_name(project(v, 0, 0, extent), ts.space_z);
+}
 
+// Each token's dot and name; returns the token whose dot is nearest the
+// mouse (within 12 px), or -1.
+int draw_space_points(const AppState& state, ImDrawList* dl, const View& v, const ImVec4& inside) {
+  const TeachState& ts = state.teach;
+  const core::RowMatrix& e = state.inputs.embeddings;
+  const int T = static_cast<int>(e.rows());
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   int nearest = -1;
   float best = 12.0f * 12.0f;
@@ -179,8 +165,15 @@ void draw_embedding_space(AppState& state) {
       dl->AddLine(q, near, (head_color(static_cast<int>(r) % 8) & 0x00ffffff) | 0xA0000000);
     dl->AddText(a, IM_COL32_WHITE, names[r].c_str());
   }
-  dl->PopClipRect();
+  return nearest;
+}
 
+// A left drag moves the dragged token's embedding; a right drag rotates
+// the 3-D view.
+void handle_space_mouse(AppState& state, const View& v, bool hovered, int nearest) {
+  TeachState& ts = state.teach;
+  core::RowMatrix& e = state.inputs.embeddings;
+  const int T = static_cast<int>(e.rows());
   if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) ts.space_drag = nearest;
   if (!ImGui::IsMouseDown(ImGuiMouseButton_Left)) ts.space_drag = -1;
   if (ts.space_drag >= 0 && ts.space_drag < T && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0)) {
@@ -204,6 +197,47 @@ void draw_embedding_space(AppState& state) {
     ts.yaw += ImGui::GetIO().MouseDelta.x * 0.01f;
     ts.pitch = std::clamp(ts.pitch + ImGui::GetIO().MouseDelta.y * 0.01f, -1.5f, 1.5f);
   }
+}
+
+}  // namespace
+
+void draw_embedding_space(AppState& state) {
+  TeachState& ts = state.teach;
+  if (!begin_learn_window(state.teach, "Embedding space", &ts.show_embedding, ImVec2(620, 640))) {
+    ImGui::End();
+    return;
+  }
+  core::RowMatrix& e = state.inputs.embeddings;
+  const int d = static_cast<int>(e.cols());
+  const int T = static_cast<int>(e.rows());
+  if (d < 2 || T == 0) {
+    text_wrapped(state, "Needs embeddings with at least 2 dimensions.");
+    ImGui::End();
+    return;
+  }
+  draw_space_controls(state, d);
+
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float side = std::max(120.0f, std::min(avail.x, avail.y));
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("space", ImVec2(side, side),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const bool hovered = ImGui::IsItemHovered();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(p0, ImVec2(p0.x + side, p0.y + side), IM_COL32(25, 27, 32, 255));
+  dl->PushClipRect(p0, ImVec2(p0.x + side, p0.y + side), true);
+
+  float extent = 1.0f;
+  for (int r = 0; r < T; ++r)
+    for (int c : {ts.space_x, ts.space_y, ts.space_z}) extent = std::max(extent, std::abs(e(r, c)));
+  const View v{ImVec2(p0.x + side * 0.5f, p0.y + side * 0.5f), side * 0.42f / extent, ts.yaw,
+               ts.pitch, ts.space_3d};
+  const ImVec4 inside(p0.x + 3, p0.y + 3, p0.x + side - 3, p0.y + side - 3);
+  draw_space_axes(ts, dl, v, extent, inside);
+  const int nearest = draw_space_points(state, dl, v, inside);
+  dl->PopClipRect();
+
+  handle_space_mouse(state, v, hovered, nearest);
   ImGui::End();
 }
 
