@@ -34,6 +34,7 @@ constexpr bool TeachState::*kLearnWindows[] = {
 // ---------------------------------------------------------------------------
 // 1. Steps
 
+// Data table: the tour's steps, one literal record each, in the book's order.
 const std::vector<WalkStep>& walkthrough_steps() {
   using core::Variant;
   static const std::vector<WalkStep> kSteps = {
