@@ -209,16 +209,10 @@ void apply_view_flags(const LaunchOptions& o, AppState& state) {
   }
 }
 
-}  // namespace
-
-ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
-  CLI::App app{"attnscope: watch transformer attention happen, stage by stage", "attnscope"};
-  // The second line says where the vocabulary is read from (installed or
-  // the build tree's).
-  app.set_version_flag("--version", [] {
-    return std::string("attnscope " ATTNSCOPE_VERSION "\ndata: ") +
-           core::Gpt2Tokenizer::assets_dir();
-  });
+// The flags that choose the inputs or the model and what of it to open:
+// the run flags, --text and its settings, FILE, --model and its settings,
+// --stage, --head and --cell.
+void add_source_flags(CLI::App& app, LaunchOptions& o) {
   const run_flags::RunFlagOptions run = run_flags::add_run_flags(app, o.run);
   // The app starts from one source of inputs: a preset, a config file or random ones.
   run.preset->excludes(run.config);
@@ -260,6 +254,12 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
                  "dropout, context, concat, output");
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
+}
+
+// The flags of the view and of the app's other ways to run: --colors, the
+// figure flags, --scale, --size (into `size`, checked after parsing),
+// --screenshot, --no-session, --bench-frames and --export-png.
+void add_view_and_output_flags(CLI::App& app, LaunchOptions& o, std::string& size) {
   app.add_option("--colors", o.palette, "standard, colorblind, warm or greys");
   const run_flags::FigureFlagOptions figure_flags = run_flags::add_figure_flags(app, o.figure);
   figure_flags.row_scale->description(
@@ -270,7 +270,6 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   app.add_option("--scale", o.scale,
                  "UI scale factor on top of the monitor's (0.5..3); with --export-png, the PNG "
                  "scale (1, 2, 3 or 4)");
-  std::string size;
   app.add_option("--size", size, "window size WxH (default 1600x1000)");
   app.add_option("--screenshot", o.screenshot,
                  "render, save the window as a PNG and exit (the session is left untouched)");
@@ -288,38 +287,59 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
       "(created when missing), print their paths and exit; --scale N (1, 2, 3 or 4) sets the "
       "PNG scale");
   export_png->excludes("--screenshot");
+}
+
+// What CLI11 cannot check: --text with --config, seeds, the random shape,
+// --size, and --scale with --export-png. Throws core::ParseError.
+void check_parsed_flags(LaunchOptions& o, const std::string& size) {
+  if (o.text && o.run.config && !o.model)
+    throw core::ParseError(
+        "--text makes the inputs, so it excludes --config (a config file's inputs); with "
+        "--model, --config is the model's GPT_CONFIG");
+  // A bad seed or size fails here, exit 2.
+  (void)o.run.parsed_seed();
+  (void)o.run.parsed_input_seed();
+  if (o.run.random) (void)core::parse_random_shape(*o.run.random);
+  if (!size.empty()) {
+    int w = 0, h = 0;
+    if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
+      throw core::ParseError("--size '" + size +
+                             "' must be WIDTHxHEIGHT, at least 320x240, e.g. 1600x1000");
+    o.width = w;
+    o.height = h;
+    o.size_given = true;
+  }
+  if (o.export_png && o.scale) {  // with --export-png, --scale is the PNG's scale
+    const float f = *o.scale;
+    if (!(f >= 1.0f && f <= 4.0f) || f != std::floor(f)) {
+      char given[32];
+      std::snprintf(given, sizeof given, "%g", static_cast<double>(f));
+      throw core::ParseError(
+          std::string("--scale with --export-png must be 1, 2, 3 or 4 (the PNG scale), not ") +
+          given);
+    }
+    o.export_scale = static_cast<int>(f);
+    o.scale.reset();
+  }
+}
+
+}  // namespace
+
+ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
+  CLI::App app{"attnscope: watch transformer attention happen, stage by stage", "attnscope"};
+  // The second line says where the vocabulary is read from (installed or
+  // the build tree's).
+  app.set_version_flag("--version", [] {
+    return std::string("attnscope " ATTNSCOPE_VERSION "\ndata: ") +
+           core::Gpt2Tokenizer::assets_dir();
+  });
+  add_source_flags(app, o);
+  std::string size;
+  add_view_and_output_flags(app, o, size);
 
   try {
     app.parse(argc, argv);
-    if (o.text && o.run.config && !o.model)
-      throw core::ParseError(
-          "--text makes the inputs, so it excludes --config (a config file's inputs); with "
-          "--model, --config is the model's GPT_CONFIG");
-    // A bad seed or size fails here, exit 2.
-    (void)o.run.parsed_seed();
-    (void)o.run.parsed_input_seed();
-    if (o.run.random) (void)core::parse_random_shape(*o.run.random);
-    if (!size.empty()) {
-      int w = 0, h = 0;
-      if (!parse_pair(size, 'x', w, h) || w < 320 || h < 240 || w > 16384 || h > 16384)
-        throw core::ParseError("--size '" + size +
-                               "' must be WIDTHxHEIGHT, at least 320x240, e.g. 1600x1000");
-      o.width = w;
-      o.height = h;
-      o.size_given = true;
-    }
-    if (o.export_png && o.scale) {  // with --export-png, --scale is the PNG's scale
-      const float f = *o.scale;
-      if (!(f >= 1.0f && f <= 4.0f) || f != std::floor(f)) {
-        char given[32];
-        std::snprintf(given, sizeof given, "%g", static_cast<double>(f));
-        throw core::ParseError(
-            std::string("--scale with --export-png must be 1, 2, 3 or 4 (the PNG scale), not ") +
-            given);
-      }
-      o.export_scale = static_cast<int>(f);
-      o.scale.reset();
-    }
+    check_parsed_flags(o, size);
   } catch (const CLI::Success& e) {
     return ParseOutcome{false, app.exit(e)};
   } catch (const CLI::ParseError& e) {
@@ -334,12 +354,13 @@ ParseOutcome parse_launch_options(int argc, char** argv, LaunchOptions& o) {
   return ParseOutcome{true, 0};
 }
 
-void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_restored) {
-  const run_flags::RunFlags& run = o.run;
-  const std::optional<std::string> config_path = run.config_path();
-  const std::optional<std::uint64_t> input_seed = run.parsed_input_seed();
-  // Random inputs: drawn here, under their own seed, then held like the
-  // session's inputs (the flags below go on top).
+namespace {
+
+// Random inputs: drawn here, under their own seed, then held like the
+// session's inputs (the flags after go on top).
+void apply_random_inputs(const run_flags::RunFlags& run,
+                         const std::optional<std::string>& config_path,
+                         const std::optional<std::uint64_t>& input_seed, AppState& state) {
   if (input_seed) state.input_seed = *input_seed;
   if (run.random) {
     const auto [T, D] = core::parse_random_shape(*run.random);
@@ -351,15 +372,16 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
                              static_cast<int>(state.inputs.embeddings.cols()));
     state.inputs.tokens = std::move(names);
   }
-  if (o.model) {
-    apply_model_flags(o, state);
-  } else if (o.text) {
-    apply_text_flags(o, state);
-  }
+}
+
+// The run flags and the config file on top of what the app holds (not with
+// --model): the variant, sizes, seed and inputs. Fills `flags`, `file` and
+// `origins` (which points at the two) for the messages of the later flags.
+void apply_run_flags(const LaunchOptions& o, const std::optional<std::string>& config_path,
+                     core::RunSpec& flags, core::RunSpec& file, RunOrigins& origins,
+                     AppState& state) {
+  const run_flags::RunFlags& run = o.run;
   const bool new_inputs = run.preset || config_path;
-  core::RunSpec flags, file;  // what this command line and the config file say
-  RunOrigins origins;         // without run flags: every value is held
-  origins.session = session_restored;
   if (run.any() && !o.model) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
@@ -397,10 +419,10 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     state.pinned = CellRef{};
     state.mark_dirty();
   }
+}
 
-  apply_view_flags(o, state);
-
-  // With --model, stage and head were the model's (apply_model_flags).
+// --stage without --model (with it, the stage was the model's: apply_model_flags).
+void apply_stage_flag(const LaunchOptions& o, const RunOrigins& origins, AppState& state) {
   const auto steps = steps_for(state.config.variant);
   if (o.stage && !o.model) {
     const auto step = parse_step(*o.stage);
@@ -424,6 +446,10 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     }
     state.step = *step;
   }
+}
+
+// --head without --model (with it, the head was the model's: apply_model_flags).
+void apply_head_flag(const LaunchOptions& o, const RunOrigins& origins, AppState& state) {
   if (o.head && !o.model) {
     if (!core::has_heads(state.config.variant)) {
       if (*o.head != 0) {
@@ -446,6 +472,10 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
     }
     state.head = *o.head;
   }
+}
+
+// --cell: pins a cell of the stage's main matrix, after computing the trace.
+void apply_cell_flag(const LaunchOptions& o, AppState& state) {
   if (o.cell) {
     int i = 0, j = 0;
     if (!parse_pair(*o.cell, ',', i, j))
@@ -461,6 +491,31 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
                              std::to_string(s.data().cols()) + ")");
     state.pinned = CellRef{s.id, s.head, i, j};
   }
+}
+
+}  // namespace
+
+void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_restored) {
+  const run_flags::RunFlags& run = o.run;
+  const std::optional<std::string> config_path = run.config_path();
+  const std::optional<std::uint64_t> input_seed = run.parsed_input_seed();
+  apply_random_inputs(run, config_path, input_seed, state);
+  if (o.model) {
+    apply_model_flags(o, state);
+  } else if (o.text) {
+    apply_text_flags(o, state);
+  }
+  core::RunSpec flags, file;  // what this command line and the config file say
+  RunOrigins origins;         // without run flags: every value is held
+  origins.session = session_restored;
+  apply_run_flags(o, config_path, flags, file, origins, state);
+
+  apply_view_flags(o, state);
+
+  // With --model, stage and head were the model's (apply_model_flags).
+  apply_stage_flag(o, origins, state);
+  apply_head_flag(o, origins, state);
+  apply_cell_flag(o, state);
 }
 
 }  // namespace attnscope::gui
