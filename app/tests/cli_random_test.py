@@ -18,14 +18,14 @@ Exit status: 0 all passed, 1 any failure, 77 torch is not importable.
 """
 
 import json
+import os
 import subprocess
 import sys
 
-try:
-    import torch
-except Exception as exc:  # ImportError, or a broken install
-    print(f"cli_random: SKIP: cannot import torch ({exc})")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch = harness.require("cli_random", "torch")
 
 TIMEOUT_S = 60
 CLI = None  # set in main()
@@ -82,19 +82,8 @@ TESTS = [test_input_seed_is_torch_manual_seed, test_default_input_seed_is_42_not
 
 def main():
     global CLI
-    if len(sys.argv) != 2:
-        print("usage: cli_random_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    CLI = sys.argv[1]
-    failed = 0
-    for test in TESTS:
-        try:
-            test()
-        except (AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-            failed += 1
-            print(f"FAIL {test.__name__}: {exc}")
-    print(f"cli_random: {len(TESTS) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    CLI = harness.cli_argument("cli_random_test.py")
+    return harness.run_main("cli_random", TESTS, catch=(json.JSONDecodeError,))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 TIMEOUT_S = 20
 CLI = None  # set in main()
@@ -272,24 +274,8 @@ TESTS = [test_bench, test_help, test_trace_help, test_version, test_default_run,
 
 def main():
     global CLI
-    if len(sys.argv) != 2:
-        print("usage: cli_smoke_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    CLI = sys.argv[1]
-    passed = failed = 0
-    with tempfile.TemporaryDirectory(prefix="attnscope-smoke-") as tmp:
-        for test in TESTS:
-            try:
-                test(tmp)
-                passed += 1
-            except subprocess.TimeoutExpired as exc:
-                failed += 1
-                print(f"FAIL {test.__name__}: hung, no exit within {exc.timeout} s: {exc.cmd}")
-            except AssertionError as exc:
-                failed += 1
-                print(f"FAIL {test.__name__}: {exc}")
-    print(f"cli_smoke: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    CLI = harness.cli_argument("cli_smoke_test.py")
+    return harness.run_main("cli_smoke", TESTS, tmp_prefix="attnscope-smoke-")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_oracle  # noqa: E402  (exits 77 itself when torch cannot be imported)
+import harness  # noqa: E402
+
+harness.require("cli_text", "torch")
+import torch_oracle  # noqa: E402
 from torch_oracle import torch, nn  # noqa: E402
 
 TIMEOUT_S = 60
@@ -115,19 +118,8 @@ TESTS = [test_book_sentence_causal_with_positions, test_no_positions_and_a_tail_
 
 def main():
     global CLI
-    if len(sys.argv) != 2:
-        print("usage: cli_text_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    CLI = sys.argv[1]
-    failed = 0
-    for test in TESTS:
-        try:
-            test()
-        except (AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as exc:
-            failed += 1
-            print(f"FAIL {test.__name__}: {exc}")
-    print(f"cli_text: {len(TESTS) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    CLI = harness.cli_argument("cli_text_test.py")
+    return harness.run_main("cli_text", TESTS, catch=(json.JSONDecodeError, KeyError))
 
 
 if __name__ == "__main__":

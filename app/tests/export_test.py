@@ -35,9 +35,12 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
 
 try:
     import numpy as np
@@ -46,7 +49,6 @@ except Exception:  # ImportError, or a broken install
 
 TIMEOUT_S = 60
 CLI = None  # set in main()
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 VARIANTS = ["simple", "self_attention_v1", "self_attention_v2", "causal",
             "multihead_wrapper", "multihead"]
@@ -695,28 +697,9 @@ TESTS = [test_npy_equals_trace_json, test_svg_has_cells_and_token_labels, test_s
 
 def main():
     global CLI
-    if len(sys.argv) != 2:
-        print("usage: export_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    CLI = os.path.abspath(sys.argv[1])
-    passed = failed = 0
-    with tempfile.TemporaryDirectory(prefix="attnscope-export-") as tmp:
-        for test in TESTS:
-            try:
-                test(tmp)
-                passed += 1
-            except subprocess.TimeoutExpired as exc:
-                failed += 1
-                print(f"FAIL {test.__name__}: hung, no exit within {exc.timeout} s: {exc.cmd}")
-            except AssertionError as exc:
-                failed += 1
-                print(f"FAIL {test.__name__}: {exc}")
-    for s in SKIPPED:
-        print(f"SKIP {s}")
-    print(f"export: {passed} passed, {failed} failed, {len(SKIPPED)} parts skipped")
-    if failed:
-        return 1
-    return 77 if np is None else 0
+    CLI = os.path.abspath(harness.cli_argument("export_test.py"))
+    return harness.run_main("export", TESTS, tmp_prefix="attnscope-export-",
+                            skipped_parts=SKIPPED, missing=np is None)
 
 
 if __name__ == "__main__":
