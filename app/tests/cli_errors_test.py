@@ -10,12 +10,16 @@ substring the message must contain, so that the message stays helpful.
 A crash, a hang (20 s) or any other exit code is a failure.
 """
 
+import functools
 import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 TIMEOUT_S = 20
 
@@ -220,28 +224,28 @@ def check(cli, name, argv, stdin, expect, env=None):
     return "; ".join(problems) or None
 
 
+def expect_clean_error(cli, name, argv, stdin, expect, env=None):
+    """One case as a test: raises AssertionError with the problem, the command
+    and the start of its config file."""
+    problem = check(cli, name, argv, stdin, expect, env)
+    if problem is None:
+        return
+    message = (f"{problem}\n  command: {shlex.join([cli] + argv)}"
+               + (f" < {stdin!r}" if stdin is not None else ""))
+    if len(argv) >= 3 and argv[1] == "--config" and os.path.isfile(argv[2]):
+        with open(argv[2], encoding="utf-8") as f:
+            text = f.read()
+        message += f"\n  config: {text[:200]!r}" + (" ..." if len(text) > 200 else "")
+    raise AssertionError(message)
+
+
 def main():
-    if len(sys.argv) != 2:
-        print("usage: cli_errors_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    cli = sys.argv[1]
-    passed = failed = 0
+    cli = harness.cli_argument("cli_errors_test.py")
     with tempfile.TemporaryDirectory(prefix="attnscope-errors-") as tmp:
-        for name, argv, stdin, expect, *env in build_cases(tmp):
-            problem = check(cli, name, argv, stdin, expect, *env)
-            if problem is None:
-                passed += 1
-                continue
-            failed += 1
-            print(f"FAIL {name}\n  command: {shlex.join([cli] + argv)}"
-                  + (f" < {stdin!r}" if stdin is not None else ""))
-            if len(argv) >= 3 and argv[1] == "--config" and os.path.isfile(argv[2]):
-                with open(argv[2], encoding="utf-8") as f:
-                    text = f.read()
-                print(f"  config: {text[:200]!r}" + (" ..." if len(text) > 200 else ""))
-            print(f"  problem: {problem}")
-    print(f"cli_errors: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+        tests = [(case[0], functools.partial(expect_clean_error, cli, *case))
+                 for case in build_cases(tmp)]
+        passed, failed = harness.run_tests(tests)
+    return harness.summary("cli_errors", passed, failed)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Exit status: 0 passed, 1 any failure, 77 torch is not importable (skipped).
 """
 
 import contextlib
+import functools
 import io
 import json
 import math
@@ -26,12 +27,10 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-except Exception as exc:  # ImportError, or a broken install
-    print(f"pytorch_code_test: SKIP: cannot import torch ({exc}); "
-          "install Debian's python3-torch and run with /usr/bin/python3")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch = harness.require("pytorch_code_test", "torch")
 
 # The engine and PyTorch sum in different orders (torch_oracle.py: a few ulps
 # of the matrix's magnitude); the script prints 6 decimals (sci mode: 7
@@ -165,59 +164,61 @@ def run_script(path):
     return out.getvalue()
 
 
+def script_problem(cli, folder, i, args):
+    """Runs `code` and `trace` for args and the script in this process;
+    returns a problem, or None."""
+    script = cli_run(cli, "code", *args)
+    shape, want = output_stage(json.loads(cli_run(cli, "trace", *args)))
+    path = os.path.join(folder, f"run{i}.py")
+    with open(path, "w") as f:
+        f.write(script)
+    last = script.rstrip("\n").splitlines()[-1]
+    if not last.startswith("print("):
+        return f"the last line is {last!r}, not the print of the output"
+    if "--random" in args and not ("torch.manual_seed(11)" in script and
+                                   "torch.rand(7, 5)" in script):
+        return "--random inputs are not drawn with torch.manual_seed + torch.rand"
+    if "--text" in args and not ("torch.nn.Embedding(50257, 6)" in script and
+                                 "torch.nn.Embedding(10, 6)" in script):
+        return "--text inputs are not made by chapter 2's nn.Embedding layers"
+    return compare(parse_printed_tensor(run_script(path)), shape, want)
+
+
+def check_script(cli, folder, i, args):
+    try:
+        problem = script_problem(cli, folder, i, args)
+    except Exception as exc:  # a CLI error, or the script raised
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem:
+        raise AssertionError(f"{problem}\n  attnscope-cli code {' '.join(args)}")
+
+
+def check_standalone(cli, folder, args):
+    """As a learner runs it: its own interpreter, nothing imported before."""
+    path = os.path.join(folder, "standalone.py")
+    with open(path, "w") as f:
+        f.write(cli_run(cli, "code", *args))
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
+                          timeout=120)
+    shape, want = output_stage(json.loads(cli_run(cli, "trace", *args)))
+    problem = (f"exited {proc.returncode}: {proc.stderr.strip()}" if proc.returncode
+               else compare(parse_printed_tensor(proc.stdout), shape, want))
+    if problem:
+        raise AssertionError(problem)
+
+
 def main():
-    if len(sys.argv) != 2:
-        print("usage: pytorch_code_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    cli = sys.argv[1]
+    cli = harness.cli_argument("pytorch_code_test.py")
     torch.set_num_threads(1)
-    failed = 0
     with tempfile.TemporaryDirectory() as folder:
         all_cases = cases(folder)
-        for i, (name, args) in enumerate(all_cases):
-            try:
-                script = cli_run(cli, "code", *args)
-                shape, want = output_stage(json.loads(cli_run(cli, "trace", *args)))
-                path = os.path.join(folder, f"run{i}.py")
-                with open(path, "w") as f:
-                    f.write(script)
-                last = script.rstrip("\n").splitlines()[-1]
-                problem = None
-                if not last.startswith("print("):
-                    problem = f"the last line is {last!r}, not the print of the output"
-                elif "--random" in args and not ("torch.manual_seed(11)" in script and
-                                                 "torch.rand(7, 5)" in script):
-                    problem = "--random inputs are not drawn with torch.manual_seed + torch.rand"
-                elif "--text" in args and not ("torch.nn.Embedding(50257, 6)" in script and
-                                               "torch.nn.Embedding(10, 6)" in script):
-                    problem = "--text inputs are not made by chapter 2's nn.Embedding layers"
-                else:
-                    problem = compare(parse_printed_tensor(run_script(path)), shape, want)
-            except Exception as exc:  # a CLI error, or the script raised
-                problem = f"{type(exc).__name__}: {exc}"
-            if problem:
-                failed += 1
-                print(f"FAIL {name}: {problem}\n  attnscope-cli code {' '.join(args)}")
-            else:
-                print(f"ok   {name}")
-
-        # As a learner runs it: its own interpreter, nothing imported before.
-        args = all_cases[8][1]
-        path = os.path.join(folder, "standalone.py")
-        with open(path, "w") as f:
-            f.write(cli_run(cli, "code", *args))
-        proc = subprocess.run([sys.executable, path], capture_output=True, text=True,
-                              timeout=120)
-        shape, want = output_stage(json.loads(cli_run(cli, "trace", *args)))
-        problem = (f"exited {proc.returncode}: {proc.stderr.strip()}" if proc.returncode
-                   else compare(parse_printed_tensor(proc.stdout), shape, want))
-        if problem:
-            failed += 1
-            print(f"FAIL python3 script.py ({all_cases[8][0]}): {problem}")
-        else:
-            print(f"ok   python3 script.py ({all_cases[8][0]})")
-    print(f"pytorch_code: {len(all_cases) + 1 - failed} passed, {failed} failed")
-    return 1 if failed else 0
+        tests = [(name, functools.partial(check_script, cli, folder, i, args))
+                 for i, (name, args) in enumerate(all_cases)]
+        name, args = all_cases[8]
+        tests.append((f"python3 script.py ({name})",
+                      functools.partial(check_standalone, cli, folder, args)))
+        passed, failed = harness.run_tests(tests, show_passes=True)
+    return harness.summary("pytorch_code", passed, failed)
 
 
 if __name__ == "__main__":

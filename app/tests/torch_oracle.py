@@ -21,6 +21,7 @@ Exit status: 0 all passed, 1 any failure, 77 torch is not importable (CTest
 treats 77 as "skipped").
 """
 
+import functools
 import json
 import math
 import os
@@ -29,13 +30,11 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.nn as nn
-except Exception as exc:  # ImportError, or a broken install
-    print(f"torch_oracle: SKIP: cannot import torch ({exc}); "
-          "install Debian's python3-torch and run with /usr/bin/python3")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch = harness.require("torch_oracle", "torch")
+nn = torch.nn
 
 # The random configs are reproducible: this seed picks every shape, value and
 # torch seed.  Change it (or pass ORACLE_SEED=...) to explore other configs.
@@ -608,10 +607,7 @@ def fixed_configs():
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: torch_oracle.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    cli = sys.argv[1]
+    cli = harness.cli_argument("torch_oracle.py")
     torch.set_num_threads(1)
     print(f"torch_oracle: torch {torch.__version__}, python random seed {PY_SEED} "
           f"(set ORACLE_SEED to change)")
@@ -630,26 +626,28 @@ def main():
     if only:
         cases = [c for c in cases if c[0] == only]
 
-    passed = failed = 0
-    for name, cfg, x, tokens, rows, overflow in cases:
+    failed_names = []  # the first three failures show their whole config
+
+    def check_case(name, cfg, x, tokens, rows, overflow):
         problems = check_config(cli, cfg, torch.tensor(x, dtype=torch.float32), tokens, rows,
                                 overflow)
-        if problems:
-            failed += 1
-            shown = {k: v for k, v in cfg.items() if k not in ("embeddings", "tokens")}
-            print(f"FAIL {name} (python seed {PY_SEED}; rerun with ORACLE_CASE=\"{name}\"): "
-                  f"{json.dumps(shown)} T={len(x)} d_in={len(x[0])}")
-            if failed <= 3 or only:  # the whole file, embeddings included
-                print(f"  config: {json.dumps(cfg)}")
-            for p in problems[:8]:
-                print(f"  - {p}")
-            if len(problems) > 8:
-                print(f"  ... and {len(problems) - 8} more")
-        else:
-            passed += 1
+        if not problems:
+            return
+        failed_names.append(name)
+        shown = {k: v for k, v in cfg.items() if k not in ("embeddings", "tokens")}
+        lines = [f"python seed {PY_SEED}, rerun with ORACLE_CASE=\"{name}\": "
+                 f"{json.dumps(shown)} T={len(x)} d_in={len(x[0])}"]
+        if len(failed_names) <= 3 or only:  # the whole file, embeddings included
+            lines.append(f"  config: {json.dumps(cfg)}")
+        lines += [f"  - {p}" for p in problems[:8]]
+        if len(problems) > 8:
+            lines.append(f"  ... and {len(problems) - 8} more")
+        raise AssertionError("\n".join(lines))
+
+    tests = [(case[0], functools.partial(check_case, *case)) for case in cases]
+    passed, failed = harness.run_tests(tests)
     print(f"worst computed-stage error: {WORST['ratio']:.3f} of the tolerance")
-    print(f"oracle: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return harness.summary("oracle", passed, failed)
 
 
 if __name__ == "__main__":
