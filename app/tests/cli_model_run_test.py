@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
 TIMEOUT_S = 60
 V, D, H, L, P = 50257, 8, 2, 2, 16  # vocabulary, width, heads, layers, positions
 
@@ -287,7 +290,7 @@ def check_list(cli, model, tmp, failures):
 
 
 def main():
-    cli = sys.argv[1]
+    cli = harness.cli_argument("cli_model_run_test.py")
     failures = []
     tensors = tiny_gpt2(random.Random(5))
     with tempfile.TemporaryDirectory() as tmp:
@@ -298,10 +301,7 @@ def main():
             check_patterns(cli, model, doc, failures)
         check_bad_models(cli, tensors, tmp, failures)
         check_list(cli, model, tmp, failures)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"cli_model_run: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return harness.report_failures("cli_model_run", failures)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
 TIMEOUT_S = 20
 
 
@@ -45,7 +48,7 @@ def expect_error(cli, path, needle, failures):
 
 
 def main():
-    cli = sys.argv[1]
+    cli = harness.cli_argument("cli_model_test.py")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         # One file.
@@ -115,10 +118,7 @@ def main():
             json.dump({}, f)
         expect_error(cli, empty, "no model.safetensors", failures)
 
-    for f in failures:
-        print("FAIL:", f)
-    print(f"cli_model: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return harness.report_failures("cli_model", failures)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import tempfile
 from xml.etree import ElementTree
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from cli_model_run_test import tiny_gpt2, write_model  # noqa: E402
 
 TIMEOUT_S = 60
@@ -215,7 +216,7 @@ def check_folder_name(cli, model, failures):
 
 
 def main():
-    cli = sys.argv[1]
+    cli = harness.cli_argument("cli_token_text_test.py")
     failures = []
     table = token_bytes_table()
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,10 +225,7 @@ def main():
         check_trace(cli, model, table, failures)
         check_export(cli, model, table, tmp, failures)
         check_folder_name(cli, model, failures)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"cli_token_text: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return harness.report_failures("cli_token_text", failures)
 
 
 if __name__ == "__main__":

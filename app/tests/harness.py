@@ -114,3 +114,12 @@ def run_main(name, tests, *, tmp_prefix=None, catch=(), show_passes=False,
             passed, failed = run_tests(tests, tmp, catch=catch, show_passes=show_passes)
     return summary(name, passed, failed, skipped_parts=skipped_parts, missing=missing)
 
+
+def report_failures(name, failures):
+    """For scripts that collect failure messages in a list instead of running
+    tests: prints "FAIL: ..." for each, then "<name>: N failure(s)"; returns
+    the exit status, 1 when there is any."""
+    for failure in failures:
+        print("FAIL:", failure)
+    print(f"{name}: {len(failures)} failure(s)")
+    return EXIT_FAILED if failures else EXIT_PASSED

@@ -40,14 +40,10 @@ import sys
 import tempfile
 import time
 
-try:
-    import torch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import model_fixtures as mf
-except Exception as exc:  # ImportError, or a broken install
-    print(f"model_oracle: SKIP: cannot import torch/numpy ({exc}); "
-          "install Debian's python3-torch and run with /usr/bin/python3")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+torch, mf = harness.require("model_oracle", "torch", "model_fixtures", what="torch/numpy")
 
 torch.set_num_threads(1)
 
@@ -497,10 +493,7 @@ def check_real_gpt2(cli):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: model_oracle_test.py path/to/attnscope-cli", file=sys.stderr)
-        return 2
-    cli = sys.argv[1]
+    cli = harness.cli_argument("model_oracle_test.py")
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         fixtures = [mf.write_fixture(tmp, name) for name in mf.ALL_VARIANTS]
