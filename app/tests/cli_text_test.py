@@ -26,9 +26,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-harness.require("cli_text", "torch")
+torch = harness.require("cli_text", "torch")
+nn = torch.nn
 import torch_oracle  # noqa: E402
-from torch_oracle import torch, nn  # noqa: E402
 
 TIMEOUT_S = 60
 CLI = None  # set in main()

@@ -432,7 +432,7 @@ def test_explicit_weights_match_pytorch(tmp):
     """load_state_dict after construction == --weights with the same seed (dropout too)."""
     try:
         import torch
-        sys.path.insert(0, HERE)
+        import book_classes as book
         import torch_oracle as oracle
     except Exception as exc:
         SKIPPED.append(f"test_explicit_weights_match_pytorch: cannot import torch ({exc})")
@@ -440,12 +440,12 @@ def test_explicit_weights_match_pytorch(tmp):
     torch.set_num_threads(1)
     x = torch.tensor(oracle.BOOK_INPUTS)
     T = x.shape[0]
-    cases = [("causal", lambda: oracle.CausalAttention(3, 4, T, 0.5, qkv_bias=True), "context"),
+    cases = [("causal", lambda: book.CausalAttention(3, 4, T, 0.5, qkv_bias=True), "context"),
              ("multihead_wrapper",
-              lambda: oracle.MultiHeadAttentionWrapper(3, 4, T, 0.5, 2, qkv_bias=True), "output"),
-             ("multihead", lambda: oracle.MultiHeadAttention(3, 4, T, 0.5, 2, qkv_bias=True),
+              lambda: book.MultiHeadAttentionWrapper(3, 4, T, 0.5, 2, qkv_bias=True), "output"),
+             ("multihead", lambda: book.MultiHeadAttention(3, 4, T, 0.5, 2, qkv_bias=True),
               "output"),
-             ("self_attention_v1", lambda: oracle.SelfAttention_v1(3, 4), "context")]
+             ("self_attention_v1", lambda: book.SelfAttention_v1(3, 4), "context")]
     for variant, make, last in cases:
         torch.manual_seed(999)
         donor = make()  # the weights a notebook trained or loaded

@@ -43,7 +43,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_oracle import MultiHeadAttention as BookMultiHeadAttention  # noqa: E402
+from book_classes import MultiHeadAttention as BookMultiHeadAttention  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # 1. Configs
@@ -336,7 +336,7 @@ def hf_generate(w, cfg, ids, new_tokens):
 
 
 class MultiHeadAttention(BookMultiHeadAttention):
-    """The book's class (torch_oracle.py's copy), keeping its last attention
+    """The book's class (book_classes.py), keeping its last attention
     weights: a hook on its dropout, which eval() makes the identity."""
 
     def __init__(self, *args, **kwargs):
