@@ -10,7 +10,8 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
-(computing only the output, under torch.no_grad()), one after the other in
+(app/tests/book_classes.py, the class torch_oracle.py checks against;
+computing only the output, under torch.no_grad()), one after the other in
 this process's run, and prints both medians and their ratio. Nothing here
 asserts a time: CI runs it with --quick only as a smoke test.
 
@@ -38,6 +39,7 @@ OMP_NUM_THREADS=1, and PyTorch (its faster of --model-threads), all under
 the same load, and prints default / one thread and default / PyTorch.
 """
 import argparse
+import importlib
 import json
 import os
 import re
@@ -56,37 +58,12 @@ FULL = [(1024, 768, 12), (256, 768, 12), (64, 768, 12), (6, 768, 12)]
 QUICK = [(64, 64, 4), (6, 16, 2)]
 
 
-def torch_module_class(torch):
-    nn = torch.nn
-
-    class MultiHeadAttention(nn.Module):  # the book's class, chapter 3
-        def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-            super().__init__()
-            assert d_out % num_heads == 0
-            self.d_out = d_out
-            self.num_heads = num_heads
-            self.head_dim = d_out // num_heads
-            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.out_proj = nn.Linear(d_out, d_out)
-            self.dropout = nn.Dropout(dropout)
-            self.register_buffer(
-                "mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-        def forward(self, x):
-            b, num_tokens, _ = x.shape
-            keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-            queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-            values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-            attn_scores = queries @ keys.transpose(2, 3)
-            attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-            attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
-            attn_weights = self.dropout(attn_weights)
-            context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)
-            return self.out_proj(context)
-
-    return MultiHeadAttention
+def app_tests_module(name):
+    """Imports app/tests/<name>.py: book_classes (the book's chapter-3 classes,
+    the copy torch_oracle.py checks the engine against) or model_fixtures.
+    Both import torch: call this only once PyTorch is known to import."""
+    sys.path.insert(0, os.path.join(HERE, "..", "app", "tests"))
+    return importlib.import_module(name)
 
 
 def time_torch(torch, cls, tokens, d, heads, repeat):
@@ -124,7 +101,8 @@ def torch_worker(argv):
     import torch
     tokens, d, heads, repeat, threads = map(int, argv)
     torch.set_num_threads(threads)
-    print(time_torch(torch, torch_module_class(torch), tokens, d, heads, repeat))
+    book = app_tests_module("book_classes")
+    print(time_torch(torch, book.MultiHeadAttention, tokens, d, heads, repeat))
     return 0
 
 
@@ -148,9 +126,7 @@ QUICK_MODEL_TOKENS = [16, 64]
 
 
 def fixtures_module():
-    sys.path.insert(0, os.path.join(HERE, "..", "app", "tests"))
-    import model_fixtures
-    return model_fixtures
+    return app_tests_module("model_fixtures")
 
 
 def model_flops(cfg, tokens):
