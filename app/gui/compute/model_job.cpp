@@ -1,0 +1,117 @@
+// model_job.cpp: a model run, one block's trace, and the overview of every head.
+#include "compute/model_job.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "attnscope/analysis/thumbnail.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/model_trace.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+namespace id = core::stage_id;
+
+// At most this many tokens are appended to the run on screen; a longer
+// extension (a paste) runs the forward once instead.
+constexpr std::size_t kMostAppended = 16;
+
+// The run for job.ids: `kept` extended or reused when it can be, else new
+// (the old one freed first: two runs of a 1024-token text never coexist).
+std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept,
+                                        bool& appended) {
+  appended = false;
+  if (const auto& base = kept; base && &base->model() == job.model.get()) {
+    const std::vector<int>& had = base->ids();
+    if (had == job.ids) return base;
+    if (had.size() < job.ids.size() && job.ids.size() - had.size() <= kMostAppended &&
+        std::equal(had.begin(), had.end(), job.ids.begin())) {
+      for (std::size_t k = had.size(); k < job.ids.size(); ++k) base->append(job.ids[k]);
+      appended = true;
+      return base;
+    }
+  }
+  kept.reset();
+  kept = std::make_shared<core::ModelRun>(job.model, job.ids,
+                                          core::ModelRun::Options{kAppRunCacheBytes});
+  return kept;
+}
+
+std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job) {
+  auto o = std::make_shared<ModelOverview>();
+  o->layers = run.num_layers();
+  o->heads = run.num_heads();
+  o->tokens = run.num_tokens();
+  const auto n = static_cast<std::size_t>(o->layers * o->heads);
+  o->thumbs.resize(n);
+  o->patterns.resize(n);
+  // Last layer first: the forward made those maps last, so they are the
+  // ones its cache still holds. A layer's maps are scored on every thread.
+  std::vector<std::shared_ptr<const core::RowMatrix>> maps(static_cast<std::size_t>(o->heads));
+  for (int l = o->layers - 1; l >= 0; --l) {
+    for (int h = 0; h < o->heads; ++h) {
+      maps[static_cast<std::size_t>(h)] = run.stage({l, h, id::weights});
+      if (!maps[static_cast<std::size_t>(h)])
+        throw std::logic_error("the run has no weights for a head");
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < o->heads; ++h) {
+      const core::RowMatrix& w = *maps[static_cast<std::size_t>(h)];
+      const auto at = static_cast<std::size_t>(l * o->heads + h);
+      o->thumbs[at] = core::Stage(id::weights, h, core::downsample_max(w, kThumbnailCells), l);
+      o->patterns[at] = core::pattern_scores(w);
+    }
+  }
+  o->induction = job.induction
+                     ? job.induction
+                     : std::make_shared<const std::vector<double>>(
+                           core::model_patterns(run, job.model, kInductionTokens, 0).induction);
+  o->next_at =
+      job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
+  o->next = run.next_tokens_at(o->next_at, 10);
+  o->next_last = o->next_at == run.num_tokens() - 1 ? o->next : run.next_tokens(10);
+  return o;
+}
+
+}  // namespace
+
+std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head) {
+  const core::Gpt2Config& c = run.model().config();
+  layer = std::clamp(layer, 0, c.n_layer - 1);
+  head = std::clamp(head, 0, c.n_head - 1);
+  const bool every_head = run.num_tokens() <= kEveryHeadUpTo;
+  std::vector<core::StageKey> keys{core::block_input_key(layer), {layer, -1, id::ln_1}};
+  for (int h = 0; h < c.n_head; ++h) {
+    if (every_head || h == head) {
+      for (std::string_view s : {id::queries, id::keys, id::values, id::scores, id::mask,
+                                 id::masked_scores, id::scaled_scores, id::weights, id::context})
+        keys.push_back({layer, h, s});
+    } else {
+      keys.push_back({layer, h, id::weights});
+    }
+  }
+  for (std::string_view s : {id::concat, id::output, id::attn_output})
+    keys.push_back({layer, -1, s});
+  auto t = std::make_shared<core::Trace>(core::model_trace(run, keys));
+  t->layer = layer;
+  t->config.variant = core::Variant::Multihead;
+  t->config.num_heads = c.n_head;
+  t->config.d_out = c.n_embd;
+  t->config.dropout = 0.0;
+  t->config.qkv_bias = true;
+  t->config.training = false;  // a trained model runs in eval mode: no dropout
+  return t;
+}
+
+ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run) {
+  if (!job.model) throw std::invalid_argument("no model is loaded");
+  ModelResult r;
+  r.run = run_for(job, kept_run, r.appended);
+  r.trace = model_layer_trace(*r.run, job.layer, job.head);
+  r.overview = overview_of(*r.run, job);
+  return r;
+}
+
+}  // namespace attnscope::gui

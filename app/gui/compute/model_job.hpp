@@ -1,0 +1,82 @@
+// model_job.hpp: what the worker computes for a real model (GPT-2 or the
+// book's GPTModel): the run of the typed text, one block's stages as a Trace
+// for the stepper and heatmaps, and the overview of every head the model
+// view draws (thumbnails, pattern scores, next tokens).
+//
+// A job starts from the last job's run, which the worker keeps (the UI
+// holds only traces and overviews, so one run is alive at a time): when the
+// new ids extend its ids by a few tokens, those are appended
+// (ModelRun::append: one row per layer); when they are equal, the run is
+// reused (a change of layer, head or position); otherwise it is freed and
+// the forward runs again.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/base/trace.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
+
+namespace attnscope::gui {
+
+// Cells a side of a head's thumbnail (a T x T map is cut into this many
+// blocks each way, keeping each block's largest weight: core/thumbnail.hpp).
+inline constexpr int kThumbnailCells = 48;
+// Above this many tokens a block's trace keeps every stage of the focused
+// head only (and the weights of every head); below, every head's.
+inline constexpr int kEveryHeadUpTo = 256;
+// The ModelRun cache the app asks for: the maps of every head fit at T = 256
+// (144 x 256 KiB), and at T = 1024 the 1.5 GB budget holds with the model.
+inline constexpr std::size_t kAppRunCacheBytes = std::size_t{256} << 20;
+// Tokens of the repeated random sequence the induction scores run on.
+inline constexpr int kInductionTokens = 50;
+
+struct ModelJob {
+  std::shared_ptr<const core::Gpt2Model> model;
+  std::vector<int> ids;  // the text's tokens (1..n_positions)
+  int layer = 0;         // the block whose stages the trace holds
+  int head = 0;          // the focused head (all its stages, at any T)
+  int next_at = -1;      // next tokens after this position (-1: the last)
+  // The model's induction scores when known (computed once per model, as
+  // `attnscope-cli model patterns` does: kInductionTokens ids, seed 0).
+  std::shared_ptr<const std::vector<double>> induction;
+};
+
+// Every head at a glance, for the model view.
+struct ModelOverview {
+  int layers = 0, heads = 0, tokens = 0;
+  // layer-major: thumbs[layer * heads + head], each min(T, kThumbnailCells)
+  // square, the largest weight of each block of the head's map; as stages
+  // ("weights", its layer and head) for the texture cache.
+  std::vector<core::Stage> thumbs;
+  std::vector<core::HeadPatternScores> patterns;         // on the text, same order
+  std::shared_ptr<const std::vector<double>> induction;  // same order
+  std::vector<core::NextToken> next;                     // the 10 most likely next tokens
+  int next_at = 0;                                       // ... after this position
+  std::vector<core::NextToken> next_last;                // ... after the last one (to append)
+};
+
+struct ModelResult {
+  std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run)
+  std::shared_ptr<core::Trace> trace;   // one block (Trace::layer)
+  std::shared_ptr<const ModelOverview> overview;
+  bool appended = false;  // the run was extended, not recomputed
+};
+
+// Runs `job` on `kept_run` (see the top of this file) and leaves its run
+// there. Throws std::invalid_argument for ids the model cannot take,
+// std::bad_alloc when memory runs out.
+ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run);
+
+// The block `layer` of `run` as a Trace the stepper reads: the block's input
+// (the embeddings, or the previous block's output), ln_1, per head Q, K, V,
+// scores, mask, masked, scaled, weights and context (every head up to
+// kEveryHeadUpTo tokens, else `head` only and every head's weights), then
+// concat, the output projection and the residual sum. Its config says
+// Multihead with the model's heads and width.
+std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,379 @@
+// app_state.cpp: the recompute point, selection upkeep.
+#include "state/app_state.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/attention/embedding.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/io/weights.hpp"
+#include "attnscope/text/tokenizer.hpp"
+#include "platform/fonts.hpp"
+
+namespace attnscope::gui {
+
+void rebuild_fonts(UiState& ui) {
+  const FontSet fonts = setup_fonts_and_style(effective_scale(ui.content_scale, ui.ui_scale));
+  ui.unicode = fonts.unicode;
+  ui.font_heading = fonts.heading;
+  ui.font_mono = fonts.mono;
+}
+
+namespace {
+
+// The embeddings' shape and bytes, hashed: tells whether the drawn inputs were edited.
+std::uint64_t embeddings_hash(const core::RowMatrix& m) {
+  const std::string_view bytes(reinterpret_cast<const char*>(m.data()),
+                               static_cast<std::size_t>(m.size()) * sizeof(float));
+  return std::hash<std::string_view>{}(bytes) ^
+         (static_cast<std::uint64_t>(m.rows()) << 32 | static_cast<std::uint64_t>(m.cols()));
+}
+
+}  // namespace
+
+void AppState::start_worker(std::function<void()> notify) {
+  worker = std::make_unique<ComputeWorker>(std::move(notify));
+}
+
+std::optional<ComputeJob> AppState::next_job() {
+  if (model.active()) {
+    error.clear();
+    if (!model.model) return std::nullopt;  // the Model panel says how to open one
+    if (!model.text_error.empty()) {
+      error = model.text_error;
+      return std::nullopt;
+    }
+    auto job = std::make_shared<ModelJob>();
+    job->model = model.model;
+    job->ids = model.ids();
+    job->layer = model.layer;
+    job->head = head;
+    job->next_at = model.next_at;
+    job->induction = model.induction;
+    ComputeJob j;
+    j.model = std::move(job);
+    j.version = requested_version;
+    return j;
+  }
+  error = core::validate(config, inputs);
+  if (error.empty() && explicit_parameters)
+    error = core::validate_parameters(*explicit_parameters, config,
+                                      static_cast<int>(inputs.embeddings.cols()));
+  if (!error.empty()) return std::nullopt;
+  return ComputeJob{config, inputs, explicit_parameters, requested_version, nullptr};
+}
+
+void AppState::recompute_if_dirty() {
+  if (dirty) {
+    dirty = false;
+    if (inputs_random && embeddings_hash(inputs.embeddings) != inputs_random_hash)
+      inputs_random = false;  // edited since they were drawn
+    if (inputs_text && embeddings_hash(inputs.embeddings) != inputs_text_hash)
+      inputs_text = false;  // edited since the text made them
+    ++requested_version;    // jobs in flight are stale from here on
+    if (incoming) {         // ... and so is a result still being prepared
+      incoming.reset();
+      textures.drop_prepared();
+    }
+    std::optional<ComputeJob> job = next_job();
+    if (!job) {
+      settled_version = requested_version;  // keep the last good trace on screen
+    } else if (worker) {
+      keep_only_the_view();
+      worker->post(std::move(*job));
+    } else {
+      settled_version = requested_version;
+      adopt(run_job(*job, sync_cache, sync_model_run));
+      return;
+    }
+  }
+  if (!worker) return;
+  // A finished job: adopted only when it answers the newest request; older
+  // ones (the inputs changed since) are dropped, never shown.
+  if (std::optional<ComputeResult> r = worker->take(); r && r->version == requested_version) {
+    if (r->trace && trace)
+      incoming = std::move(r);  // its heatmaps are prepared first, below
+    else
+      adopt(std::move(*r));  // an error, or the first trace (nothing to keep on screen)
+  }
+  if (incoming && textures.prepare(*incoming->trace, trace_version + 1, upload_budget_ms)) {
+    textures.commit_prepared(trace_version + 1);
+    adopt(std::move(*incoming));  // frees the previous trace and its textures
+    incoming.reset();
+    worker->release_when_idle();
+  }
+}
+
+void AppState::keep_only_the_view() {
+  // Two full traces (the one on screen and the one being built) would be
+  // 2 x ~320 MiB at T = 1024, d = 768, 12 heads. What stays on screen while
+  // the worker computes is the current step: keep the whole-layer stages
+  // (small), every stage of the focused and the pinned head (the matrices
+  // above and the inspector's breakdown), and the head grid's stage of every
+  // head. Other steps come back with the new trace. Only a trace nobody else
+  // holds (else nothing would be freed) and that run_job built (not const).
+  constexpr std::size_t kSlimAbove = 64u << 20;
+  const std::shared_ptr<core::Trace> own = own_trace.lock();
+  if (!own || own != trace || own.use_count() != 2 || trace_bytes(*own) <= kSlimAbove) return;
+  const int focused = stage_head();
+  const int pinned_head = pinned.valid() ? pinned.head : -1;
+  const std::string_view grid = per_head_stage(step, *trace);
+  // The same numbers stay: the same trace_version, the textures stay valid.
+  drop_stages(*own, [&](const core::Stage& s) {
+    return s.head < 0 || s.head == focused || s.head == pinned_head || s.id == grid;
+  });
+}
+
+void AppState::adopt(ComputeResult r) {
+  settled_version = r.version;
+  if (!r.trace) {
+    error = r.error;
+    return;
+  }
+  if (r.overview) {
+    model.overview = std::move(r.overview);
+    ++model.overview_version;
+    if (!model.induction) model.induction = model.overview->induction;
+  }
+  own_trace = r.trace;
+  trace = std::move(r.trace);  // the previous trace is freed here, not later
+  nonfinite = std::move(r.nonfinite);
+  ++trace_version;
+  fix_selection();
+}
+
+void AppState::finish_recompute() {
+  recompute_if_dirty();
+  if (!worker || !computing()) return;
+  worker->wait_idle();
+  recompute_if_dirty();
+  if (incoming) {  // no frames to spread the uploads over: show it now
+    textures.drop_prepared();
+    adopt(std::move(*incoming));
+    incoming.reset();
+  }
+}
+
+std::vector<Step> AppState::steps() const {
+  return trace ? steps_for(*trace) : steps_for(config.variant);
+}
+
+void AppState::step_by(int delta) {
+  const auto all = steps();
+  auto it = std::find(all.begin(), all.end(), step);
+  const long at = it == all.end() ? 0 : it - all.begin();
+  const long to = std::clamp(at + delta, 0L, static_cast<long>(all.size()) - 1);
+  step = all[static_cast<std::size_t>(to)];
+}
+
+int AppState::stage_head() const {
+  if (!trace) return -1;
+  return core::stage_head(*trace, head);
+}
+
+void AppState::fix_selection() {
+  const auto all = steps();
+  if (std::find(all.begin(), all.end(), step) == all.end()) {
+    // The latest step of the new pipeline that comes before the old one.
+    Step best = all.front();
+    for (Step s : all)
+      if (static_cast<int>(s) <= static_cast<int>(step)) best = s;
+    step = best;
+  }
+  if (!trace) return;
+  head = std::clamp(head, 0, std::max(0, trace->heads_shown() - 1));
+
+  if (pinned.valid()) {
+    const core::Stage* s = trace->find(pinned.stage, pinned.head);
+    if (!s) {  // e.g. the variant gained or lost heads
+      pinned.head = pinned.head < 0 ? core::stage_head(*trace, head) : -1;
+      s = trace->find(pinned.stage, pinned.head);
+    }
+    if (!s || pinned.row >= s->data().rows() || pinned.col >= s->data().cols()) pinned = CellRef{};
+  }
+}
+
+void AppState::draw_random_inputs(int tokens, int dims) {
+  inputs = core::random_inputs(tokens, dims, input_seed);
+  inputs_random = true;
+  inputs_text = false;
+  inputs_random_hash = embeddings_hash(inputs.embeddings);
+  mark_dirty();
+}
+
+void AppState::recognise_random_inputs() {
+  const auto T = inputs.embeddings.rows();
+  const auto D = inputs.embeddings.cols();
+  // The first value decides most cases without drawing them all (the draws are serial).
+  inputs_random =
+      T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
+      core::random_inputs(1, 1, input_seed).embeddings(0, 0) == inputs.embeddings(0, 0) &&
+      core::random_inputs(static_cast<int>(T), static_cast<int>(D), input_seed).embeddings ==
+          inputs.embeddings;
+  if (inputs_random) inputs_random_hash = embeddings_hash(inputs.embeddings);
+}
+
+bool AppState::embed_text() {
+  try {
+    const TextSource& t = text_source;
+    core::Inputs made =
+        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
+    text_tokens = core::Gpt2Tokenizer::builtin().encode(t.text);
+    inputs = std::move(made);
+  } catch (const core::ParseError& e) {
+    text_error = e.what();
+    return false;
+  } catch (const std::invalid_argument& e) {
+    text_error = e.what();
+    return false;
+  }
+  text_error.clear();
+  inputs_random = false;
+  inputs_text = true;
+  inputs_text_hash = embeddings_hash(inputs.embeddings);
+  mark_dirty();
+  return true;
+}
+
+void AppState::recognise_text_inputs() {
+  inputs_text = false;
+  try {
+    const TextSource& t = text_source;
+    const core::Inputs made =
+        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
+    inputs_text =
+        made.tokens == inputs.tokens && made.embeddings.rows() == inputs.embeddings.rows() &&
+        made.embeddings.cols() == inputs.embeddings.cols() && made.embeddings == inputs.embeddings;
+  } catch (const std::exception&) {
+    return;  // settings that cannot be embedded made nothing on screen
+  }
+  if (inputs_text) {
+    inputs_text_hash = embeddings_hash(inputs.embeddings);
+    text_tokens = core::Gpt2Tokenizer::builtin().encode(text_source.text);  // for the chips
+  }
+}
+
+bool AppState::load_preset(const std::string& name) {
+  auto p = core::find_preset(name);
+  if (!p) return false;
+  inputs = std::move(*p);
+  preset = name;
+  inputs_text = false;
+  mark_dirty();
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Real models
+
+void AppState::open_model(const std::string& path) {
+  model.path = path;
+  model.load_error.clear();
+  // A load the learner asked for: its failure is shown, never fallen back from.
+  model.restoring = false;
+  model.loader->start(path, model.config);
+}
+
+void AppState::open_dropped(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string ext = p.extension().string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec) || ext == ".safetensors" || ext == ".pth" ||
+      ext == ".json") {
+    set_source(Source::Model);  // the Model panel shows the load and any error
+    open_model(path);
+    return;
+  }
+  ui.session_warning = "Dropped " + path +
+                       ": attnscope opens what is dropped onto the window when it is a model "
+                       "(a Hugging Face folder, a .safetensors file or the book's .pth), a "
+                       "session (.json), embeddings (.csv, .npy, .json) or chapter-3 weights "
+                       "(.json, W_query.npy, a folder of them).";
+}
+
+void AppState::poll_model_loader(bool wait) {
+  if (wait) model.loader->wait();
+  std::optional<ModelLoader::Outcome> o = model.loader->take();
+  if (!o) return;
+  const bool restoring = std::exchange(model.restoring, false);
+  if (!o->model) {
+    model.load_error = o->error;  // the previous model and everything on screen stay
+    if (restoring) {
+      ui.session_warning = "The session's model could not be opened (" + o->error +
+                           "): showing the chapter-3 classes.";
+      set_source(Source::Chapter3);
+    }
+    return;
+  }
+  model.model = std::move(o->model);
+  model.model_path = o->path;
+  model.load_error.clear();
+  model.remember(o->path);
+  model.overview.reset();
+  model.induction.reset();
+  const core::Gpt2Config& c = model.model->config();
+  model.layer = std::clamp(model.layer, 0, c.n_layer - 1);
+  head = std::clamp(head, 0, c.n_head - 1);
+  model.query = -1;
+  model.next_at = -1;
+  model.heads_off.assign(static_cast<std::size_t>(c.n_head), false);
+  set_source(Source::Model);
+}
+
+void AppState::set_source(Source s) {
+  model.source = s;
+  if (s == Source::Chapter3) {  // the model stays loaded; its run goes with the next job
+    model.overview.reset();
+  } else {
+    model.encode_text();
+  }
+  pinned = CellRef{};
+  mark_dirty();
+}
+
+void AppState::model_text_changed() {
+  model.encode_text();
+  const int n = static_cast<int>(model.tokens.size());
+  if (model.query >= n) model.query = -1;
+  if (model.next_at >= n) model.next_at = -1;
+  mark_dirty();
+}
+
+void AppState::select_layer(int layer) {
+  if (!model.model) return;
+  model.layer = std::clamp(layer, 0, model.model->config().n_layer - 1);
+  mark_dirty();
+}
+
+void AppState::select_head(int h) {
+  const int heads = model.active() && model.model ? model.model->config().n_head
+                    : trace                       ? trace->heads_shown()
+                                                  : 1;
+  head = std::clamp(h, 0, std::max(heads - 1, 0));
+  // Above kEveryHeadUpTo tokens a block's trace holds the focused head's
+  // stages only: fetch the new head's.
+  if (showing_model() && !trace->find(core::stage_id::scores, head)) mark_dirty();
+}
+
+bool AppState::append_top_token() {
+  if (!model.overview || model.overview->next_last.empty() || !model.model) return false;
+  if (static_cast<int>(model.tokens.size()) >= model.max_tokens()) {
+    model.text_error = "The text fills the model's " + std::to_string(model.max_tokens()) +
+                       " positions; there is no room for another token.";
+    return false;
+  }
+  // The text box holds text, not bytes: a token that stops inside a
+  // character (or continues none) leaves U+FFFD there, as tiktoken's decode
+  // of the whole text would show it, instead of bytes that are not UTF-8
+  // (which the tokenizer refuses and the session cannot save).
+  const std::string& bytes = model.model->tokenizer().token_bytes(model.overview->next_last[0].id);
+  model.text = core::decode_utf8_replace(model.text + bytes);
+  model_text_changed();
+  return true;
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,271 @@
+// app_state.hpp: everything the app knows, owned by main and passed to every
+// panel. Widgets edit `inputs`/`config` and call mark_dirty(); the frame's one
+// recompute point, recompute_if_dirty(), validates and runs the engine. Panels
+// read `trace` and write only the selection and UI state.
+//
+// Sections: pinned cell / UI state / AppState. The stepper's steps: step.hpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attnscope/analysis/diagnose.hpp"
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/trace.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/text/tokenizer.hpp"
+#include "compute/compute_worker.hpp"
+#include "state/files_state.hpp"
+#include "figure/scale.hpp"
+#include "imgui.h"
+#include "state/model_state.hpp"
+#include "render/colormap.hpp"
+#include "render/texture.hpp"
+#include "state/step.hpp"
+#include "state/teach_state.hpp"
+
+namespace attnscope::gui {
+
+// Typed text as the inputs, the book's chapter-2 way: GPT-2's token ids of
+// `text`, then torch.manual_seed(seed); nn.Embedding(50257, d_in) (and
+// nn.Embedding(positions, d_in) right after it when positions > 0).
+struct TextSource {
+  std::string text = "Your journey starts with one step";
+  int d_in = 3;
+  std::uint64_t seed = 123;
+  int positions = 0;  // 0: no positional embedding
+};
+
+// ---------------------------------------------------------------------------
+// A cell the user clicked: its inspector breakdown stays on screen.
+
+struct CellRef {
+  std::string stage;  // trace stage id, e.g. "weights"
+  int head = -1;      // the stage's head (-1: whole layer)
+  int row = -1, col = -1;
+  bool valid() const { return !stage.empty() && row >= 0 && col >= 0; }
+  friend bool operator==(const CellRef&, const CellRef&) = default;
+};
+
+// Zoom and pan of one heatmap on screen.
+struct ViewState {
+  float zoom = 1.0f;  // 1 = fit the area; up to 64
+  ImVec2 pan{0, 0};   // px the image is scrolled by (>= 0)
+  int decimals = 0;   // places its cells showed in the last frame (0: no numbers)
+};
+
+// ---------------------------------------------------------------------------
+// UI state: what is shown and how, never what is computed.
+
+struct UiState {
+  Palette palette = Palette::Standard;
+  bool show_values = true;  // numbers in cells when they fit
+  // Each heatmap row coloured on its own scale (View menu, R): Auto does so
+  // for the token-by-token matrices from figure::kAutoRowScaleTokens tokens.
+  figure::RowScale row_scale = figure::RowScale::Auto;
+  int decimals = 4;                // places in cells (View > Decimals, 1..6); the book prints 4
+  float ui_scale = 1.0f;           // the user's factor on top of the monitor's
+  float content_scale = 1.0f;      // the monitor's (glfwGetWindowContentScale)
+  bool fonts_dirty = false;        // main rebuilds the font atlas before the next frame
+  bool unicode = true;             // the font has −, ∞, √, ᵀ, → (false: built-in font)
+  ImFont* font_heading = nullptr;  // larger, for titles (nullptr: default font)
+  ImFont* font_mono = nullptr;     // fixed width, for tables of numbers
+
+  bool show_about = false;
+  bool show_shortcuts = false;
+  // The first-run card that offers the walkthrough: shown until the learner
+  // starts the walkthrough or dismisses it (remembered in the session).
+  bool welcome_dismissed = false;
+  bool quit_requested = false;
+
+  std::string heads_refusal;      // why the last head count was refused ("" when none)
+  std::string typed_refusal;      // why a value typed into a slider was refused ("d_out ...")
+  std::string typing_slider;      // the slider whose Ctrl+click field holds typed text ("" none)
+  double typing_value = 0;        // ... and the value that text reads as
+  std::string session_warning;    // the last session's restore: a banner until dismissed
+  std::string autosave_warning;   // saving the session fails: a banner until it works again
+  std::string embedding_refusal;  // why the last typed embedding value was refused
+  // The value of the number being edited (an embedding or weight cell) when
+  // its edit began; one is active at a time (drag_finite_cell).
+  float edit_start = 0.0f;
+  std::map<std::string, ViewState> views;  // per heatmap slot
+
+  // Embedding editor's generator settings (its seed is AppState::input_seed).
+  int random_tokens = 6;
+  int random_dims = 3;
+
+  int window_width = 1600, window_height = 1000;  // remembered across sessions
+};
+
+// Rebuilds the font atlas and the style for the monitor's scale times the
+// user's factor, and records the fonts built in `ui`. The renderer's font
+// texture must be recreated afterwards.
+void rebuild_fonts(UiState& ui);
+
+// ---------------------------------------------------------------------------
+
+struct AppState {
+  // What to run: edited by the controls and the embedding editor.
+  core::Inputs inputs;
+  core::Config config;
+  std::string preset = "book";  // the preset "reset" returns to
+  // Random inputs: torch.manual_seed(input_seed); torch.rand(T, D). A seed of
+  // their own, apart from the weights' config.seed (core::kDefaultInputSeed
+  // explains why). The Embeddings panel edits it; sessions save it.
+  std::uint64_t input_seed = core::kDefaultInputSeed;
+  // True while the inputs are the draw of input_seed at their shape (the
+  // panel says so); an edit of any value clears it at the next recompute.
+  bool inputs_random = false;
+  std::uint64_t inputs_random_hash = 0;  // of the embeddings as drawn
+  // Weights to run with instead of the seeded ones (imported or edited);
+  // null: the module's seeded parameters. Must fit config + d_in
+  // (core::validate_parameters); recompute reports a mismatch in `error`.
+  std::shared_ptr<const core::Parameters> explicit_parameters;
+  // The typed-text settings the Embeddings panel edits (kept while unused).
+  TextSource text_source;
+  // True while the inputs are text_source's embeddings (the panel says so
+  // and follows every edit of the text); an edit of a value clears it at the
+  // next recompute, as for random inputs.
+  bool inputs_text = false;
+  std::uint64_t inputs_text_hash = 0;    // of the embeddings as made
+  std::string text_error;                // why text_source cannot be embedded ("" when it can)
+  std::vector<core::Token> text_tokens;  // text_source's tokens with byte spans, as last embedded
+
+  // A real model and its text, when the source is Source::Model (the
+  // Model panel; model_state.hpp). Then the trace is one block of its run.
+  ModelState model;
+
+  // Selection.
+  Step step = Step::Inputs;
+  int head = 0;  // focused head for head variants
+  CellRef pinned;
+
+  UiState ui;
+
+  // Derived, from the one recompute point.
+  std::shared_ptr<const core::Trace> trace;  // the last good trace
+  std::uint64_t trace_version = 0;           // bumps on every new trace
+  std::string error;                         // why inputs/config cannot run ("" when fine)
+  // The trace's first NaN/inf that the math does not expect (not the causal
+  // mask's -inf), explained; shown above the matrices (stage_panel.cpp).
+  std::optional<core::NonFiniteFinding> nonfinite;
+  bool dirty = true;
+
+  TextureCache textures;
+
+  // Files: export folder, dialogs, the last notice, imported weights' origin,
+  // the off-screen PNG renderer (export/files_state.hpp).
+  FilesState files;
+
+  // The Learn features: walkthrough position, open windows, compare's run A.
+  TeachState teach;
+
+  // The engine's thread (compute_worker.hpp). Null: recompute_if_dirty()
+  // runs the engine itself, on this thread (the tests, --screenshot).
+  std::unique_ptr<ComputeWorker> worker;
+  std::uint64_t requested_version = 0;  // the newest job posted (or refused as invalid)
+  std::uint64_t settled_version = 0;    // the newest job whose outcome is on screen
+
+  // Starts the engine's thread; `notify` runs on it when a result is ready.
+  void start_worker(std::function<void()> notify);
+  // True while the newest request is still being computed: the trace on
+  // screen is the previous one ("computing…").
+  bool computing() const { return settled_version < requested_version; }
+  // Shows a finished run: its trace replaces the one on screen, or its error is shown.
+  void adopt(ComputeResult result);
+  core::ParameterCache sync_cache;  // the parameters of the last run without a worker
+  std::shared_ptr<core::ModelRun> sync_model_run;  // the last model run without a worker
+  // The newest result, waiting until its heatmaps are coloured and uploaded
+  // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
+  std::optional<ComputeResult> incoming;
+  double upload_budget_ms = 6.0;
+  // A new trace or a heatmap's colours are still being prepared over frames,
+  // or an Export all renders its figures a frame at a time: main keeps
+  // drawing frames while this holds.
+  bool preparing() const {
+    return incoming.has_value() || textures.pending() || files.needs_frames();
+  }
+  // The last trace run_job built (not a const object): when it is the one
+  // on screen, keep_only_the_view() may drop its stages in place.
+  std::weak_ptr<core::Trace> own_trace;
+  // Before a job is posted: a big trace on screen keeps only the stages the
+  // current view reads (drop_stages), so that the old and the new trace are
+  // never both alive in full.
+  void keep_only_the_view();
+
+  // Call after editing inputs or config.
+  void mark_dirty() { dirty = true; }
+  // The frame's recompute point: when dirty, validates at once and runs the
+  // engine (posts a job to the worker, or runs it here without one); then
+  // adopts a finished result if it answers the newest request (older ones
+  // are dropped, never shown). On an invalid state keeps the last good trace
+  // and sets `error`.
+  void recompute_if_dirty();
+  // The job for the current state, or nullopt (and `error` says why, or is
+  // empty when there is simply nothing to run: a model source with no model).
+  std::optional<ComputeJob> next_job();
+  // Waits for the worker's newest job and adopts its result (tests,
+  // --screenshot, --cell); without a worker, the same as recompute_if_dirty().
+  void finish_recompute();
+
+  // The steps of the trace's variant (of the config before the first trace).
+  std::vector<Step> steps() const;
+  // Moves the selection by `delta` steps, clamped to the pipeline.
+  void step_by(int delta);
+  // Keeps step/head/pinned meaningful after the trace changed shape.
+  void fix_selection();
+  // The head per-head stages use: -1 for variants without heads.
+  int stage_head() const;
+
+  // Replaces the inputs with a built-in preset; false when unknown.
+  bool load_preset(const std::string& name);
+  // Replaces the inputs with torch.rand(tokens, dims) under input_seed
+  // (core::random_inputs; throws core::ParseError for a size out of range).
+  void draw_random_inputs(int tokens, int dims);
+  // Sets inputs_random when the inputs are exactly the draw of input_seed at
+  // their shape (a restored session, or inputs given some other way).
+  void recognise_random_inputs();
+  // Replaces the inputs with text_source's tokens and embeddings
+  // (core::chapter2_inputs). When the text cannot be embedded (no token, too
+  // many for `positions`, a size out of range) the inputs stay as they were,
+  // text_error says why, and false is returned.
+  bool embed_text();
+  // Sets inputs_text when the inputs are exactly text_source's embeddings
+  // (and then text_tokens, for the chips).
+  void recognise_text_inputs();
+
+  // Real models (model_state.hpp).
+  // Starts loading the checkpoint at `path` (with model.config when set) on
+  // the loader's thread; the previous model stays until the new one is in.
+  void open_model(const std::string& path);
+  // A model dropped onto the window (a folder, a .safetensors, .index.json
+  // or .pth file) is opened; anything else gets a banner that says what can
+  // be dropped (export/dropped.hpp opens sessions, embeddings and weights).
+  void open_dropped(const std::string& path);
+  // Takes a finished load: a model replaces the previous one and becomes
+  // the source; a failure keeps everything and sets model.load_error.
+  // Called once a frame; waits for the load first when `wait` (tests, --screenshot).
+  void poll_model_loader(bool wait = false);
+  // Switches the source; the matrices follow at the next recompute.
+  void set_source(Source s);
+  // The model's text changed: re-encode it and recompute.
+  void model_text_changed();
+  // Shows block `layer` (clamped to the model's); recomputes.
+  void select_layer(int layer);
+  // Focuses head `h` (clamped): a model's block trace holds the focused
+  // head's every stage, so a model recomputes its trace too.
+  void select_head(int h);
+  // Appends the most likely next token to the text (greedy), as the book's
+  // generate_text_simple does; false when there is none or no room.
+  bool append_top_token();
+  // True when the trace on screen is a model's block (not chapter 3).
+  bool showing_model() const { return trace && !trace->model.empty(); }
+};
+
+}  // namespace attnscope::gui

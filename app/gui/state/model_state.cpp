@@ -1,0 +1,181 @@
+// model_state.cpp: see model_state.hpp.
+#include "state/model_state.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "attnscope/io/io.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+struct SourceName {
+  Source source;
+  std::string_view id;
+};
+constexpr SourceName kSources[] = {{Source::Chapter3, "chapter3"}, {Source::Model, "model"}};
+
+struct ViewName {
+  ModelView view;
+  std::string_view id;
+};
+constexpr ViewName kViews[] = {
+    {ModelView::Model, "model"}, {ModelView::Head, "head"}, {ModelView::Tokens, "tokens"}};
+
+}  // namespace
+
+std::string_view source_id(Source s) {
+  for (const auto& n : kSources)
+    if (n.source == s) return n.id;
+  return "?";
+}
+
+std::optional<Source> parse_source(std::string_view id) {
+  for (const auto& n : kSources)
+    if (n.id == id) return n.source;
+  return std::nullopt;
+}
+
+std::string_view model_view_id(ModelView v) {
+  for (const auto& n : kViews)
+    if (n.view == v) return n.id;
+  return "?";
+}
+
+std::optional<ModelView> parse_model_view(std::string_view id) {
+  for (const auto& n : kViews)
+    if (n.id == id) return n.view;
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Loader
+
+ModelLoader::~ModelLoader() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void ModelLoader::start(const std::string& path, const std::string& config) {
+  if (thread_.joinable()) thread_.join();  // a cancelled load finishes first
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard lock(mutex_);
+    gen = ++generation_;
+    done_.reset();
+  }
+  loading_ = true;
+  path_ = path;
+  started_ = std::chrono::steady_clock::now();
+  progress_ = std::make_shared<core::LoadProgress>();
+  thread_ = std::thread([this, path, config, gen, progress = progress_] {
+    Outcome o;
+    o.path = path;
+    try {
+      o.model = core::Gpt2Model::load(
+          path, config.empty() ? std::nullopt : std::optional<std::filesystem::path>(config),
+          progress.get());
+    } catch (const std::bad_alloc&) {
+      o.error = "out of memory while loading " + path;
+    } catch (const std::exception& e) {
+      o.error = e.what();
+    }
+    std::lock_guard lock(mutex_);
+    if (gen == generation_) done_ = std::move(o);
+  });
+}
+
+void ModelLoader::cancel() {
+  if (progress_) progress_->cancel = true;  // the load stops before its next block
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  done_.reset();
+  loading_ = false;
+}
+
+double ModelLoader::seconds() const {
+  if (!loading_) return 0.0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+std::optional<ModelLoader::Outcome> ModelLoader::take() {
+  std::lock_guard lock(mutex_);
+  if (!done_) return std::nullopt;
+  std::optional<Outcome> o = std::move(done_);
+  done_.reset();
+  loading_ = false;
+  return o;
+}
+
+void ModelLoader::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+// ---------------------------------------------------------------------------
+// State
+
+void ModelState::remember(const std::string& p) {
+  std::erase(recent, p);
+  recent.insert(recent.begin(), p);
+  if (recent.size() > kRecent) recent.resize(kRecent);
+}
+
+void ModelState::encode_text() {
+  const core::Gpt2Tokenizer& tok = model ? model->tokenizer() : core::Gpt2Tokenizer::builtin();
+  try {
+    tokens = tok.encode(text);
+  } catch (const core::ParseError& e) {
+    tokens.clear();
+    text_error = e.what();
+    return;
+  }
+  if (tokens.empty())
+    text_error = "Type some text: the model needs at least one token.";
+  else if (static_cast<int>(tokens.size()) > max_tokens())
+    text_error = "The text is " + std::to_string(tokens.size()) + " tokens; the model reads " +
+                 std::to_string(max_tokens()) + " at most. Shorten it.";
+  else
+    text_error.clear();
+}
+
+std::vector<int> ModelState::ids() const {
+  std::vector<int> out;
+  out.reserve(tokens.size());
+  for (const core::Token& t : tokens) out.push_back(t.id);
+  return out;
+}
+
+int ModelState::max_tokens() const { return model ? model->config().n_positions : 1024; }
+
+double pattern_value(const ModelOverview& o, core::PatternKind kind, int index) {
+  const auto at = static_cast<std::size_t>(index);
+  const core::HeadPatternScores& s = o.patterns.at(at);
+  switch (kind) {
+    case core::PatternKind::PreviousToken:
+      return s.previous_token;
+    case core::PatternKind::FirstToken:
+      return s.first_token;
+    case core::PatternKind::Self:
+      return s.self;
+    case core::PatternKind::Entropy:
+      return s.entropy;
+    case core::PatternKind::EntropyNormalised:
+      return s.entropy_normalised;
+    case core::PatternKind::Induction:
+      return o.induction && at < o.induction->size() ? (*o.induction)[at] : 0.0;
+  }
+  return 0.0;
+}
+
+std::vector<int> heads_in_order(const ModelOverview& o, int layer, const PatternChoice& choice) {
+  std::vector<int> order(static_cast<std::size_t>(o.heads));
+  std::iota(order.begin(), order.end(), 0);
+  if (choice.kind && choice.sort)
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return pattern_value(o, *choice.kind, layer * o.heads + a) >
+             pattern_value(o, *choice.kind, layer * o.heads + b);
+    });
+  return order;
+}
+
+}  // namespace attnscope::gui

@@ -1,0 +1,158 @@
+// model_state.hpp: the app's real-model source: which checkpoint is open,
+// the text typed for it, what the model view shows, and the loader that
+// reads a checkpoint on its own thread (a 500 MB file never freezes a frame).
+//
+// The run itself is computed by the ComputeWorker like a chapter-3 trace
+// (model_job.hpp); AppState::recompute_if_dirty posts it while `active`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/head_patterns.hpp"
+#include "attnscope/text/tokenizer.hpp"
+#include "compute/model_job.hpp"
+
+namespace attnscope::gui {
+
+class NativeDialog;
+
+// Where the matrices on screen come from.
+enum class Source {
+  Chapter3,  // the book's classes on the embeddings panel's inputs (random, preset or typed text)
+  Model,     // a trained GPT-2 or chapter-5 GPTModel on typed text
+};
+std::string_view source_id(Source s);  // "chapter3", "model"
+std::optional<Source> parse_source(std::string_view id);
+
+// What the centre of the window shows for a model.
+enum class ModelView {
+  Model,   // every layer x head as a thumbnail
+  Head,    // one head's stepper (the chapter-3 stage panel on the block's trace)
+  Tokens,  // the head view: lines from a token to the tokens it attends to
+};
+std::string_view model_view_id(ModelView v);  // "model", "head", "tokens"
+std::optional<ModelView> parse_model_view(std::string_view id);
+
+// Reads a checkpoint on a thread of its own, reporting the blocks packed.
+// Cancel stops the load before its next block and forgets it: its result,
+// if it still comes, is dropped (the thread is joined before the next load
+// or on destruction).
+class ModelLoader {
+ public:
+  struct Outcome {
+    std::string path;
+    std::shared_ptr<const core::Gpt2Model> model;  // null on failure
+    std::string error;                             // the engine's message on failure
+  };
+  ModelLoader() = default;
+  ~ModelLoader();
+  ModelLoader(const ModelLoader&) = delete;
+  ModelLoader& operator=(const ModelLoader&) = delete;
+
+  // Starts loading `path` (Gpt2Model::load with `config` when not empty),
+  // cancelling a load in progress.
+  void start(const std::string& path, const std::string& config);
+  void cancel();
+  bool loading() const { return loading_; }
+  // Seconds since start() while loading.
+  double seconds() const;
+  // Blocks packed so far and in all (0 until the config is read).
+  int blocks_done() const { return progress_ ? progress_->blocks_done.load() : 0; }
+  int blocks() const { return progress_ ? progress_->blocks.load() : 0; }
+  // The outcome of the load started last, once, when it finished (and was not cancelled).
+  std::optional<Outcome> take();
+  // Blocks until the current load (if any) finished (tests, --screenshot).
+  void wait();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::thread thread_;
+  std::shared_ptr<core::LoadProgress> progress_;  // the load under way's
+  std::mutex mutex_;
+  std::optional<Outcome> done_;
+  std::uint64_t generation_ = 0;  // bumped by start and cancel; a stale outcome is dropped
+  bool loading_ = false;
+  std::string path_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// How the model view orders the heads of each layer and tints them.
+struct PatternChoice {
+  // The score that colours each thumbnail's frame and orders its row when
+  // `sort` (nullopt: heads in their own order, plain frames).
+  std::optional<core::PatternKind> kind;
+  bool sort = false;
+};
+
+struct ModelState {
+  Source source = Source::Chapter3;
+
+  // The checkpoint: the path field, an optional config file, recent paths.
+  std::string path;
+  std::string config;
+  std::vector<std::string> recent;  // most recent first, at most kRecent
+  static constexpr std::size_t kRecent = 8;
+  std::shared_ptr<const core::Gpt2Model> model;  // null until one loaded
+  std::string model_path;                        // the path `model` came from
+  std::string load_error;                        // the last failed load's message
+  std::unique_ptr<ModelLoader> loader = std::make_unique<ModelLoader>();  // movable state
+  std::vector<core::FoundModel> found;  // core::find_models(), refreshed on demand
+  bool found_scanned = false;
+  // Browse...: the desktop's file dialog while it is open (native_dialog.hpp).
+  std::shared_ptr<NativeDialog> browse;
+  // The load under way reopens a session's model: if it fails, the session
+  // falls back to the chapter-3 classes with a banner.
+  bool restoring = false;
+
+  // The text and its tokens (encoded on every edit, with the model's tokenizer).
+  std::string text = "The attention mechanism lets every token look back at the tokens before it.";
+  std::vector<core::Token> tokens;
+  std::string text_error;  // why the text cannot run ("" when it can)
+
+  // Selection (the head is AppState::head, the step AppState::step).
+  int layer = 0;
+  ModelView view = ModelView::Model;
+  int query = -1;               // the head view's token (-1: the last)
+  int next_at = -1;             // the next-token panel's position (-1: the last)
+  std::vector<bool> heads_off;  // the head view's heads switched off
+  PatternChoice pattern;
+  int hovered =
+      -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
+
+  // From the worker: the overview of the run on screen (the worker keeps
+  // the run itself, to extend it when the text grows).
+  std::shared_ptr<const ModelOverview> overview;
+  std::uint64_t overview_version = 0;  // bumps with every overview adopted
+  // The induction scores of `model` once computed (they do not depend on the text).
+  std::shared_ptr<const std::vector<double>> induction;
+
+  bool active() const { return source == Source::Model; }
+  // Adds `p` in front of `recent` (once).
+  void remember(const std::string& p);
+  // Re-encodes `text` with the model's tokenizer (GPT-2's own without a
+  // model); sets text_error for invalid UTF-8, an empty text, or more
+  // tokens than the model's n_positions.
+  void encode_text();
+  // The token ids of `tokens`.
+  std::vector<int> ids() const;
+  // The most tokens the model reads (1024 without a model).
+  int max_tokens() const;
+};
+
+// The score of one head for `kind`, from the overview (layer-major index).
+double pattern_value(const ModelOverview& o, core::PatternKind kind, int index);
+
+// The heads of `layer` in the order the model view shows them: 0..H-1, or
+// by the chosen score, highest first.
+std::vector<int> heads_in_order(const ModelOverview& o, int layer, const PatternChoice& choice);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,59 @@
+// step.hpp: the stepper's steps. A Step is a point of the attention
+// pipeline the stepper walks (not a raw trace stage id); it shows the trace
+// stages it produced large and the ones it read beside them.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "attnscope/base/config.hpp"
+#include "attnscope/base/trace.hpp"
+
+namespace attnscope::gui {
+
+// Steps: the stages of the stepper, in pipeline order. A step shows one or
+// more trace stages (Projections shows queries, keys and values).
+
+// In pipeline order (a variant's steps are a subsequence of it).
+enum class Step {
+  Inputs,       // X, the token embeddings (a model: the block's input, the residual stream)
+  LayerNorm,    // a model's ln_1: each row normalised before attention
+  Projections,  // Q, K, V = X . W_query, W_key, W_value
+  SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
+  Scores,       // omega = Q . K^T  (simple: X . X^T)
+  Mask,         // which keys are in a query's future
+  Masked,       // future scores set to -inf (the book masks before scaling)
+  Scaled,       // omega / sqrt(d_k) (causal: the masked scores / sqrt(d_k))
+  Softmax,      // attention weights, rows sum to 1
+  Dropout,      // nn.Dropout on the weights
+  Context,      // Z = weights . V
+  Concat,       // heads' contexts side by side
+  OutProj,      // multihead: output = concat . W_out + b_out
+  Residual,     // a model's block: x + output (the attention's part of the residual stream)
+};
+
+// The steps a variant has, in pipeline order.
+std::vector<Step> steps_for(core::Variant v);
+// The steps of a trace: its variant's, or a real model's block (Inputs,
+// LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual).
+std::vector<Step> steps_for(const core::Trace& trace);
+// The id used on the command line and in sessions, e.g. "scaled".
+std::string_view step_id(Step s);
+// The short name on the stage strip, e.g. "Q/K/V".
+std::string_view step_label(Step s);
+// Parses step_id() or a trace stage id ("scaled_scores", "weights", ...).
+std::optional<Step> parse_step(std::string_view id);
+
+// The matrices a step shows: what it produced, and what it read.
+struct StepMatrices {
+  std::vector<const core::Stage*> outputs;
+  std::vector<const core::Stage*> inputs;
+};
+StepMatrices step_matrices(Step step, const core::Trace& trace, int head);
+
+// The per-head stage the heads grid shows for a step ("weights"), or "" when
+// the step has no per-head matrix in this trace's variant (or model block).
+std::string_view per_head_stage(Step step, const core::Trace& trace);
+
+}  // namespace attnscope::gui

@@ -1,0 +1,36 @@
+// view_scale.cpp: token axes and colour scope of a stage on screen.
+#include "state/view_scale.hpp"
+
+#include "attnscope/base/stages.hpp"
+
+namespace attnscope::gui {
+
+bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
+  return !core::is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
+}
+
+bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
+  return core::is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
+}
+
+namespace {
+// The sequence's length: the trace's, or the inputs' while there is none.
+long tokens_now(const AppState& state) {
+  return state.trace ? state.trace->num_tokens() : static_cast<long>(state.inputs.tokens.size());
+}
+}  // namespace
+
+ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace,
+                         const core::Stage& stage) {
+  return figure::scale_scope(state.ui.row_scale, cols_are_tokens(stage, trace), trace.num_tokens());
+}
+
+bool rows_on_own_scale(const AppState& state) {
+  return figure::scale_scope(state.ui.row_scale, true, tokens_now(state)) == ScaleScope::Row;
+}
+
+void toggle_row_scale(AppState& state) {
+  state.ui.row_scale = figure::toggled(state.ui.row_scale, tokens_now(state));
+}
+
+}  // namespace attnscope::gui

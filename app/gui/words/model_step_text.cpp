@@ -1,0 +1,278 @@
+// model_step_text.cpp: what each step of a real model's block says: the
+// same ideas as the book's classes, with GPT-2's names (ln_1, c_attn,
+// c_proj) and the numbers of the trace on screen.
+#include <cmath>
+#include <string>
+
+#include "attnscope/analysis/inspect.hpp"
+#include "attnscope/base/stages.hpp"
+#include "attnscope/io/io.hpp"
+#include "attnscope/model/model_trace.hpp"
+#include "words/stage_info.hpp"
+
+namespace attnscope::gui {
+
+namespace {
+
+namespace id = core::stage_id;
+
+std::string sym(const core::Stage* s, std::string_view symbol) {
+  if (!s) return "?";
+  return std::string(symbol) + " (" + shape_text(s->data()) + ")";
+}
+
+// The factor the block's scores were divided by, read from the trace: the
+// masked score over the scaled one at the first visible cell where both are
+// clearly non-zero (0 when the trace cannot tell).
+double measured_scale(const core::Stage* masked, const core::Stage* scaled) {
+  if (!masked || !scaled) return 0.0;
+  const core::RowMatrix& m = masked->data();
+  const core::RowMatrix& s = scaled->data();
+  for (Eigen::Index i = 0; i < std::min(m.rows(), s.rows()); ++i)
+    for (Eigen::Index j = 0; j <= i && j < std::min(m.cols(), s.cols()); ++j)
+      if (std::isfinite(m(i, j)) && std::abs(s(i, j)) > 1e-3f)
+        return static_cast<double>(m(i, j)) / static_cast<double>(s(i, j));
+  return 0.0;
+}
+
+}  // namespace
+
+// stage-literals: off (the symbols the texts print, not stage ids)
+namespace {
+
+// What every step's text of a block is computed from: the trace, the block
+// and head shown, and the numbers several steps quote.
+struct BlockStepContext {
+  const core::Trace& t;
+  int h = -1;                          // the stage head shown (core::stage_head)
+  int l = 0;                           // the block (t.layer)
+  std::string H;                       // h as text
+  std::string T;                       // the number of tokens
+  int d = 0;                           // the residual stream's width (t.d_in)
+  int heads = 0;                       // the block's number of heads
+  int d_head = 0;                      // one head's width
+  std::string where;                   // " Block l, head h."
+  const core::Stage* input = nullptr;  // the block's input
+  std::string x_name;                  // the input's name in the residual step
+};
+
+BlockStepContext block_step_context(const core::Trace& t, int head) {
+  const int h = core::stage_head(t, head);
+  const int l = t.layer;
+  const std::string L = std::to_string(l), H = std::to_string(h);
+  const int d = t.d_in;
+  const int heads = t.config.num_heads;
+  return BlockStepContext{
+      .t = t,
+      .h = h,
+      .l = l,
+      .H = H,
+      .T = std::to_string(t.num_tokens()),
+      .d = d,
+      .heads = heads,
+      .d_head = heads > 0 ? d / heads : d,
+      .where = " Block " + L + ", head " + H + ".",
+      .input = t.find(core::block_input_key(l)),
+      .x_name = l == 0 ? "x (embeddings)" : "x (block " + std::to_string(l - 1) + ")"};
+}
+
+// The block's input, ln_1 and the projections to Q, K and V.
+StepText describe_block_input(Step step, const BlockStepContext& x) {
+  const int h = x.h;
+  const int l = x.l;
+  const std::string& H = x.H;
+  const std::string& T = x.T;
+  const int d = x.d;
+  const int d_head = x.d_head;
+  const core::Stage* input = x.input;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  StepText s;
+  switch (step) {
+    case Step::Inputs:
+      s.title = "The block's input: the residual stream";
+      s.plain = l == 0 ? "Each token's row is its token embedding plus its position's embedding "
+                         "(wte[id] + wpe[position]): the model's version of chapter 2's inputs, "
+                         "learned instead of random."
+                       : "Each token's row is what block " + std::to_string(l - 1) +
+                             " handed on: the embeddings plus every earlier block's additions "
+                             "(the residual stream). Attention in this block reads it.";
+      s.formula =
+          l == 0 ? "x = wte[ids] + wpe[0..T)" : "x = block " + std::to_string(l - 1) + " output";
+      s.shapes = sym(input, "x") + ": " + T + " tokens × " + std::to_string(d) + " dimensions";
+      break;
+    case Step::LayerNorm:
+      s.title = "LayerNorm before attention (ln_1)";
+      s.plain =
+          "Each row is shifted to mean 0 and scaled to variance 1, then multiplied by a learned "
+          "gain and shifted by a learned bias. GPT-2 normalises before attention (pre-LN), so "
+          "the residual stream itself keeps its size.";
+      s.formula = "ln_1(x) = (x − mean) / √(var + ε) · γ + β";
+      s.shapes = sym(input, "x") + " → " + sym(find(id::ln_1, -1), "ln_1");
+      break;
+    case Step::Projections:
+      s.title = "Queries, keys and values of head " + H;
+      s.plain = "One learned layer (c_attn) maps each normalised row to " + std::to_string(3 * d) +
+                " numbers: Q, K and V side by side. Head " + H + " takes columns " +
+                std::to_string(h * d_head) + " to " + std::to_string((h + 1) * d_head - 1) +
+                " of each, as MultiHeadAttention's view(b, T, heads, head_dim) does.";
+      s.formula = "[Q | K | V] = ln_1 · W_attn + b_attn";
+      s.shapes = sym(find(id::ln_1, -1), "ln_1") + " → " + sym(find(id::queries, h), "Q_h") +
+                 ", the same for K and V";
+      break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
+// One head's attention: scores, mask, scaling, softmax and context vectors.
+StepText describe_block_attention(Step step, const BlockStepContext& x) {
+  const int h = x.h;
+  const int l = x.l;
+  const std::string& H = x.H;
+  const std::string& T = x.T;
+  const int d_head = x.d_head;
+  const std::string& where = x.where;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  StepText s;
+  switch (step) {
+    case Step::Scores:
+      s.title = "Attention scores";
+      s.plain =
+          "Each query row is compared with every key row by a dot product: a high score "
+          "means the token (row) finds that token (column) relevant." +
+          where;
+      s.formula = "ω = Q_h · K_hᵀ";
+      s.shapes = sym(find(id::queries, h), "Q_h") + " · K_hᵀ → " + sym(find(id::scores, h), "ω");
+      break;
+    case Step::Mask:
+      s.title = "The causal mask";
+      s.plain =
+          "GPT-2 predicts the next token, so a token may not look at later ones: the "
+          "cells above the diagonal are marked to be hidden.";
+      s.formula = "mask[i][j] = 1 where j > i";
+      s.shapes = sym(find(id::mask, h), "mask") + ", " + T + " × " + T;
+      break;
+    case Step::Masked:
+      s.title = "Masked scores";
+      s.plain = "The future's scores become −∞, so softmax will give them weight 0 exactly.";
+      s.formula = "ω_masked = ω where j ≤ i, else −∞";
+      s.shapes =
+          sym(find(id::scores, h), "ω") + " → " + sym(find(id::masked_scores, h), "ω_masked");
+      break;
+    case Step::Scaled: {
+      s.title = "Scaled scores";
+      const double f = measured_scale(find(id::masked_scores, h), find(id::scaled_scores, h));
+      const double root = std::sqrt(static_cast<double>(d_head));
+      s.plain = "Dividing by √d_head = √" + std::to_string(d_head) + " = " +
+                core::fixed_text(root, 3) +
+                " keeps the scores from growing with the head's width, which would push softmax "
+                "towards one-hot rows.";
+      if (f > 0 && std::abs(f - root) > 1e-3 * root)
+        s.plain +=
+            " This model also divides by the layer number + 1 (scale_attn_by_inverse_"
+            "layer_idx): the scores here are divided by " +
+            core::fixed_text(f, 3) + ".";
+      s.formula = "ω_masked / √d_head";
+      s.shapes = sym(find(id::masked_scores, h), "ω_masked") + " ÷ " + core::fixed_text(f, 3) +
+                 " → " + sym(find(id::scaled_scores, h), "ω_scaled");
+      break;
+    }
+    case Step::Softmax:
+      s.title = "Attention weights";
+      s.plain =
+          "Softmax turns each row into weights that are positive and sum to 1: how much of "
+          "each earlier token this token takes in." +
+          where;
+      s.formula = "weights = softmax(ω_scaled, row)";
+      s.shapes = sym(find(id::scaled_scores, h), "ω_scaled") + " → " +
+                 sym(find(id::weights, h), "weights") + ", each row sums to 1";
+      break;
+    case Step::Context:
+      s.title = "Context vectors of head " + H;
+      s.plain = "Each token's new row is the weighted sum of the value rows it attends to.";
+      s.formula = "Z_h = weights · V_h";
+      s.shapes = sym(find(id::weights, h), "weights") + " · " + sym(find(id::values, h), "V_h") +
+                 " → " + sym(find(id::context, h), "Z_h");
+      break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
+// The heads put together, c_proj and the addition to the residual stream.
+StepText describe_block_output(Step step, const BlockStepContext& x) {
+  const int l = x.l;
+  const int d = x.d;
+  const int heads = x.heads;
+  const int d_head = x.d_head;
+  const core::Stage* input = x.input;
+  const std::string& x_name = x.x_name;
+  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  StepText s;
+  switch (step) {
+    case Step::Concat:
+      s.title = "The heads side by side";
+      s.plain = "The " + std::to_string(heads) + " heads' context vectors, each " +
+                std::to_string(d_head) +
+                " wide, are put next to each other: " + std::to_string(heads) + " × " +
+                std::to_string(d_head) + " = " + std::to_string(d) + " columns again.";
+      s.formula = "concat = [Z_0 | Z_1 | … | Z_" + std::to_string(heads - 1) + "]";
+      s.shapes = sym(find(id::concat, -1), "concat");
+      break;
+    case Step::OutProj:
+      s.title = "Output projection (c_proj)";
+      s.plain = "A learned layer mixes the heads' columns, as the book's out_proj does.";
+      s.formula = "output = concat · W_proj + b_proj";
+      s.shapes = sym(find(id::concat, -1), "concat") + " → " + sym(find(id::output, -1), "output");
+      break;
+    case Step::Residual:
+      s.title = "Back into the residual stream";
+      s.plain =
+          "The block adds attention's output to its input instead of replacing it (the "
+          "shortcut of chapter 4). The MLP then adds its own part before block " +
+          std::to_string(l + 1) + " reads the sum.";
+      s.formula = "attn_output = x + output";
+      s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), "output") + " → " +
+                 sym(find(id::attn_output, -1), "attn_output");
+      break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
+}  // namespace
+
+StepText describe_model_step(Step step, const core::Trace& t, int head) {
+  const BlockStepContext x = block_step_context(t, head);
+  switch (step) {
+    case Step::Inputs:
+    case Step::LayerNorm:
+    case Step::Projections:
+      return describe_block_input(step, x);
+    case Step::Scores:
+    case Step::Mask:
+    case Step::Masked:
+    case Step::Scaled:
+    case Step::Softmax:
+    case Step::Context:
+      return describe_block_attention(step, x);
+    case Step::Concat:
+    case Step::OutProj:
+    case Step::Residual:
+      return describe_block_output(step, x);
+    case Step::SplitHeads:
+    case Step::Dropout: {
+      StepText s;
+      s.title = std::string(step_label(step));
+      s.plain = "A model's block has no such step (eval mode, one fused projection).";
+      return s;
+    }
+  }
+  return {};
+}
+// stage-literals: on
+
+}  // namespace attnscope::gui
