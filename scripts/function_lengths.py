@@ -113,7 +113,7 @@ def sources(paths):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--max", type=int, default=150, help="longest allowed function, in lines")
+    ap.add_argument("--max", type=int, default=120, help="longest allowed function, in lines")
     ap.add_argument("--top", type=int, default=0, help="also list the K longest functions")
     ap.add_argument("paths", nargs="+")
     args = ap.parse_args()

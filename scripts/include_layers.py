@@ -1,24 +1,20 @@
 #!/usr/bin/env python3
-"""Checks that #include lines follow the layers of docs/ARCHITECTURE.md.
+"""Checks that #include lines follow the rooms of docs/ARCHITECTURE.md.
 
 usage: include_layers.py   (run from the repository root; exits 1 on a breach)
 
-The engine (core/) is in rooms: every file is in core/src/<room>/ or
-core/include/attnscope/<room>/, and may include its own room and the rooms
-CORE_ROOMS lists for it, nothing else of the project (no app code at all).
+Every C++ file of core/ and app/ (tests aside: a test may reach across) is
+in a room, and may include its own room and the rooms its row of the table
+lists, nothing else of the project:
 
-The app's layers may include the layers below them and never one above:
+- The engine (core/) is in CORE_ROOMS: core/src/<room>/ and
+  core/include/attnscope/<room>/. It never includes app code.
+- The app (app/) is in APP_ROOMS: app/<room>/ or app/gui/<room>/. Every app
+  room may use the engine's public headers ("attnscope/<room>/x.hpp"), and
+  only the rooms marked with "imgui" may include Dear ImGui.
 
-  app/figure    GUI-free figures: colour scales, layout, SVG (core only)
-  app/icon      the app's icon as shapes (core, figure)
-  app/run_flags the shared command-line flags (core, figure)
-  app/gui/render    pixels: colouring, the texture cache, GL (not export/,
-                    widgets/, panels/ or teach/)
-  app/gui/export    files: PNG, CSV, ... written from what render returns
-                    (not widgets/, panels/ or teach/)
-  app/gui/widgets   the interactive heatmap (not panels/ or teach/)
-
-Tests are not checked: a test may reach across layers.
+An include is named by its room ("state/app_state.hpp"), or by its bare
+name when it sits in the including file's own folder.
 """
 import pathlib
 import re
@@ -39,18 +35,28 @@ CORE_ROOMS = {
     "book": ["base", "formats", "text", "attention", "analysis", "io"],  # teaching, code
 }
 
-# app folder -> include prefixes it must not use
-FORBIDDEN = {
-    "app/figure": ["render/", "export/", "widgets/", "panels/", "teach/", "app_state.hpp",
-                   "imgui"],
-    "app/icon": ["render/", "export/", "widgets/", "panels/", "teach/", "app_state.hpp",
-                 "imgui"],
-    "app/run_flags": ["render/", "export/", "widgets/", "panels/", "teach/",
-                      "app_state.hpp", "imgui"],
-    "app/gui/render": ["export/", "widgets/", "panels/", "teach/"],
-    "app/gui/export": ["widgets/", "panels/", "teach/"],
-    "app/gui/widgets": ["panels/", "teach/"],
+# The app's rooms, lowest first: folder -> the other app rooms it may
+# include ("imgui": Dear ImGui's headers too).
+_STATE = ["figure", "run_flags", "platform", "render", "compute", "imgui"]
+APP_ROOMS = {
+    "app/figure": [],  # GUI-free figures: colour scales, layout, SVG
+    "app/icon": ["figure"],  # the app's icon as shapes
+    "app/run_flags": ["figure"],  # the flags the CLI and the app share
+    "app/cli": ["figure", "run_flags"],  # attnscope-cli
+    "app/gui/platform": ["imgui"],  # fonts, native dialogs, the keyboard queue
+    "app/gui/compute": [],  # the worker thread and model jobs: core only
+    "app/gui/render": ["figure", "platform", "imgui"],  # pixels; never the app's state
+    "app/gui/state": _STATE,  # what the app holds: runs, model, view, session
+    "app/gui/words": _STATE + ["state"],  # the stepper's texts
+    "app/gui/export": _STATE + ["state", "words"],  # files: PNG, CSV, ... and dialogs
+    "app/gui/widgets": _STATE + ["state", "words", "export"],  # the heatmap, chips
+    "app/gui/teach": _STATE + ["state", "words", "export", "widgets"],  # Learn windows
+    "app/gui/panels": _STATE + ["state", "words", "export", "widgets", "teach"],
+    "app/gui/shell": _STATE + ["state", "words", "export", "widgets", "teach", "panels",
+                               "icon"],  # main, the frame, launch options, autosave
 }
+IMGUI_HEADERS = {"imgui.h", "imgui_internal.h", "imgui_stdlib.h", "imgui_impl_glfw.h",
+                 "imgui_impl_opengl3.h"}
 
 
 def room_of(path):
@@ -102,20 +108,60 @@ def check_core():
     return breaches
 
 
+def app_room_of(path):
+    """The app room folder a file is in ("app/gui/state"), or None."""
+    for depth in (3, 2):
+        folder = "/".join(path.parts[:depth])
+        if folder in APP_ROOMS and len(path.parts) > depth:
+            return folder
+    return None
+
+
+def app_breach(f, folder, target):
+    """Why `f` in room `folder` may not include `target`, or None."""
+    allowed = APP_ROOMS[folder]
+    if target in IMGUI_HEADERS:
+        return None if "imgui" in allowed else f"{folder} may not use Dear ImGui"
+    parts = target.split("/")
+    if len(parts) == 1:
+        if (f.parent / target).exists():
+            return None
+        return f"\"{target}\" is not in {f.parent}; name another room's header as <room>/{target}"
+    if parts[0] == "attnscope":
+        return None if included_room(target) in CORE_ROOMS else "not a public header of the engine"
+    room = next((r for r in APP_ROOMS if r.rsplit("/", 1)[1] == parts[0]), None)
+    if room is None:
+        return f"\"{parts[0]}\" is not a room of the app (rooms: " + \
+            ", ".join(r.rsplit("/", 1)[1] for r in APP_ROOMS) + ")"
+    if room == folder or parts[0] in allowed:
+        return None
+    return (f"{folder} may use " + (", ".join(r for r in allowed if r != "imgui") or "no app room") +
+            f", not {parts[0]} (APP_ROOMS in scripts/include_layers.py)")
+
+
+def check_app():
+    breaches = 0
+    for f in sorted(pathlib.Path("app").rglob("*")):
+        if f.suffix not in (".cpp", ".hpp", ".h", ".in") or "tests" in f.parts:
+            continue
+        folder = app_room_of(f)
+        if folder is None:
+            print(f"error: {f}: not in a room of the app; move it to one of "
+                  f"{', '.join(APP_ROOMS)}", file=sys.stderr)
+            breaches += 1
+            continue
+        text = f.read_text(encoding="utf-8", errors="replace")
+        for m in INCLUDE.finditer(text):
+            why = app_breach(f, folder, m.group(1))
+            if why:
+                line = text.count("\n", 0, m.start()) + 1
+                print(f"error: {f}:{line}: includes \"{m.group(1)}\": {why}", file=sys.stderr)
+                breaches += 1
+    return breaches
+
+
 def main():
-    breaches = check_core()
-    for folder, banned in FORBIDDEN.items():
-        for f in sorted(pathlib.Path(folder).rglob("*")):
-            if f.suffix not in (".cpp", ".hpp", ".h", ".in") or "tests" in f.parts:
-                continue
-            for m in INCLUDE.finditer(f.read_text(encoding="utf-8", errors="replace")):
-                target = m.group(1)
-                hit = next((b for b in banned if target.startswith(b)), None)
-                if hit:
-                    line = f.read_text(encoding="utf-8", errors="replace").count("\n", 0, m.start()) + 1
-                    print(f"error: {f}:{line}: {folder} includes \"{target}\", a layer above it; "
-                          f"move what it needs down (docs/ARCHITECTURE.md, Layers)", file=sys.stderr)
-                    breaches += 1
+    breaches = check_core() + check_app()
     return 1 if breaches else 0
 
 

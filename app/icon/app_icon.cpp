@@ -1,6 +1,6 @@
 // app_icon.cpp: the icon's shapes, their SVG, and a small coverage
 // rasterizer for its pixels (see app_icon.hpp).
-#include "app_icon.hpp"
+#include "icon/app_icon.hpp"
 
 #include <algorithm>
 #include <array>

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "app_icon.hpp"
+#include "icon/app_icon.hpp"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

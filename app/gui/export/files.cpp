@@ -19,8 +19,8 @@
 #include "export/png.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
-#include "session.hpp"
-#include "view_scale.hpp"
+#include "state/session.hpp"
+#include "state/view_scale.hpp"
 
 namespace attnscope::gui {
 

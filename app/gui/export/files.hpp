@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/io/session.hpp"
 #include "figure/head_grid_figure.hpp"
 #include "figure/stage_figure.hpp"

@@ -5,7 +5,7 @@
 // button, and the "imported weights" badge of the menu bar.
 #pragma once
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

@@ -18,7 +18,7 @@
 #include "export/files_ui.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
-#include "native_dialog.hpp"
+#include "platform/native_dialog.hpp"
 
 namespace attnscope::gui {
 

@@ -2,9 +2,9 @@
 // Clicking a tile focuses that head: the large matrices above follow it.
 #include <string>
 
-#include "fonts.hpp"
+#include "platform/fonts.hpp"
 #include "panels/panels.hpp"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
 

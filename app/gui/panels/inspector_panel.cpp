@@ -19,7 +19,7 @@
 #include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
-#include "fonts.hpp"
+#include "platform/fonts.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"

@@ -15,7 +15,7 @@
 #include "attnscope/text/tokenizer.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
-#include "native_dialog.hpp"
+#include "platform/native_dialog.hpp"
 #include "panels/panels.hpp"
 #include "widgets/widgets.hpp"
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "app_state.hpp"
-#include "native_dialog.hpp"
+#include "state/app_state.hpp"
+#include "platform/native_dialog.hpp"
 
 namespace attnscope::gui {
 

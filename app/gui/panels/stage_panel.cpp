@@ -9,7 +9,7 @@
 
 #include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"

@@ -18,7 +18,7 @@
 #include <stdexcept>
 
 #include "attnscope/formats/formats.hpp"
-#include "fonts.hpp"
+#include "platform/fonts.hpp"
 #include "imgui.h"
 #include "imgui_impl_opengl3.h"
 #include "imgui_internal.h"  // ImDrawListSharedData: a draw list on our own atlas

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

@@ -8,7 +8,7 @@
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/widgets.hpp"
 

@@ -1,6 +1,6 @@
 // app_state_test.cpp: the stepper's steps, the recompute point, selection
 // upkeep, stage texts, and the command line's checks.
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include "attnscope/attention/embedding.hpp"
 #include "attnscope/io/io.hpp"
-#include "launch_options.hpp"
-#include "stage_info.hpp"
+#include "shell/launch_options.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 namespace {

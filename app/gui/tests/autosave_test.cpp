@@ -1,7 +1,7 @@
 // autosave_test.cpp: the debounced autosave of the last session (autosave.hpp)
 // with a hand-driven clock: when it writes, that it writes only changes, that
 // every part of the session reaches the file, failures told once and retried.
-#include "autosave.hpp"
+#include "shell/autosave.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "session.hpp"
+#include "state/session.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::gui {

@@ -1,7 +1,7 @@
 // compute_worker_test.cpp: the engine's thread. Jobs coalesce to the newest,
 // a stale result is never adopted, errors show at once, explicit parameters
 // and seeded runs give the same traces as the synchronous path.
-#include "compute_worker.hpp"
+#include "compute/compute_worker.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/analysis/memory.hpp"
 #include "attnscope/base/rng.hpp"
 #include "attnscope/io/weights.hpp"

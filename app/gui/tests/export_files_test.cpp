@@ -23,7 +23,7 @@
 #include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "figure/heatmap_figure.hpp"
-#include "session.hpp"
+#include "state/session.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::gui {

@@ -7,13 +7,13 @@
 #include <chrono>
 #include <filesystem>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open popup stack
 #include "temp_dir.hpp"
-#include "ui.hpp"
+#include "shell/ui.hpp"
 
 namespace attnscope::gui {
 namespace {

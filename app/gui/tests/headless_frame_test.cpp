@@ -8,16 +8,16 @@
 #include <random>
 #include <thread>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/base/rng.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
-#include "keyboard_queue.hpp"
+#include "platform/keyboard_queue.hpp"
 #include "panels/panels.hpp"
-#include "stage_info.hpp"
-#include "ui.hpp"
+#include "words/stage_info.hpp"
+#include "shell/ui.hpp"
 #include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {

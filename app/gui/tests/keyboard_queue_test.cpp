@@ -1,7 +1,7 @@
 // keyboard_queue_test.cpp: keys and characters reach ImGui in order, a frame's
 // worth at a time (keyboard_queue.hpp), so that no press is lost and no
 // modifier is seen held after it was released.
-#include "keyboard_queue.hpp"
+#include "platform/keyboard_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,20 +12,20 @@
 #include <random>
 #include <thread>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
-#include "launch_options.hpp"
-#include "model_job.hpp"
-#include "native_dialog.hpp"
+#include "shell/launch_options.hpp"
+#include "compute/model_job.hpp"
+#include "platform/native_dialog.hpp"
 #include "panels/panels.hpp"
-#include "session.hpp"
-#include "step.hpp"
+#include "state/session.hpp"
+#include "state/step.hpp"
 #include "temp_dir.hpp"
-#include "ui.hpp"
+#include "shell/ui.hpp"
 
 namespace attnscope::gui {
 namespace {

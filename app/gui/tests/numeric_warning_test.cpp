@@ -22,11 +22,11 @@
 #include <string>
 #include <utility>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the embedding table's layout
-#include "ui.hpp"
+#include "shell/ui.hpp"
 
 namespace attnscope::gui {
 namespace {

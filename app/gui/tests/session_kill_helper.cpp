@@ -22,11 +22,11 @@
 #include <iterator>
 #include <string>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/base/rng.hpp"
 #include "attnscope/formats/files.hpp"
-#include "autosave.hpp"
-#include "session.hpp"
+#include "shell/autosave.hpp"
+#include "state/session.hpp"
 
 namespace gui = attnscope::gui;
 namespace core = attnscope::core;

@@ -1,6 +1,6 @@
 // session_test.cpp: the session round trip, atomic writes, corrupt files set
 // aside with a warning, and where the files live.
-#include "session.hpp"
+#include "state/session.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,15 +6,15 @@
 
 #include <string>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/book/teach.hpp"
 #include "figure/stage_figure.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
-#include "ui.hpp"
+#include "shell/ui.hpp"
 #include "widgets/heatmap_view.hpp"
 
 namespace attnscope::gui {

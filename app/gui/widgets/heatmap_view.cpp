@@ -17,9 +17,9 @@
 #include "attnscope/base/stages.hpp"
 #include "export/files_ui.hpp"
 #include "figure/text_fit.hpp"
-#include "fonts.hpp"
+#include "platform/fonts.hpp"
 #include "render/heatmap.hpp"
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

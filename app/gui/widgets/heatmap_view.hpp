@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 #include "attnscope/base/trace.hpp"
 #include "imgui.h"
-#include "view_scale.hpp"
+#include "state/view_scale.hpp"
 
 namespace attnscope::gui {
 

@@ -8,7 +8,7 @@
 #include "attnscope/text/tokenizer.hpp"
 #include "figure/scale.hpp"
 #include "imgui_internal.h"  // the window's wrap position
-#include "stage_info.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "app_state.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 
