@@ -21,7 +21,7 @@ namespace {
 
 constexpr int kWorkerNice = 5;  // 1/3 of a normal thread's CPU share when they compete
 
-ComputeResult run_model(const ComputeJob& job, std::shared_ptr<core::ModelRun>& kept_run) {
+ComputeResult run_model(const ComputeJob& job, KeptRun& kept_run) {
   ComputeResult r;
   r.version = job.version;
   try {
@@ -39,8 +39,7 @@ ComputeResult run_model(const ComputeJob& job, std::shared_ptr<core::ModelRun>& 
 
 }  // namespace
 
-ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache,
-                      std::shared_ptr<core::ModelRun>& kept_run) {
+ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache, KeptRun& kept_run) {
   if (job.model) return run_model(job, kept_run);
   kept_run.reset();  // back to the chapter-3 classes: the model's run is not needed
   ComputeResult r;
@@ -151,7 +150,7 @@ void ComputeWorker::loop() {
   core::ParameterCache cache;  // this thread's: the cache is not thread-safe
   // The last model run, which the next model job extends or reuses (the UI
   // holds only its trace and overview: one run is alive at a time).
-  std::shared_ptr<core::ModelRun> model_run;
+  KeptRun model_run;
   std::unique_lock lock(mutex_);
   const auto ready = [this] { return stop_ || pending_.has_value(); };
   for (;;) {

@@ -67,8 +67,7 @@ struct ComputeResult {
 // parameters, then looks for unexpected NaN/inf in the trace; or the model
 // job (run_model_job) on `kept_run`, which a chapter-3 job frees. Catches
 // out-of-memory and turns it into result.error.
-ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache,
-                      std::shared_ptr<core::ModelRun>& kept_run);
+ComputeResult run_job(const ComputeJob& job, core::ParameterCache& cache, KeptRun& kept_run);
 
 // The bytes of matrix data a trace holds (~320 MiB at T = 1024, d = 768, 12 heads).
 std::size_t trace_bytes(const core::Trace& trace);

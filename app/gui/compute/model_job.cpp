@@ -21,11 +21,15 @@ constexpr std::size_t kMostAppended = 16;
 // The run for job.ids: `kept` extended or reused when it can be, else new
 // (the old one freed first: two runs of a 1024-token text never coexist).
 std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept,
-                                        bool& appended) {
+                                        bool& appended, bool& reused) {
   appended = false;
+  reused = false;
   if (const auto& base = kept; base && &base->model() == job.model.get()) {
     const std::vector<int>& had = base->ids();
-    if (had == job.ids) return base;
+    if (had == job.ids) {
+      reused = true;
+      return base;
+    }
     if (had.size() < job.ids.size() && job.ids.size() - had.size() <= kMostAppended &&
         std::equal(had.begin(), had.end(), job.ids.begin())) {
       for (std::size_t k = had.size(); k < job.ids.size(); ++k) base->append(job.ids[k]);
@@ -37,6 +41,11 @@ std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<cor
   kept = std::make_shared<core::ModelRun>(job.model, job.ids,
                                           core::ModelRun::Options{kAppRunCacheBytes});
   return kept;
+}
+
+// The position whose next tokens the overview lists for `job`.
+int next_position(const core::ModelRun& run, const ModelJob& job) {
+  return job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
 }
 
 std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job) {
@@ -68,8 +77,7 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
                      ? job.induction
                      : std::make_shared<const std::vector<double>>(
                            core::model_patterns(run, job.model, kInductionTokens, 0).induction);
-  o->next_at =
-      job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
+  o->next_at = next_position(run, job);
   o->next = run.next_tokens_at(o->next_at, 10);
   o->next_last = o->next_at == run.num_tokens() - 1 ? o->next : run.next_tokens(10);
   return o;
@@ -105,12 +113,26 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   return t;
 }
 
-ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run) {
+ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   if (!job.model) throw std::invalid_argument("no model is loaded");
   ModelResult r;
-  r.run = run_for(job, kept_run, r.appended);
+  bool reused = false;
+  r.run = run_for(job, kept.run, r.appended, reused);
   r.trace = model_layer_trace(*r.run, job.layer, job.head);
-  r.overview = overview_of(*r.run, job);
+  if (reused && kept.overview) {
+    // The same text and model: every head's thumbnail and scores stand;
+    // only another clicked position asks for other next tokens.
+    const int at = next_position(*r.run, job);
+    if (at != kept.overview->next_at) {
+      auto o = std::make_shared<ModelOverview>(*kept.overview);
+      o->next_at = at;
+      o->next = r.run->next_tokens_at(at, 10);
+      kept.overview = std::move(o);
+    }
+  } else {
+    kept.overview = overview_of(*r.run, job);
+  }
+  r.overview = kept.overview;
   return r;
 }
 

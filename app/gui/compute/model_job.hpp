@@ -66,10 +66,23 @@ struct ModelResult {
   bool appended = false;  // the run was extended, not recomputed
 };
 
-// Runs `job` on `kept_run` (see the top of this file) and leaves its run
-// there. Throws std::invalid_argument for ids the model cannot take,
-// std::bad_alloc when memory runs out.
-ModelResult run_model_job(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept_run);
+// What the worker keeps between model jobs: the last job's run and its
+// overview. The overview depends on the text and the model only (and on the
+// clicked position for its next tokens), so a job that reuses the run (a
+// change of layer or head) reuses the overview too.
+struct KeptRun {
+  std::shared_ptr<core::ModelRun> run;
+  std::shared_ptr<const ModelOverview> overview;
+  void reset() {
+    run.reset();
+    overview.reset();
+  }
+};
+
+// Runs `job` on `kept` (see the top of this file) and leaves its run and
+// overview there. Throws std::invalid_argument for ids the model cannot
+// take, std::bad_alloc when memory runs out.
+ModelResult run_model_job(const ModelJob& job, KeptRun& kept);
 
 // The block `layer` of `run` as a Trace the stepper reads: the block's input
 // (the embeddings, or the previous block's output), ln_1, per head Q, K, V,

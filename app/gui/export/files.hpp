@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "state/app_state.hpp"
 #include "attnscope/io/session.hpp"
 #include "figure/head_grid_figure.hpp"
 #include "figure/stage_figure.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

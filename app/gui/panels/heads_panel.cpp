@@ -2,11 +2,11 @@
 // Clicking a tile focuses that head: the large matrices above follow it.
 #include <string>
 
-#include "platform/fonts.hpp"
 #include "panels/panels.hpp"
-#include "words/stage_info.hpp"
+#include "platform/fonts.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

@@ -19,9 +19,9 @@
 #include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
 #include "render/heatmap.hpp"
-#include "words/stage_info.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

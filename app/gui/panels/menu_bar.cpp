@@ -4,8 +4,8 @@
 
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
-#include "platform/fonts.hpp"
 #include "panels/panels.hpp"
+#include "platform/fonts.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"

@@ -15,8 +15,8 @@
 #include "attnscope/text/tokenizer.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
-#include "platform/native_dialog.hpp"
 #include "panels/panels.hpp"
+#include "platform/native_dialog.hpp"
 #include "widgets/widgets.hpp"
 
 namespace attnscope::gui {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "state/app_state.hpp"
 #include "platform/native_dialog.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

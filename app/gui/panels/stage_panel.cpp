@@ -9,10 +9,10 @@
 
 #include "attnscope/base/stages.hpp"
 #include "panels/panels.hpp"
-#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

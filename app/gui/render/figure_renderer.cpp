@@ -18,10 +18,10 @@
 #include <stdexcept>
 
 #include "attnscope/formats/formats.hpp"
-#include "platform/fonts.hpp"
 #include "imgui.h"
 #include "imgui_impl_opengl3.h"
 #include "imgui_internal.h"  // ImDrawListSharedData: a draw list on our own atlas
+#include "platform/fonts.hpp"
 #include "render/gl_texture.hpp"
 
 namespace attnscope::gui {

@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
-#include "state/app_state.hpp"
 #include "attnscope/io/session.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

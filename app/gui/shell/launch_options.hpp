@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "state/app_state.hpp"
 #include "run_flags/run_flags.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

@@ -23,25 +23,25 @@
 #include <string>
 #include <vector>
 
-#include "icon/app_icon.hpp"
-#include "state/app_state.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/io/io.hpp"
-#include "shell/autosave.hpp"
 #include "export/dropped.hpp"
 #include "export/files.hpp"
 #include "export/png.hpp"
-#include "platform/fonts.hpp"
-#include "shell/frame_bench.hpp"
+#include "icon/app_icon.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
 #include "imgui_impl_opengl3.h"
+#include "platform/fonts.hpp"
 #include "platform/keyboard_queue.hpp"
-#include "shell/launch_options.hpp"
 #include "render/figure_renderer.hpp"
 #include "render/gl_texture.hpp"
-#include "state/session.hpp"
+#include "shell/autosave.hpp"
+#include "shell/frame_bench.hpp"
+#include "shell/launch_options.hpp"
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
+#include "state/session.hpp"
 
 namespace gui = attnscope::gui;
 namespace core = attnscope::core;

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <string>
 
-#include "platform/imgui_compat.hpp"
 #include "panels/panels.hpp"
-#include "words/stage_info.hpp"
+#include "platform/imgui_compat.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

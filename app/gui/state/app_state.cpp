@@ -134,7 +134,7 @@ void AppState::adopt(ComputeResult r) {
     error = r.error;
     return;
   }
-  if (r.overview) {
+  if (r.overview && r.overview != model.overview) {  // the worker reuses it for a layer or head
     model.overview = std::move(r.overview);
     ++model.overview_version;
     if (!model.induction) model.induction = model.overview->induction;

@@ -21,12 +21,12 @@
 #include "attnscope/io/io.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "compute/compute_worker.hpp"
-#include "state/files_state.hpp"
 #include "figure/scale.hpp"
 #include "imgui.h"
-#include "state/model_state.hpp"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
+#include "state/files_state.hpp"
+#include "state/model_state.hpp"
 #include "state/step.hpp"
 #include "state/teach_state.hpp"
 
@@ -160,7 +160,7 @@ struct AppState {
   TextureCache textures;
 
   // Files: export folder, dialogs, the last notice, imported weights' origin,
-  // the off-screen PNG renderer (export/files_state.hpp).
+  // the off-screen PNG renderer (state/files_state.hpp).
   FilesState files;
 
   // The Learn features: walkthrough position, open windows, compare's run A.
@@ -180,7 +180,7 @@ struct AppState {
   // Shows a finished run: its trace replaces the one on screen, or its error is shown.
   void adopt(ComputeResult result);
   core::ParameterCache sync_cache;  // the parameters of the last run without a worker
-  std::shared_ptr<core::ModelRun> sync_model_run;  // the last model run without a worker
+  KeptRun sync_model_run;           // the last model run and overview without a worker
   // The newest result, waiting until its heatmaps are coloured and uploaded
   // (TextureCache::prepare, upload_budget_ms per frame); then it is adopted.
   std::optional<ComputeResult> incoming;

@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "state/app_state.hpp"
 #include "attnscope/io/session.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

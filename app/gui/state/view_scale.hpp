@@ -4,9 +4,9 @@
 // exports both read these, so an export looks like the screen.
 #pragma once
 
-#include "state/app_state.hpp"
 #include "attnscope/base/trace.hpp"
 #include "figure/scale.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

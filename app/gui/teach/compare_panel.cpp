@@ -4,10 +4,10 @@
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
-#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

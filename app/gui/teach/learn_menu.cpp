@@ -1,8 +1,8 @@
 // learn_menu.cpp: the Learn menu, the per-frame dispatch of Learn windows,
 // and the "Learn more" links + book badges under the stepper's explanation.
-#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

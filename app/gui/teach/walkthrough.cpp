@@ -8,9 +8,9 @@
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
-#include "words/stage_info.hpp"
 #include "teach/teach.hpp"
 #include "widgets/widgets.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 

@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "state/app_state.hpp"
 #include "attnscope/analysis/memory.hpp"
 #include "attnscope/base/rng.hpp"
 #include "attnscope/io/weights.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 namespace {

@@ -12,13 +12,13 @@
 #include <fstream>
 #include <thread>
 
-#include "icon/app_icon.hpp"
 #include "attnscope/base/rng.hpp"
 #include "attnscope/io/weights.hpp"
 #include "export/dropped.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
 #include "headless_imgui.hpp"
+#include "icon/app_icon.hpp"
 #include "platform/native_dialog.hpp"
 #include "temp_dir.hpp"
 

@@ -7,13 +7,13 @@
 #include <chrono>
 #include <filesystem>
 
-#include "state/app_state.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open popup stack
-#include "temp_dir.hpp"
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
+#include "temp_dir.hpp"
 
 namespace attnscope::gui {
 namespace {

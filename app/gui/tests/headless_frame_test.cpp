@@ -8,17 +8,17 @@
 #include <random>
 #include <thread>
 
-#include "state/app_state.hpp"
 #include "attnscope/base/rng.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the open Ctrl+click text field of a slider; windows
-#include "platform/keyboard_queue.hpp"
 #include "panels/panels.hpp"
-#include "words/stage_info.hpp"
+#include "platform/keyboard_queue.hpp"
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 namespace {

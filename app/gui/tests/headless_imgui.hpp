@@ -5,10 +5,10 @@
 // Then frames of the whole UI, and clicks, as the fixtures drive them.
 #pragma once
 
-#include "state/app_state.hpp"
-#include "platform/fonts.hpp"
 #include "imgui.h"
+#include "platform/fonts.hpp"
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 

@@ -12,20 +12,20 @@
 #include <random>
 #include <thread>
 
-#include "state/app_state.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
+#include "compute/model_job.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
-#include "shell/launch_options.hpp"
-#include "compute/model_job.hpp"
-#include "platform/native_dialog.hpp"
 #include "panels/panels.hpp"
+#include "platform/native_dialog.hpp"
+#include "shell/launch_options.hpp"
+#include "shell/ui.hpp"
+#include "state/app_state.hpp"
 #include "state/session.hpp"
 #include "state/step.hpp"
 #include "temp_dir.hpp"
-#include "shell/ui.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -152,7 +152,7 @@ TEST(ModelLoad, ReportsEveryBlockAndStopsWhenCancelled) {
 // The worker's job
 
 ModelResult run(const ModelJob& job) {
-  std::shared_ptr<core::ModelRun> kept;
+  KeptRun kept;
   return run_model_job(job, kept);
 }
 
@@ -210,9 +210,9 @@ TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {
 }
 
 TEST(ModelJob, ExtendingTheTextAppendsToTheRunOnScreen) {
-  std::shared_ptr<core::ModelRun> kept;
+  KeptRun kept;
   const ModelResult first = run_model_job(job_for("Every effort moves"), kept);
-  EXPECT_EQ(kept, first.run);
+  EXPECT_EQ(kept.run, first.run);
   ModelJob more = job_for("Every effort moves you forward");
   more.induction = first.overview->induction;
   const ModelResult r = run_model_job(more, kept);
@@ -228,8 +228,36 @@ TEST(ModelJob, ExtendingTheTextAppendsToTheRunOnScreen) {
   // An edit that is not an extension runs the forward again.
   const ModelResult shorter = run_model_job(job_for("Every effort"), kept);
   EXPECT_FALSE(shorter.appended);
-  EXPECT_EQ(kept, shorter.run);
+  EXPECT_EQ(kept.run, shorter.run);
   EXPECT_EQ(shorter.run->num_tokens(), 2);
+}
+
+TEST(ModelJob, ALayerOrHeadChangeKeepsTheOverview) {
+  KeptRun kept;
+  const ModelResult first = run_model_job(job_for("Every effort moves you"), kept);
+  ModelJob other = job_for("Every effort moves you");
+  other.induction = first.overview->induction;
+  other.layer = 0;
+  other.head = 3;
+  const ModelResult second = run_model_job(other, kept);
+  EXPECT_EQ(second.run, first.run);
+  EXPECT_EQ(second.overview, first.overview) << "a layer or head change recomputed the overview";
+  EXPECT_EQ(second.trace->layer, 0);
+  // Another clicked position: the same thumbnails and scores, other next tokens.
+  other.next_at = 1;
+  const ModelResult third = run_model_job(other, kept);
+  ASSERT_NE(third.overview, first.overview);
+  EXPECT_EQ(third.overview->next_at, 1);
+  const ModelResult fresh = run(other);
+  ASSERT_EQ(third.overview->next.size(), fresh.overview->next.size());
+  for (std::size_t k = 0; k < fresh.overview->next.size(); ++k)
+    EXPECT_EQ(third.overview->next[k].id, fresh.overview->next[k].id);
+  EXPECT_EQ(third.overview->patterns.size(), fresh.overview->patterns.size());
+  EXPECT_TRUE(third.overview->thumbs.front().data() == fresh.overview->thumbs.front().data());
+  // A new text computes a new overview.
+  const ModelResult fourth = run_model_job(job_for("Every effort"), kept);
+  EXPECT_NE(fourth.overview, third.overview);
+  EXPECT_EQ(fourth.overview->tokens, 2);
 }
 
 TEST(ModelJob, HeadsSortByTheChosenScoreHighestFirst) {
@@ -472,7 +500,7 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
   state.set_source(Source::Chapter3);
   frames(2);
   EXPECT_FALSE(state.showing_model());
-  EXPECT_FALSE(state.sync_model_run) << "the model's run is freed";
+  EXPECT_FALSE(state.sync_model_run.run) << "the model's run is freed";
   EXPECT_TRUE(state.model.model) << "the model stays loaded";
   state.set_source(Source::Model);
   frames(2);

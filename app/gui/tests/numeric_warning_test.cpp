@@ -22,11 +22,11 @@
 #include <string>
 #include <utility>
 
-#include "state/app_state.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"  // the embedding table's layout
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
 
 namespace attnscope::gui {
 namespace {

@@ -22,10 +22,10 @@
 #include <iterator>
 #include <string>
 
-#include "state/app_state.hpp"
 #include "attnscope/base/rng.hpp"
 #include "attnscope/formats/files.hpp"
 #include "shell/autosave.hpp"
+#include "state/app_state.hpp"
 #include "state/session.hpp"
 
 namespace gui = attnscope::gui;

@@ -6,16 +6,16 @@
 
 #include <string>
 
-#include "state/app_state.hpp"
 #include "attnscope/book/teach.hpp"
 #include "figure/stage_figure.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "imgui_internal.h"
-#include "words/stage_info.hpp"
-#include "teach/teach.hpp"
 #include "shell/ui.hpp"
+#include "state/app_state.hpp"
+#include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
+#include "words/stage_info.hpp"
 
 namespace attnscope::gui {
 namespace {

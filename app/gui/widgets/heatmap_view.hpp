@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "state/app_state.hpp"
 #include "attnscope/base/trace.hpp"
 #include "imgui.h"
+#include "state/app_state.hpp"
 #include "state/view_scale.hpp"
 
 namespace attnscope::gui {

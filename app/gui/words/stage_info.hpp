@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "state/app_state.hpp"
 #include "attnscope/base/trace.hpp"
+#include "state/app_state.hpp"
 #include "state/step.hpp"
 
 namespace attnscope::gui {

@@ -2,8 +2,9 @@
 //
 // Everything that names a stage (the engine that makes it, the trace files,
 // the exporters, the colour scale, the axes, the words on screen) reads this
-// table, so adding a stage is one row here plus the engine code that fills
-// it. Code refers to a stage by its constant in `stage_id` (stage_id::weights),
+// table: adding a stage is one row here, the engine code that fills it,
+// and, for the app's stepper, its step (docs/ARCHITECTURE.md says where).
+// Code refers to a stage by its constant in `stage_id` (stage_id::weights),
 // never by a string literal: a misspelt constant does not compile.
 #pragma once
 

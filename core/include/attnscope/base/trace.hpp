@@ -21,7 +21,7 @@ inline constexpr int kMaxLayers = 1024;
 struct StageKey {
   int layer = 0;
   int head = -1;
-  std::string_view id;  // a stage_id constant (attnscope/stages.hpp)
+  std::string_view id;  // a stage_id constant (attnscope/base/stages.hpp)
 };
 
 // One named matrix of a run, e.g. id "weights", layer 0, head 1.
