@@ -74,42 +74,14 @@ using run_flags::kExitBadInput;
 // ---------------------------------------------------------------------------
 // 1. Run options
 
-// A typed text as the inputs: GPT-2's tokens through chapter 2's embedding
-// layers (core/embedding.hpp).
-struct TextOptions {
-  std::optional<std::string> text;        // --text TEXT
-  std::optional<std::string> text_file;   // --text-file FILE|-
-  std::optional<int> d_in;                // --d-in N (default core::kDefaultTextDim)
-  std::optional<std::string> embed_seed;  // --embed-seed S: text, as --seed
-  std::optional<int> positions;           // --positions N: context_length; 0 = none
-
-  bool given() const { return text || text_file; }
-};
-
 // The flags that describe one run (run_flags/run_flags.hpp), each over the
 // config file's field, plus the CLI's own imports.
 struct RunOptions {
   run_flags::RunFlags flags;
   std::optional<std::string> embeddings;  // --embeddings FILE
   std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
-  TextOptions text;
+  run_flags::TextFlags text;              // --text/--text-file and the embedding flags
 };
-
-void add_text_options(CLI::App& cmd, TextOptions& t) {
-  cmd.add_option("--text", t.text,
-                 "inputs from your own sentence: GPT-2's tokens of TEXT, embedded as in the "
-                 "book's chapter 2 (torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in))");
-  cmd.add_option("--text-file", t.text_file, "as --text, the text read from FILE ('-': stdin)");
-  cmd.add_option("--d-in", t.d_in,
-                 "with --text: embedding width (default " + std::to_string(core::kDefaultTextDim) +
-                     ", small like the book's chapter-3 example; chapter 2 uses 256)");
-  cmd.add_option("--embed-seed", t.embed_seed,
-                 "with --text: torch.manual_seed value before the embedding layers (default " +
-                     std::to_string(core::kDefaultEmbedSeed) + ")");
-  cmd.add_option("--positions", t.positions,
-                 "with --text: add a positional nn.Embedding(N, --d-in) (context_length N, at "
-                 "least the number of tokens); 0 or absent: none");
-}
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
   run_flags::add_run_flags(cmd, o.flags);
@@ -120,7 +92,7 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
                  "tensor, or a folder of them; repeatable (docs/file-formats.md)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  add_text_options(cmd, o.text);
+  run_flags::add_text_flags(cmd, o.text, run_flags::Program::Cli);
 }
 
 // What a resolved run needs: config, inputs and maybe explicit weights.
@@ -136,7 +108,7 @@ struct Run {
 // refusing every other source of inputs; nullopt without them. Throws
 // core::ParseError.
 std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::RunSpec& spec) {
-  const TextOptions& t = opts.text;
+  const run_flags::TextFlags& t = opts.text;
   if (!t.given()) {
     for (const auto& [given, flag] : {std::pair{t.d_in.has_value(), "--d-in"},
                                       std::pair{t.embed_seed.has_value(), "--embed-seed"},
@@ -148,7 +120,7 @@ std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::
                                flag);
     return std::nullopt;
   }
-  const std::string name = t.text ? "--text" : "--text-file";
+  const std::string name = t.flag();
   if (t.text && t.text_file)
     throw core::ParseError("--text and --text-file both give the text: keep one of them");
   const auto both = [&](const std::string& other) {
@@ -171,7 +143,7 @@ std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::
                            ") must be 0 (no positional embedding) or the context length");
   const std::uint64_t seed =
       t.embed_seed ? core::parse_seed(*t.embed_seed, "--embed-seed") : core::kDefaultEmbedSeed;
-  const std::string text = t.text ? *t.text : core::read_text_file(*t.text_file);
+  const std::string text = t.read();
   core::TextInputs typed = core::tokenize_text(text, d_in, seed, positions);
   const std::size_t count = typed.ids.size();
   if (positions > 0 && count > static_cast<std::size_t>(positions))

@@ -163,59 +163,14 @@ int run_model_list() {
 // ---------------------------------------------------------------------------
 // The text a command runs on, as token ids.
 
-std::vector<int> parse_ids(const std::string& list) {
-  std::vector<int> ids;
-  std::size_t at = 0;
-  while (at <= list.size()) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string item = list.substr(at, comma - at);
-    int v = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
-      throw core::ParseError("--ids: '" + item +
-                             "' is not a token id (give whole numbers separated by commas, e.g. "
-                             "--ids 15496,11,995)");
-    ids.push_back(v);
-    at = comma + 1;
-  }
-  return ids;
-}
-
 std::vector<int> input_ids(const ModelCommands& c, const core::Gpt2Model& model) {
-  const int given = c.text.has_value() + c.text_file.has_value() + c.ids.has_value();
-  if (given != 1)
-    throw core::ParseError(
-        "give the text with exactly one of --text TEXT, --text-file FILE and "
-        "--ids 1,2,3");
-  std::vector<int> ids;
-  if (c.ids) {
-    ids = parse_ids(*c.ids);
-  } else {
-    const std::string text = c.text ? *c.text : core::read_text_file(*c.text_file);
-    for (const core::Token& t : model.tokenizer().encode(text)) ids.push_back(t.id);
-  }
-  if (ids.empty()) throw core::ParseError("the text has no tokens: give some text");
-  const int vocab = model.config().vocab_size;
-  for (int id : ids)
-    if (id < 0 || id >= vocab)
-      throw core::ParseError("token id " + std::to_string(id) + " is outside " + model.name() +
-                             "'s vocabulary (0.." + std::to_string(vocab - 1) + ")");
-  const auto limit = static_cast<std::size_t>(model.config().n_positions);
-  if (ids.size() > limit) {
-    if (!c.keep_last)
-      throw core::ParseError("the text is " + std::to_string(ids.size()) + " tokens but " +
-                             model.name() +
-                             " reads at most n_positions = " + std::to_string(limit) +
-                             "; shorten it, or pass --keep-last to keep its last " +
-                             std::to_string(limit) + " tokens");
-    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
-  }
-  return ids;
+  return c.model.model_ids(model, c.text);
 }
 
 std::shared_ptr<const core::Gpt2Model> load(const ModelCommands& c) {
-  return core::Gpt2Model::load(c.path,
-                               c.config ? std::optional<fs::path>(*c.config) : std::nullopt);
+  return core::Gpt2Model::load(
+      c.model.path.value_or(""),
+      c.model.config ? std::optional<fs::path>(*c.model.config) : std::nullopt);
 }
 
 core::ModelStageSelection selection(const ModelCommands& c) {
@@ -382,17 +337,7 @@ int run_model_bench(const ModelCommands& c) {
 }
 
 void add_text_options(CLI::App& cmd, ModelCommands& c) {
-  cmd.add_option("MODEL", c.path,
-                 "a Hugging Face GPT-2 folder, a .safetensors file, or the book's .pth")
-      ->required();
-  cmd.add_option("--config", c.config,
-                 "config file: config.json for safetensors, the book's GPT_CONFIG as JSON for .pth "
-                 "(default: beside the weights)");
-  cmd.add_option("--text", c.text, "the text (UTF-8; <|endoftext|> is token 50256)");
-  cmd.add_option("--text-file", c.text_file, "file holding the text ('-': stdin)");
-  cmd.add_option("--ids", c.ids, "token ids instead of text, e.g. 15496,11,995");
-  cmd.add_flag("--keep-last", c.keep_last,
-               "keep the last n_positions tokens of a longer text (else it is refused)");
+  run_flags::add_model_flags(cmd, c.model, run_flags::Program::CliModel, &c.text);
 }
 
 void add_selection_options(CLI::App& cmd, ModelCommands& c) {
@@ -414,11 +359,11 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.info = c.cmd->add_subcommand(
       "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
   c.info
-      ->add_option("PATH", c.path,
+      ->add_option("PATH", c.model.path,
                    "a folder with config.json + model.safetensors, a .safetensors file, or the "
                    "book's .pth")
       ->required();
-  c.info->add_option("--config", c.config, "the book's GPT_CONFIG as JSON, for a .pth");
+  c.info->add_option("--config", c.model.config, "the book's GPT_CONFIG as JSON, for a .pth");
   c.list = c.cmd->add_subcommand(
       "list", "list the models in the Hugging Face cache and attnscope's models folder (JSON)");
   c.trace = c.cmd->add_subcommand(
@@ -450,8 +395,8 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
       "bench",
       "time the full forward (every head's weights kept, last logits); last line "
       "median_ms=...");
-  c.bench->add_option("MODEL", c.path, "a model folder or file")->required();
-  c.bench->add_option("--config", c.config, "config file (default: beside the weights)");
+  c.bench->add_option("MODEL", c.model.path, "a model folder or file")->required();
+  c.bench->add_option("--config", c.model.config, "config file (default: beside the weights)");
   c.bench->add_option("--tokens", c.tokens, "T, the number of tokens")->required();
   c.bench->add_option("--repeat", c.repeat, "timed runs after one warm-up")->capture_default_str();
   c.bench->add_flag("--append", c.append,
@@ -470,7 +415,7 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
-    if (c.info->parsed()) return run_model_info(c.path, c.config);
+    if (c.info->parsed()) return run_model_info(c.model.path.value_or(""), c.model.config);
     if (c.list->parsed()) return run_model_list();
     if (c.trace->parsed()) return run_model_trace(c);
     if (c.generate->parsed()) return run_model_generate(c);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "export_command.hpp"
+#include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {
 
@@ -28,16 +29,12 @@ struct ModelCommands {
   CLI::App* cmd = nullptr;
   CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
            *bench = nullptr, *patterns = nullptr;
-  std::string path;                      // MODEL
-  std::optional<std::string> config;     // --config FILE
-  std::optional<std::string> text;       // --text
-  std::optional<std::string> text_file;  // --text-file
-  std::optional<std::string> ids;        // --ids 1,2,3
-  bool keep_last = false;                // --keep-last: keep the last n_positions tokens
-  int next_at = -1;                      // --next-at: next tokens after this token (-1: last)
-  std::vector<int> layers, heads;        // --layers, --heads
-  std::vector<std::string> stages;       // --stages
-  std::string format = "json";           // trace: json|text; generate: text|json
+  run_flags::ModelFlags model;      // MODEL (PATH for info), --config, --ids, --keep-last
+  run_flags::TextFlags text;        // --text, --text-file: the text the model reads
+  int next_at = -1;                 // --next-at: next tokens after this token (-1: last)
+  std::vector<int> layers, heads;   // --layers, --heads
+  std::vector<std::string> stages;  // --stages
+  std::string format = "json";      // trace: json|text; generate: text|json
   std::string generate_format = "text";
   int tokens = 0;       // generate: new tokens; bench: T
   int repeat = 5;       // bench

@@ -1,8 +1,12 @@
 // run_flags.cpp: the run flags' declarations and their reading into a RunSpec.
 #include "run_flags.hpp"
 
+#include <charconv>
 #include <vector>
 
+#include "attnscope/attention/embedding.hpp"
+#include "attnscope/formats/files.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "figure/scale.hpp"
 
 namespace attnscope::run_flags {
@@ -115,6 +119,127 @@ FigureFlagOptions add_figure_flags(CLI::App& cmd, FigureFlags& f) {
                               "exported figures' colours around the cells: dark (as the app's "
                               "screen) or light (a white page with dark text, for papers and "
                               "slides); light unless set");
+  return made;
+}
+
+std::string TextFlags::read() const {
+  if (text && text_file)
+    throw core::ParseError("--text and --text-file both give the text: keep one of them");
+  return text ? *text : core::read_text_file(*text_file);
+}
+
+TextFlagOptions add_text_flags(CLI::App& cmd, TextFlags& f, Program program) {
+  TextFlagOptions made;
+  if (program == Program::CliModel) {
+    made.text = cmd.add_option("--text", f.text, "the text (UTF-8; <|endoftext|> is token 50256)");
+    made.text_file =
+        cmd.add_option("--text-file", f.text_file, "file holding the text ('-': stdin)");
+    return made;
+  }
+  const bool cli = program == Program::Cli;
+  made.text = cmd.add_option(
+      "--text", f.text,
+      cli ? "inputs from your own sentence: GPT-2's tokens of TEXT, embedded as in the book's "
+            "chapter 2 (torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in))"
+          : "inputs from your own sentence: GPT-2's token ids, then "
+            "torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in)");
+  made.text_file =
+      cmd.add_option("--text-file", f.text_file, "as --text, the text read from FILE ('-': stdin)");
+  made.d_in = cmd.add_option(
+      "--d-in", f.d_in,
+      cli ? "with --text: embedding width (default " + std::to_string(core::kDefaultTextDim) +
+                ", small like the book's chapter-3 example; chapter 2 uses 256)"
+          : std::string("with --text: embedding width (default 3)"));
+  made.embed_seed = cmd.add_option(
+      "--embed-seed", f.embed_seed,
+      cli ? "with --text: torch.manual_seed value before the embedding layers (default " +
+                std::to_string(core::kDefaultEmbedSeed) + ")"
+          : std::string("with --text: torch.manual_seed before the embedding layers (default "
+                        "123)"));
+  made.positions = cmd.add_option(
+      "--positions", f.positions,
+      cli ? "with --text: add a positional nn.Embedding(N, --d-in) (context_length N, at least "
+            "the number of tokens); 0 or absent: none"
+          : "with --text: add nn.Embedding(N, d_in) position embeddings (N >= tokens)");
+  return made;
+}
+
+std::vector<int> parse_ids(std::string_view list, const core::Gpt2Model& model) {
+  std::vector<int> ids;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item(list.substr(at, comma - at));
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw core::ParseError("--ids: '" + item +
+                             "' is not a token id (give whole numbers separated by commas, e.g. "
+                             "--ids 15496,11,995)");
+    ids.push_back(v);
+    at = comma + 1;
+  }
+  const int vocab = model.config().vocab_size;
+  for (int id : ids)
+    if (id < 0 || id >= vocab)
+      throw core::ParseError("token id " + std::to_string(id) + " is outside " + model.name() +
+                             "'s vocabulary (0.." + std::to_string(vocab - 1) + ")");
+  return ids;
+}
+
+std::vector<int> ModelFlags::model_ids(const core::Gpt2Model& model, const TextFlags& t) const {
+  const int given = t.text.has_value() + t.text_file.has_value() + ids.has_value();
+  if (given != 1)
+    throw core::ParseError(
+        "give the text with exactly one of --text TEXT, --text-file FILE and "
+        "--ids 1,2,3");
+  std::vector<int> out;
+  if (ids) {
+    out = parse_ids(*ids, model);
+  } else {
+    for (const core::Token& token : model.tokenizer().encode(t.read())) out.push_back(token.id);
+  }
+  if (out.empty()) throw core::ParseError("the text has no tokens: give some text");
+  const auto limit = static_cast<std::size_t>(model.config().n_positions);
+  if (out.size() > limit) {
+    if (!keep_last)
+      throw core::ParseError("the text is " + std::to_string(out.size()) + " tokens but " +
+                             model.name() +
+                             " reads at most n_positions = " + std::to_string(limit) +
+                             "; shorten it, or pass --keep-last to keep its last " +
+                             std::to_string(limit) + " tokens");
+    out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(limit));
+  }
+  return out;
+}
+
+ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& f, Program program, TextFlags* text) {
+  ModelFlagOptions made;
+  if (program == Program::App) {
+    made.path = cmd.add_option("--model", f.path,
+                               "open a trained model: a Hugging Face GPT-2 folder or "
+                               ".safetensors, or the book's chapter-5 .pth (--model-config: its "
+                               "GPT_CONFIG as JSON); --text is then the model's text");
+    made.config = cmd.add_option("--model-config", f.config,
+                                 "with --model: its config file: config.json for safetensors, "
+                                 "the book's GPT_CONFIG as JSON for .pth (default: beside the "
+                                 "weights; --config is read so too)")
+                      ->needs(made.path);
+    made.ids = cmd.add_option("--ids", f.ids,
+                              "with --model: token ids instead of --text, e.g. 15496,11,995")
+                   ->needs(made.path);
+    return made;
+  }
+  made.path = cmd.add_option("MODEL", f.path,
+                             "a Hugging Face GPT-2 folder, a .safetensors file, or the book's .pth")
+                  ->required();
+  made.config = cmd.add_option("--config", f.config,
+                               "config file: config.json for safetensors, the book's GPT_CONFIG "
+                               "as JSON for .pth (default: beside the weights)");
+  if (text) add_text_flags(cmd, *text, Program::CliModel);
+  made.ids = cmd.add_option("--ids", f.ids, "token ids instead of text, e.g. 15496,11,995");
+  cmd.add_flag("--keep-last", f.keep_last,
+               "keep the last n_positions tokens of a longer text (else it is refused)");
   return made;
 }
 

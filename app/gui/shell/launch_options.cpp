@@ -114,11 +114,11 @@ void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
 // --text and its settings: chapter 2's inputs from the typed text.
 void apply_text_flags(const LaunchOptions& o, AppState& state) {
   TextSource& t = state.text_source;
-  t.text = *o.text;
-  if (o.text_d_in) t.d_in = *o.text_d_in;
-  if (o.embed_seed) t.seed = core::parse_seed(*o.embed_seed, "--embed-seed");
-  if (o.positions) t.positions = *o.positions;
-  if (!state.embed_text()) throw core::ParseError("--text: " + state.text_error);
+  t.text = o.text.read();
+  if (o.text.d_in) t.d_in = *o.text.d_in;
+  if (o.text.embed_seed) t.seed = core::parse_seed(*o.text.embed_seed, "--embed-seed");
+  if (o.text.positions) t.positions = *o.text.positions;
+  if (!state.embed_text()) throw core::ParseError(o.text.flag() + ": " + state.text_error);
 }
 
 // The model's steps, for --stage with --model.
@@ -129,6 +129,23 @@ const std::vector<Step>& model_steps() {
     return steps_for(t);
   }();
   return steps;
+}
+
+// --ids with --model: the text those tokens spell, which must split into
+// the same tokens again (the app shows a text and its tokens, and the text
+// box would re-split it). Throws core::ParseError.
+void apply_ids_flag(const std::string& list, AppState& state) {
+  ModelState& m = state.model;
+  const std::vector<int> ids = run_flags::parse_ids(list, *m.model);
+  std::string text;
+  for (int id : ids) text += m.model->tokenizer().token_bytes(id);
+  m.text = text;
+  state.model_text_changed();
+  if (m.text_error.empty() && m.ids() != ids)
+    throw core::ParseError("--ids " + list + ": " + m.model->name() +
+                           "'s tokenizer splits the text of these ids differently, and the app "
+                           "runs a text as its tokenizer splits it; give the text with --text, "
+                           "or use attnscope-cli model trace --ids for these exact ids");
 }
 
 // --model and the flags that go with it: loads the model (waiting for it),
@@ -142,12 +159,20 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
         "--model runs the model's own attention: the chapter-3 flags (--preset, --variant, "
         "--d-out, --heads, --dropout, --seed, ...) do not apply to it; leave them out");
   ModelState& m = state.model;
-  m.config = o.run.config_path().value_or("");
-  if (o.text) m.text = *o.text;
-  state.open_model(*o.model);
+  if (o.model.config && o.run.config)
+    throw core::ParseError(
+        "--model-config and --config both name the model's config file: keep --model-config");
+  m.config = o.model.config ? *o.model.config : o.run.config_path().value_or("");
+  if (o.model.ids && o.text.given())
+    throw core::ParseError("give the model's text with one of " + o.text.flag() +
+                           " and --ids, not both");
+  if (o.text.given()) m.text = o.text.read();
+  state.open_model(*o.model.path);
   state.poll_model_loader(true);
   if (!m.model) throw core::ParseError("--model: " + m.load_error);
-  if (!m.text_error.empty()) throw core::ParseError("--text: " + m.text_error);
+  if (o.model.ids) apply_ids_flag(*o.model.ids, state);
+  if (!m.text_error.empty())
+    throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.text_error);
   const core::Gpt2Config& c = m.model->config();
   if (o.layer) {
     if (*o.layer < 0 || *o.layer >= c.n_layer)
@@ -218,37 +243,28 @@ void add_source_flags(CLI::App& app, LaunchOptions& o) {
   run.preset->excludes(run.config);
   run.random->excludes(run.preset);
   run.random->excludes(run.config);
-  auto* text = app.add_option("--text", o.text,
-                              "inputs from your own sentence: GPT-2's token ids, then "
-                              "torch.manual_seed(--embed-seed); nn.Embedding(50257, --d-in)");
-  text->excludes(run.preset);
-  text->excludes(run.random);
+  const run_flags::TextFlagOptions text =
+      run_flags::add_text_flags(app, o.text, run_flags::Program::App);
+  for (CLI::Option* typed : {text.text, text.text_file}) {
+    typed->excludes(run.preset);
+    typed->excludes(run.random);
+  }
   // What a file manager's "Open with" passes (the launcher entry's %f).
   app.add_option("FILE", o.open_file,
                  "a file or folder to open as if dropped onto the window: a session (.json), a "
                  "model (Hugging Face folder, .safetensors, .pth), embeddings (.csv, .npy, "
                  ".json) or chapter-3 weights (.json, W_query.npy, a folder of them)")
       ->check(CLI::ExistingPath);
-  auto* model = app.add_option("--model", o.model,
-                               "open a trained model: a Hugging Face GPT-2 folder or "
-                               ".safetensors, or the book's chapter-5 .pth (--config: its "
-                               "GPT_CONFIG as JSON); --text is then the model's text");
-  auto* d_in = app.add_option("--d-in", o.text_d_in, "with --text: embedding width (default 3)")
-                   ->needs(text);
-  auto* embed_seed = app.add_option("--embed-seed", o.embed_seed,
-                                    "with --text: torch.manual_seed before the "
-                                    "embedding layers (default 123)")
-                         ->needs(text);
-  auto* positions =
-      app.add_option("--positions", o.positions,
-                     "with --text: add nn.Embedding(N, d_in) position embeddings (N >= tokens)")
-          ->needs(text);
-  for (CLI::Option* chapter2 : {d_in, embed_seed, positions}) chapter2->excludes(model);
-  app.add_option("--layer", o.layer, "with --model: the layer to open (0-based)")->needs(model);
+  const run_flags::ModelFlagOptions model =
+      run_flags::add_model_flags(app, o.model, run_flags::Program::App);
+  for (CLI::Option* chapter2 : {text.d_in, text.embed_seed, text.positions})
+    chapter2->excludes(model.path);
+  app.add_option("--layer", o.layer, "with --model: the layer to open (0-based)")
+      ->needs(model.path);
   app.add_option("--view", o.view,
                  "with --model: model (every head as a thumbnail, the default), head (one "
                  "head's stages) or tokens (the head view)")
-      ->needs(model);
+      ->needs(model.path);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
                  "dropout, context, concat, output");
@@ -292,10 +308,19 @@ void add_view_and_output_flags(CLI::App& app, LaunchOptions& o, std::string& siz
 // What CLI11 cannot check: --text with --config, seeds, the random shape,
 // --size, and --scale with --export-png. Throws core::ParseError.
 void check_parsed_flags(LaunchOptions& o, const std::string& size) {
-  if (o.text && o.run.config && !o.model)
-    throw core::ParseError(
-        "--text makes the inputs, so it excludes --config (a config file's inputs); with "
-        "--model, --config is the model's GPT_CONFIG");
+  if (!o.text.given())
+    for (const auto& [given, flag] : {std::pair{o.text.d_in.has_value(), "--d-in"},
+                                      std::pair{o.text.embed_seed.has_value(), "--embed-seed"},
+                                      std::pair{o.text.positions.has_value(), "--positions"}})
+      if (given)
+        throw core::ParseError(std::string(flag) +
+                               " shapes the embeddings of --text: add --text TEXT (or "
+                               "--text-file FILE), or drop " +
+                               flag);
+  if (o.text.given() && o.run.config && !o.model.path)
+    throw core::ParseError(o.text.flag() +
+                           " makes the inputs, so it excludes --config (a config file's "
+                           "inputs); with --model, --model-config names the model's GPT_CONFIG");
   // A bad seed or size fails here, exit 2.
   (void)o.run.parsed_seed();
   (void)o.run.parsed_input_seed();
@@ -382,7 +407,7 @@ void apply_run_flags(const LaunchOptions& o, const std::optional<std::string>& c
                      AppState& state) {
   const run_flags::RunFlags& run = o.run;
   const bool new_inputs = run.preset || config_path;
-  if (run.any() && !o.model) {
+  if (run.any() && !o.model.path) {
     // What the app holds is the base; the config file, then the flags, go on top.
     core::RunSpec base;
     base.variant = state.config.variant;
@@ -424,7 +449,7 @@ void apply_run_flags(const LaunchOptions& o, const std::optional<std::string>& c
 // --stage without --model (with it, the stage was the model's: apply_model_flags).
 void apply_stage_flag(const LaunchOptions& o, const RunOrigins& origins, AppState& state) {
   const auto steps = steps_for(state.config.variant);
-  if (o.stage && !o.model) {
+  if (o.stage && !o.model.path) {
     const auto step = parse_step(*o.stage);
     if (!step)
       throw core::ParseError("unknown stage '" + *o.stage + "' (known: " + step_list(steps) + ")");
@@ -450,7 +475,7 @@ void apply_stage_flag(const LaunchOptions& o, const RunOrigins& origins, AppStat
 
 // --head without --model (with it, the head was the model's: apply_model_flags).
 void apply_head_flag(const LaunchOptions& o, const RunOrigins& origins, AppState& state) {
-  if (o.head && !o.model) {
+  if (o.head && !o.model.path) {
     if (!core::has_heads(state.config.variant)) {
       if (*o.head != 0) {
         const std::string whose = origins.whose(&core::RunSpec::variant);
@@ -500,9 +525,9 @@ void apply_launch_options(const LaunchOptions& o, AppState& state, bool session_
   const std::optional<std::string> config_path = run.config_path();
   const std::optional<std::uint64_t> input_seed = run.parsed_input_seed();
   apply_random_inputs(run, config_path, input_seed, state);
-  if (o.model) {
+  if (o.model.path) {
     apply_model_flags(o, state);
-  } else if (o.text) {
+  } else if (o.text.given()) {
     apply_text_flags(o, state);
   }
   core::RunSpec flags, file;  // what this command line and the config file say

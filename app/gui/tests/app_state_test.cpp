@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "attnscope/attention/embedding.hpp"
 #include "attnscope/io/io.hpp"
 #include "shell/launch_options.hpp"
+#include "temp_dir.hpp"
 #include "words/stage_info.hpp"
 
 namespace attnscope::gui {
@@ -439,8 +441,20 @@ TEST(LaunchOptions, TextGivesChapter2InputsAndRefusesOtherInputSources) {
   EXPECT_EQ(s.inputs.embeddings,
             core::chapter2_inputs(core::tokenize_text("Hello, world!", 5, 9, 8)).embeddings);
   EXPECT_EQ(launch_over(s, {"--text", "a b c", "--positions", "2"}, false).substr(0, 7), "--text:");
+  // --text-file: the same inputs from a file.
+  core::testing::TempDir dir;
+  std::ofstream(dir.path() / "hello.txt") << "Hello, world!";
+  AppState f;
+  EXPECT_EQ(launch_over(f,
+                        {"--text-file", (dir.path() / "hello.txt").string(), "--d-in", "5",
+                         "--embed-seed", "9", "--positions", "8"},
+                        false),
+            "");
+  EXPECT_EQ(f.inputs.embeddings,
+            core::chapter2_inputs(core::tokenize_text("Hello, world!", 5, 9, 8)).embeddings);
   for (std::vector<std::string> bad : {std::vector<std::string>{"--text", "a", "--preset", "book"},
                                        {"--text", "a", "--random", "3,2"},
+                                       {"--text-file", "x", "--preset", "book"},
                                        {"--d-in", "4"}}) {
     std::string name = "attnscope";
     std::vector<char*> argv{name.data()};

@@ -620,5 +620,65 @@ TEST(HeadGridFigure, TilesAreLaidOutInOrderWithGaps) {
   EXPECT_THROW(figure::layout_head_grid(g), std::invalid_argument);
 }
 
+// ---------------------------------------------------------------------------
+// The model flags the app shares with attnscope-cli (run_flags)
+
+// Parses `args` as attnscope's command line and applies it to `state`: "" or
+// the ParseError's message.
+std::string launch_model(AppState& state, std::vector<std::string> args) {
+  std::string name = "attnscope";
+  std::vector<char*> argv{name.data()};
+  for (auto& a : args) argv.push_back(a.data());
+  LaunchOptions o;
+  if (!parse_launch_options(static_cast<int>(argv.size()), argv.data(), o).run)
+    return "parse refused";
+  try {
+    apply_launch_options(o, state);
+  } catch (const core::ParseError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST(ModelFlags, TextFileIdsAndModelConfigOpenTheModelAsTextDoes) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "tiny");
+  const std::string tiny = (dir.path() / "tiny").string();
+  const std::string sentence = "Every effort moves you";
+  std::ofstream(dir.path() / "text.txt") << sentence;
+  AppState by_text, by_file, by_ids, by_config;
+  ASSERT_EQ(launch_model(by_text, {"--model", tiny, "--text", sentence}), "");
+  const std::vector<int> ids = by_text.model.ids();
+  ASSERT_GT(ids.size(), 3u);
+  EXPECT_EQ(
+      launch_model(by_file, {"--model", tiny, "--text-file", (dir.path() / "text.txt").string()}),
+      "");
+  EXPECT_EQ(by_file.model.ids(), ids);
+  std::string list;
+  for (int id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  EXPECT_EQ(launch_model(by_ids, {"--model", tiny, "--ids", list}), "");
+  EXPECT_EQ(by_ids.model.text, sentence);
+  EXPECT_EQ(by_ids.model.ids(), ids);
+  EXPECT_EQ(
+      launch_model(by_config, {"--model", tiny, "--model-config",
+                               (dir.path() / "tiny" / "config.json").string(), "--text", sentence}),
+      "");
+  EXPECT_EQ(by_config.model.ids(), ids);
+  // Ids whose text the tokenizer splits otherwise ("a", "b" is "ab"), ids
+  // outside the vocabulary, a text and ids at once, two config files.
+  AppState refused;
+  const std::string split = launch_model(refused, {"--model", tiny, "--ids", "64,65"});
+  EXPECT_NE(split.find("splits the text of these ids differently"), std::string::npos) << split;
+  const std::string outside = launch_model(refused, {"--model", tiny, "--ids", "50257"});
+  EXPECT_NE(outside.find("outside"), std::string::npos) << outside;
+  const std::string both = launch_model(refused, {"--model", tiny, "--ids", "64", "--text", "a"});
+  EXPECT_NE(both.find("not both"), std::string::npos) << both;
+  const std::string config = (dir.path() / "tiny" / "config.json").string();
+  const std::string two = launch_model(
+      refused, {"--model", tiny, "--model-config", config, "--config", config, "--text", "a"});
+  EXPECT_NE(two.find("keep --model-config"), std::string::npos) << two;
+  EXPECT_EQ(launch_model(refused, {"--ids", "64"}), "parse refused") << "--ids needs --model";
+}
+
 }  // namespace
 }  // namespace attnscope::gui
