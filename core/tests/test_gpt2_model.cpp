@@ -265,13 +265,26 @@ TEST(ModelStages, SelectionDefaultsOrderAndRefusals) {
 TEST(ModelStages, EveryModelOnlyCatalogueRowIsMade) {
   ModelRun run(tiny_model(), some_ids(3));
   for (const StageInfo& s : stage_catalogue()) {
-    if (!s.model_only) continue;
+    EXPECT_TRUE(!s.model_only || s.model_scope != ModelScope::None) << s.id;
+    if (s.model_scope == ModelScope::None) continue;
     const auto scope = model_stage_scope(s.id);
     ASSERT_TRUE(scope) << s.id;
-    const int layer = *scope == ModelStageScope::Run ? -1 : 0;
-    const int head = *scope == ModelStageScope::Head ? 0 : -1;
+    const int layer = *scope == ModelScope::Run ? -1 : 0;
+    const int head = *scope == ModelScope::Head ? 0 : -1;
     EXPECT_TRUE(run.stage({layer, head, s.id})) << s.id;
+    EXPECT_FALSE(s.model_symbol.empty()) << s.id;
   }
+}
+
+TEST(ModelStages, ABlocksAttentionRunsFromLn1ToTheResidual) {
+  namespace id = stage_id;
+  const BlockStages b = attention_block_stages();
+  EXPECT_EQ(b.before_heads, std::vector<std::string_view>{id::ln_1});
+  EXPECT_EQ(b.heads, (std::vector<std::string_view>{id::queries, id::keys, id::values, id::scores,
+                                                    id::mask, id::masked_scores, id::scaled_scores,
+                                                    id::weights, id::context}));
+  EXPECT_EQ(b.after_heads,
+            (std::vector<std::string_view>{id::concat, id::output, id::attn_output}));
 }
 
 }  // namespace

@@ -90,18 +90,17 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   layer = std::clamp(layer, 0, c.n_layer - 1);
   head = std::clamp(head, 0, c.n_head - 1);
   const bool every_head = run.num_tokens() <= kEveryHeadUpTo;
-  std::vector<core::StageKey> keys{core::block_input_key(layer), {layer, -1, id::ln_1}};
+  static const core::BlockStages block = core::attention_block_stages();
+  std::vector<core::StageKey> keys{core::block_input_key(layer)};
+  for (std::string_view s : block.before_heads) keys.push_back({layer, -1, s});
   for (int h = 0; h < c.n_head; ++h) {
     if (every_head || h == head) {
-      for (std::string_view s : {id::queries, id::keys, id::values, id::scores, id::mask,
-                                 id::masked_scores, id::scaled_scores, id::weights, id::context})
-        keys.push_back({layer, h, s});
+      for (std::string_view s : block.heads) keys.push_back({layer, h, s});
     } else {
       keys.push_back({layer, h, id::weights});
     }
   }
-  for (std::string_view s : {id::concat, id::output, id::attn_output})
-    keys.push_back({layer, -1, s});
+  for (std::string_view s : block.after_heads) keys.push_back({layer, -1, s});
   auto t = std::make_shared<core::Trace>(core::model_trace(run, keys));
   t->layer = layer;
   t->config.variant = core::Variant::Multihead;

@@ -85,10 +85,11 @@ struct KeptRun {
 ModelResult run_model_job(const ModelJob& job, KeptRun& kept);
 
 // The block `layer` of `run` as a Trace the stepper reads: the block's input
-// (the embeddings, or the previous block's output), ln_1, per head Q, K, V,
-// scores, mask, masked, scaled, weights and context (every head up to
-// kEveryHeadUpTo tokens, else `head` only and every head's weights), then
-// concat, the output projection and the residual sum. Its config says
+// (the embeddings, or the previous block's output), then the catalogue's
+// stages of the block's attention (core::attention_block_stages: ln_1; per
+// head Q, K, V, scores, mask, masked, scaled, weights and context, every
+// head's up to kEveryHeadUpTo tokens, else `head`'s and every head's
+// weights; concat, the output projection and the residual sum). Its config says
 // Multihead with the model's heads and width.
 std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head);
 

@@ -16,11 +16,6 @@ namespace {
 
 namespace id = core::stage_id;
 
-std::string sym(const core::Stage* s, std::string_view symbol) {
-  if (!s) return "?";
-  return std::string(symbol) + " (" + shape_text(s->data()) + ")";
-}
-
 // The factor the block's scores were divided by, read from the trace: the
 // masked score over the scaled one at the first visible cell where both are
 // clearly non-zero (0 when the trace cannot tell).
@@ -98,7 +93,8 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
                              "(the residual stream). Attention in this block reads it.";
       s.formula =
           l == 0 ? "x = wte[ids] + wpe[0..T)" : "x = block " + std::to_string(l - 1) + " output";
-      s.shapes = sym(input, "x") + ": " + T + " tokens × " + std::to_string(d) + " dimensions";
+      s.shapes =
+          sym(input, Wording::Model) + ": " + T + " tokens × " + std::to_string(d) + " dimensions";
       break;
     case Step::LayerNorm:
       s.title = "LayerNorm before attention (ln_1)";
@@ -107,7 +103,7 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
           "gain and shifted by a learned bias. GPT-2 normalises before attention (pre-LN), so "
           "the residual stream itself keeps its size.";
       s.formula = "ln_1(x) = (x − mean) / √(var + ε) · γ + β";
-      s.shapes = sym(input, "x") + " → " + sym(find(id::ln_1, -1), "ln_1");
+      s.shapes = sym(input, Wording::Model) + " → " + sym(find(id::ln_1, -1), Wording::Model);
       break;
     case Step::Projections:
       s.title = "Queries, keys and values of head " + H;
@@ -116,8 +112,8 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
                 std::to_string(h * d_head) + " to " + std::to_string((h + 1) * d_head - 1) +
                 " of each, as MultiHeadAttention's view(b, T, heads, head_dim) does.";
       s.formula = "[Q | K | V] = ln_1 · W_attn + b_attn";
-      s.shapes = sym(find(id::ln_1, -1), "ln_1") + " → " + sym(find(id::queries, h), "Q_h") +
-                 ", the same for K and V";
+      s.shapes = sym(find(id::ln_1, -1), Wording::Model) + " → " +
+                 sym(find(id::queries, h), Wording::Model) + ", the same for K and V";
       break;
     default:  // the other groups' steps
       break;
@@ -143,7 +139,8 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           "means the token (row) finds that token (column) relevant." +
           where;
       s.formula = "ω = Q_h · K_hᵀ";
-      s.shapes = sym(find(id::queries, h), "Q_h") + " · K_hᵀ → " + sym(find(id::scores, h), "ω");
+      s.shapes = sym(find(id::queries, h), Wording::Model) + " · K_hᵀ → " +
+                 sym(find(id::scores, h), Wording::Model);
       break;
     case Step::Mask:
       s.title = "The causal mask";
@@ -151,14 +148,15 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           "GPT-2 predicts the next token, so a token may not look at later ones: the "
           "cells above the diagonal are marked to be hidden.";
       s.formula = "mask[i][j] = 1 where j > i";
-      s.shapes = sym(find(id::mask, h), "mask") + ", " + T + " × " + T;
+      s.shapes = sym(find(id::mask, h), Wording::Model) + ", " + T + " × " + T;
       break;
     case Step::Masked:
       s.title = "Masked scores";
       s.plain = "The future's scores become −∞, so softmax will give them weight 0 exactly.";
-      s.formula = "ω_masked = ω where j ≤ i, else −∞";
-      s.shapes =
-          sym(find(id::scores, h), "ω") + " → " + sym(find(id::masked_scores, h), "ω_masked");
+      s.formula = stage_symbol(id::masked_scores, Wording::Model) + " = " +
+                  stage_symbol(id::scores, Wording::Model) + " where j ≤ i, else −∞";
+      s.shapes = sym(find(id::scores, h), Wording::Model) + " → " +
+                 sym(find(id::masked_scores, h), Wording::Model);
       break;
     case Step::Scaled: {
       s.title = "Scaled scores";
@@ -173,9 +171,9 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
             " This model also divides by the layer number + 1 (scale_attn_by_inverse_"
             "layer_idx): the scores here are divided by " +
             core::fixed_text(f, 3) + ".";
-      s.formula = "ω_masked / √d_head";
-      s.shapes = sym(find(id::masked_scores, h), "ω_masked") + " ÷ " + core::fixed_text(f, 3) +
-                 " → " + sym(find(id::scaled_scores, h), "ω_scaled");
+      s.formula = stage_symbol(id::masked_scores, Wording::Model) + " / √d_head";
+      s.shapes = sym(find(id::masked_scores, h), Wording::Model) + " ÷ " + core::fixed_text(f, 3) +
+                 " → " + sym(find(id::scaled_scores, h), Wording::Model);
       break;
     }
     case Step::Softmax:
@@ -184,16 +182,18 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           "Softmax turns each row into weights that are positive and sum to 1: how much of "
           "each earlier token this token takes in." +
           where;
-      s.formula = "weights = softmax(ω_scaled, row)";
-      s.shapes = sym(find(id::scaled_scores, h), "ω_scaled") + " → " +
-                 sym(find(id::weights, h), "weights") + ", each row sums to 1";
+      s.formula = stage_symbol(id::weights, Wording::Model) + " = softmax(" +
+                  stage_symbol(id::scaled_scores, Wording::Model) + ", row)";
+      s.shapes = sym(find(id::scaled_scores, h), Wording::Model) + " → " +
+                 sym(find(id::weights, h), Wording::Model) + ", each row sums to 1";
       break;
     case Step::Context:
       s.title = "Context vectors of head " + H;
       s.plain = "Each token's new row is the weighted sum of the value rows it attends to.";
       s.formula = "Z_h = weights · V_h";
-      s.shapes = sym(find(id::weights, h), "weights") + " · " + sym(find(id::values, h), "V_h") +
-                 " → " + sym(find(id::context, h), "Z_h");
+      s.shapes = sym(find(id::weights, h), Wording::Model) + " · " +
+                 sym(find(id::values, h), Wording::Model) + " → " +
+                 sym(find(id::context, h), Wording::Model);
       break;
     default:  // the other groups' steps
       break;
@@ -219,13 +219,14 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
                 " wide, are put next to each other: " + std::to_string(heads) + " × " +
                 std::to_string(d_head) + " = " + std::to_string(d) + " columns again.";
       s.formula = "concat = [Z_0 | Z_1 | … | Z_" + std::to_string(heads - 1) + "]";
-      s.shapes = sym(find(id::concat, -1), "concat");
+      s.shapes = sym(find(id::concat, -1), Wording::Model);
       break;
     case Step::OutProj:
       s.title = "Output projection (c_proj)";
       s.plain = "A learned layer mixes the heads' columns, as the book's out_proj does.";
       s.formula = "output = concat · W_proj + b_proj";
-      s.shapes = sym(find(id::concat, -1), "concat") + " → " + sym(find(id::output, -1), "output");
+      s.shapes = sym(find(id::concat, -1), Wording::Model) + " → " +
+                 sym(find(id::output, -1), Wording::Model);
       break;
     case Step::Residual:
       s.title = "Back into the residual stream";
@@ -234,8 +235,8 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
           "shortcut of chapter 4). The MLP then adds its own part before block " +
           std::to_string(l + 1) + " reads the sum.";
       s.formula = "attn_output = x + output";
-      s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), "output") + " → " +
-                 sym(find(id::attn_output, -1), "attn_output");
+      s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), Wording::Model) + " → " +
+                 sym(find(id::attn_output, -1), Wording::Model);
       break;
     default:  // the other groups' steps
       break;

@@ -24,9 +24,12 @@ std::string shape_text(const core::RowMatrix& m) {
 
 std::string stage_name(std::string_view id) { return figure::stage_name(id); }
 
-std::string stage_symbol(std::string_view id) {
+std::string stage_symbol(std::string_view id, Wording wording) {
   const core::StageInfo* info = core::find_stage_info(id);
-  return std::string(info ? info->symbol : id);
+  if (!info) return std::string(id);
+  if (wording == Wording::Model && !info->model_symbol.empty())
+    return std::string(info->model_symbol);
+  return std::string(info->symbol);
 }
 
 std::string stage_title(const core::Stage& stage) {
@@ -52,14 +55,17 @@ std::vector<std::string> stage_titles(const core::Stage& stage) {
   return out;
 }
 
-namespace {
-
-// "Q (6×2)" for the stage, or "?" when the trace lacks it.
-std::string sym(const core::Stage* s, std::string_view symbol = {}) {
+std::string sym(const core::Stage* s, std::string_view symbol) {
   if (!s) return "?";
   return (symbol.empty() ? stage_symbol(s->id) : std::string(symbol)) + " (" +
          shape_text(s->data()) + ")";
 }
+
+std::string sym(const core::Stage* s, Wording wording) {
+  return s ? sym(s, stage_symbol(s->id, wording)) : "?";
+}
+
+namespace {
 
 std::string fmt4(double v) { return core::fixed_text(v, 4); }
 

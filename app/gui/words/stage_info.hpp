@@ -27,10 +27,21 @@ StepText describe_model_step(Step step, const core::Trace& trace, int head);
 
 // "6×2"
 std::string shape_text(const core::RowMatrix& m);
+
+// Whose names the texts use: the book's (Q, ω, Z) or a model block's (Q_h,
+// ω, Z_h: the catalogue's model_symbol).
+enum class Wording { Book, Model };
+
+// "Q (6×2)": a stage's symbol and its shape, "?" when the trace lacks the
+// stage. The symbol is `symbol` when given, else the catalogue's.
+std::string sym(const core::Stage* s, std::string_view symbol = {});
+// The same with the catalogue's symbol in `wording`.
+std::string sym(const core::Stage* s, Wording wording);
 // The stage's name for people, e.g. "scaled scores" or "Q (queries)".
 std::string stage_name(std::string_view id);
-// The symbol used in shape lines, e.g. "Q", "ω", "W_query".
-std::string stage_symbol(std::string_view id);
+// The symbol used in shape lines, e.g. "Q", "ω", "W_query"; with
+// Wording::Model a model block's ("Q_h", "ω_masked") where it has one.
+std::string stage_symbol(std::string_view id, Wording wording = Wording::Book);
 // "weights (6×6)" or "weights (6×6) · head 1".
 std::string stage_title(const core::Stage& stage);
 // The shortest name that still tells stages apart: "W_q", "W_k", "b_v", "Q", "ω".

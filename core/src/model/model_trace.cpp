@@ -22,33 +22,27 @@ namespace {
 
 namespace id = stage_id;
 
-struct ScopedStage {
-  std::string_view id;
-  ModelStageScope scope;
-};
-
-// Data table: every stage a model run makes, in the forward's order.
-constexpr ScopedStage kModelStages[] = {
-    {id::embeddings, ModelStageScope::Run},     {id::ln_1, ModelStageScope::Layer},
-    {id::queries, ModelStageScope::Head},       {id::keys, ModelStageScope::Head},
-    {id::values, ModelStageScope::Head},        {id::scores, ModelStageScope::Head},
-    {id::mask, ModelStageScope::Head},          {id::masked_scores, ModelStageScope::Head},
-    {id::scaled_scores, ModelStageScope::Head}, {id::weights, ModelStageScope::Head},
-    {id::context, ModelStageScope::Head},       {id::concat, ModelStageScope::Layer},
-    {id::output, ModelStageScope::Layer},       {id::attn_output, ModelStageScope::Layer},
-    {id::block_output, ModelStageScope::Layer}, {id::ln_f, ModelStageScope::Run},
-    {id::logits, ModelStageScope::Run},
-};
+// The catalogue's stages a model run makes, in the forward's order, and how
+// to name them all in a message.
+std::vector<std::string_view> model_stage_ids() {
+  std::vector<std::string_view> ids;
+  for (const StageInfo& s : stage_catalogue())
+    if (s.model_scope != ModelScope::None) ids.push_back(s.id);
+  return ids;
+}
 
 std::string model_stage_list() {
   std::string out;
-  for (const auto& s : kModelStages) out += (out.empty() ? "" : ", ") + std::string(s.id);
+  for (std::string_view s : model_stage_ids()) out += (out.empty() ? "" : ", ") + std::string(s);
   return out;
 }
 
+// The place of a model stage in the forward's order; -1 for an id that is
+// not one.
 int order_of(std::string_view stage) {
-  for (std::size_t i = 0; i < std::size(kModelStages); ++i)
-    if (kModelStages[i].id == stage) return static_cast<int>(i);
+  const std::vector<std::string_view> ids = model_stage_ids();
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == stage) return static_cast<int>(i);
   return -1;
 }
 
@@ -91,10 +85,22 @@ std::string text_of(const ModelRun& run) {
 
 }  // namespace
 
-std::optional<ModelStageScope> model_stage_scope(std::string_view stage) {
-  const int k = order_of(stage);
-  if (k < 0) return std::nullopt;
-  return kModelStages[k].scope;
+std::optional<ModelScope> model_stage_scope(std::string_view stage) {
+  const StageInfo* s = find_stage_info(stage);
+  if (!s || s->model_scope == ModelScope::None || s->id != stage) return std::nullopt;
+  return s->model_scope;
+}
+
+BlockStages attention_block_stages() {
+  BlockStages b;
+  for (const StageInfo& s : stage_catalogue()) {
+    if (s.id == stage_id::block_output) break;  // the MLP's half: the next block's input
+    if (s.model_scope == ModelScope::Head)
+      b.heads.push_back(s.id);
+    else if (s.model_scope == ModelScope::Layer)
+      (b.heads.empty() ? b.before_heads : b.after_heads).push_back(s.id);
+  }
+  return b;
 }
 
 std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageSelection& s) {
@@ -107,7 +113,7 @@ std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageS
       if (k < 0)
         throw ParseError("\"" + name +
                          "\" is not a stage of a model run (they are: " + model_stage_list() + ")");
-      stages.push_back(kModelStages[k].id);
+      stages.push_back(stage_info(name).id);
     }
   }
   std::sort(stages.begin(), stages.end(),
@@ -118,15 +124,15 @@ std::vector<StageKey> select_model_stages(const ModelRun& run, const ModelStageS
   std::vector<StageKey> keys;
   auto add_run_stages = [&](bool before_blocks) {
     for (std::string_view st : stages)
-      if (*model_stage_scope(st) == ModelStageScope::Run && (st == id::embeddings) == before_blocks)
+      if (*model_stage_scope(st) == ModelScope::Run && (st == id::embeddings) == before_blocks)
         keys.push_back({-1, -1, st});
   };
   add_run_stages(true);
   for (int l : layers)
     for (std::string_view st : stages) {
-      const ModelStageScope scope = *model_stage_scope(st);
-      if (scope == ModelStageScope::Layer) keys.push_back({l, -1, st});
-      if (scope == ModelStageScope::Head)
+      const ModelScope scope = *model_stage_scope(st);
+      if (scope == ModelScope::Layer) keys.push_back({l, -1, st});
+      if (scope == ModelScope::Head)
         for (int h : heads) keys.push_back({l, h, st});
     }
   add_run_stages(false);

@@ -72,6 +72,11 @@ enum class Axis {
   Vocab,   // one column per vocabulary entry (token id)
 };
 
+// Where a real model's forward makes a stage: once per run (embeddings, ln_f,
+// logits), once per layer, or in every head of every layer. None: only the
+// chapter-3 classes make it (their inputs, parameters and dropout).
+enum class ModelScope : unsigned char { None, Run, Layer, Head };
+
 struct StageInfo {
   std::string_view id;            // stage_id::weights
   std::string_view symbol;        // shape lines: "Q", "ω", "weights"
@@ -85,12 +90,16 @@ struct StageInfo {
   bool holds_mask = false;  // in a causal run its future cells are the mask's
                             // (the mask itself, and the scores it filled with -inf)
   bool model_only = false;  // made by real models only, not by the chapter-3 classes
+  ModelScope model_scope = ModelScope::None;  // where a model's forward makes it
+  std::string_view model_symbol = {};  // its name in a model's block texts ("Q_h"); "" as symbol
 
   bool token_by_token() const { return cols == Axis::Key; }  // T x T: columns are keys
   bool parameter() const { return scale == StageScale::Parameter; }
 };
 
 // Every stage, in pipeline order (the causal order: mask before scaling).
+// The rows a model makes are in its forward's order, so the catalogue is
+// also the list of a model run's stages (ModelScope) and of a block's.
 std::span<const StageInfo> stage_catalogue();
 
 // The row for `id`, or nullptr for an id that is not a stage. A difference

@@ -3,10 +3,13 @@
 // (docs/trace-format.md, "Model traces").
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "attnscope/base/stages.hpp"
 #include "attnscope/base/trace.hpp"
 #include "attnscope/model/gpt2_config.hpp"
 #include "attnscope/model/gpt2_model.hpp"
@@ -20,11 +23,21 @@ struct ModelStageSelection {
   std::vector<std::string> stages;  // default: weights, logits
 };
 
-// Where a model's stage lives: in every head of a layer, once per layer, or
-// once per run (layer -1: embeddings, ln_f, logits). nullopt: not a stage a
-// model run makes (the chapter-3 classes' inputs, dropout and parameters).
-enum class ModelStageScope { Head, Layer, Run };
-std::optional<ModelStageScope> model_stage_scope(std::string_view id);
+// Where a model's stage lives (the catalogue's model_scope): in every head
+// of a layer, once per layer, or once per run (layer -1: embeddings, ln_f,
+// logits). nullopt: not a stage a model run makes (the chapter-3 classes'
+// inputs, dropout and parameters).
+std::optional<ModelScope> model_stage_scope(std::string_view id);
+
+// The stages of a block's attention as the stepper walks it, in the
+// catalogue's order: the layer stages before the heads (ln_1), the head
+// stages (queries ... context), and the layer stages after them up to the
+// residual after attention (concat, output, attn_output). block_output, the
+// MLP's, is the next block's input (block_input_key).
+struct BlockStages {
+  std::vector<std::string_view> before_heads, heads, after_heads;
+};
+BlockStages attention_block_stages();
 
 // The stage a model's block `layer` reads: the embeddings before block 0,
 // else the previous block's output.
