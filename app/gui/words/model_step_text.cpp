@@ -49,6 +49,11 @@ struct BlockStepContext {
   std::string where;                   // " Block l, head h."
   const core::Stage* input = nullptr;  // the block's input
   std::string x_name;                  // the input's name in the residual step
+
+  // The block's stage `id` of head `head` (-1: the layer's), or nullptr.
+  const core::Stage* find(std::string_view id, int head) const {
+    return t.find(core::StageKey{l, head, id});
+  }
 };
 
 BlockStepContext block_step_context(const core::Trace& t, int head) {
@@ -73,14 +78,7 @@ BlockStepContext block_step_context(const core::Trace& t, int head) {
 
 // The block's input, ln_1 and the projections to Q, K and V.
 StepText describe_block_input(Step step, const BlockStepContext& x) {
-  const int h = x.h;
-  const int l = x.l;
-  const std::string& H = x.H;
-  const std::string& T = x.T;
-  const int d = x.d;
-  const int d_head = x.d_head;
-  const core::Stage* input = x.input;
-  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  const auto& [t, h, l, H, T, d, heads, d_head, where, input, x_name] = x;
   StepText s;
   switch (step) {
     case Step::Inputs:
@@ -103,7 +101,7 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
           "gain and shifted by a learned bias. GPT-2 normalises before attention (pre-LN), so "
           "the residual stream itself keeps its size.";
       s.formula = "ln_1(x) = (x − mean) / √(var + ε) · γ + β";
-      s.shapes = sym(input, Wording::Model) + " → " + sym(find(id::ln_1, -1), Wording::Model);
+      s.shapes = sym(input, Wording::Model) + " → " + sym(x.find(id::ln_1, -1), Wording::Model);
       break;
     case Step::Projections:
       s.title = "Queries, keys and values of head " + H;
@@ -112,8 +110,8 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
                 std::to_string(h * d_head) + " to " + std::to_string((h + 1) * d_head - 1) +
                 " of each, as MultiHeadAttention's view(b, T, heads, head_dim) does.";
       s.formula = "[Q | K | V] = ln_1 · W_attn + b_attn";
-      s.shapes = sym(find(id::ln_1, -1), Wording::Model) + " → " +
-                 sym(find(id::queries, h), Wording::Model) + ", the same for K and V";
+      s.shapes = sym(x.find(id::ln_1, -1), Wording::Model) + " → " +
+                 sym(x.find(id::queries, h), Wording::Model) + ", the same for K and V";
       break;
     default:  // the other groups' steps
       break;
@@ -123,13 +121,7 @@ StepText describe_block_input(Step step, const BlockStepContext& x) {
 
 // One head's attention: scores, mask, scaling, softmax and context vectors.
 StepText describe_block_attention(Step step, const BlockStepContext& x) {
-  const int h = x.h;
-  const int l = x.l;
-  const std::string& H = x.H;
-  const std::string& T = x.T;
-  const int d_head = x.d_head;
-  const std::string& where = x.where;
-  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  const auto& [t, h, l, H, T, d, heads, d_head, where, input, x_name] = x;
   StepText s;
   switch (step) {
     case Step::Scores:
@@ -139,8 +131,8 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           "means the token (row) finds that token (column) relevant." +
           where;
       s.formula = "ω = Q_h · K_hᵀ";
-      s.shapes = sym(find(id::queries, h), Wording::Model) + " · K_hᵀ → " +
-                 sym(find(id::scores, h), Wording::Model);
+      s.shapes = sym(x.find(id::queries, h), Wording::Model) + " · K_hᵀ → " +
+                 sym(x.find(id::scores, h), Wording::Model);
       break;
     case Step::Mask:
       s.title = "The causal mask";
@@ -148,19 +140,19 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           "GPT-2 predicts the next token, so a token may not look at later ones: the "
           "cells above the diagonal are marked to be hidden.";
       s.formula = "mask[i][j] = 1 where j > i";
-      s.shapes = sym(find(id::mask, h), Wording::Model) + ", " + T + " × " + T;
+      s.shapes = sym(x.find(id::mask, h), Wording::Model) + ", " + T + " × " + T;
       break;
     case Step::Masked:
       s.title = "Masked scores";
       s.plain = "The future's scores become −∞, so softmax will give them weight 0 exactly.";
       s.formula = stage_symbol(id::masked_scores, Wording::Model) + " = " +
                   stage_symbol(id::scores, Wording::Model) + " where j ≤ i, else −∞";
-      s.shapes = sym(find(id::scores, h), Wording::Model) + " → " +
-                 sym(find(id::masked_scores, h), Wording::Model);
+      s.shapes = sym(x.find(id::scores, h), Wording::Model) + " → " +
+                 sym(x.find(id::masked_scores, h), Wording::Model);
       break;
     case Step::Scaled: {
       s.title = "Scaled scores";
-      const double f = measured_scale(find(id::masked_scores, h), find(id::scaled_scores, h));
+      const double f = measured_scale(x.find(id::masked_scores, h), x.find(id::scaled_scores, h));
       const double root = std::sqrt(static_cast<double>(d_head));
       s.plain = "Dividing by √d_head = √" + std::to_string(d_head) + " = " +
                 core::fixed_text(root, 3) +
@@ -172,8 +164,8 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
             "layer_idx): the scores here are divided by " +
             core::fixed_text(f, 3) + ".";
       s.formula = stage_symbol(id::masked_scores, Wording::Model) + " / √d_head";
-      s.shapes = sym(find(id::masked_scores, h), Wording::Model) + " ÷ " + core::fixed_text(f, 3) +
-                 " → " + sym(find(id::scaled_scores, h), Wording::Model);
+      s.shapes = sym(x.find(id::masked_scores, h), Wording::Model) + " ÷ " +
+                 core::fixed_text(f, 3) + " → " + sym(x.find(id::scaled_scores, h), Wording::Model);
       break;
     }
     case Step::Softmax:
@@ -184,16 +176,16 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
           where;
       s.formula = stage_symbol(id::weights, Wording::Model) + " = softmax(" +
                   stage_symbol(id::scaled_scores, Wording::Model) + ", row)";
-      s.shapes = sym(find(id::scaled_scores, h), Wording::Model) + " → " +
-                 sym(find(id::weights, h), Wording::Model) + ", each row sums to 1";
+      s.shapes = sym(x.find(id::scaled_scores, h), Wording::Model) + " → " +
+                 sym(x.find(id::weights, h), Wording::Model) + ", each row sums to 1";
       break;
     case Step::Context:
       s.title = "Context vectors of head " + H;
       s.plain = "Each token's new row is the weighted sum of the value rows it attends to.";
       s.formula = "Z_h = weights · V_h";
-      s.shapes = sym(find(id::weights, h), Wording::Model) + " · " +
-                 sym(find(id::values, h), Wording::Model) + " → " +
-                 sym(find(id::context, h), Wording::Model);
+      s.shapes = sym(x.find(id::weights, h), Wording::Model) + " · " +
+                 sym(x.find(id::values, h), Wording::Model) + " → " +
+                 sym(x.find(id::context, h), Wording::Model);
       break;
     default:  // the other groups' steps
       break;
@@ -203,13 +195,7 @@ StepText describe_block_attention(Step step, const BlockStepContext& x) {
 
 // The heads put together, c_proj and the addition to the residual stream.
 StepText describe_block_output(Step step, const BlockStepContext& x) {
-  const int l = x.l;
-  const int d = x.d;
-  const int heads = x.heads;
-  const int d_head = x.d_head;
-  const core::Stage* input = x.input;
-  const std::string& x_name = x.x_name;
-  auto find = [&](std::string_view sid, int hh) { return x.t.find(core::StageKey{l, hh, sid}); };
+  const auto& [t, h, l, H, T, d, heads, d_head, where, input, x_name] = x;
   StepText s;
   switch (step) {
     case Step::Concat:
@@ -219,14 +205,14 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
                 " wide, are put next to each other: " + std::to_string(heads) + " × " +
                 std::to_string(d_head) + " = " + std::to_string(d) + " columns again.";
       s.formula = "concat = [Z_0 | Z_1 | … | Z_" + std::to_string(heads - 1) + "]";
-      s.shapes = sym(find(id::concat, -1), Wording::Model);
+      s.shapes = sym(x.find(id::concat, -1), Wording::Model);
       break;
     case Step::OutProj:
       s.title = "Output projection (c_proj)";
       s.plain = "A learned layer mixes the heads' columns, as the book's out_proj does.";
       s.formula = "output = concat · W_proj + b_proj";
-      s.shapes = sym(find(id::concat, -1), Wording::Model) + " → " +
-                 sym(find(id::output, -1), Wording::Model);
+      s.shapes = sym(x.find(id::concat, -1), Wording::Model) + " → " +
+                 sym(x.find(id::output, -1), Wording::Model);
       break;
     case Step::Residual:
       s.title = "Back into the residual stream";
@@ -235,8 +221,8 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
           "shortcut of chapter 4). The MLP then adds its own part before block " +
           std::to_string(l + 1) + " reads the sum.";
       s.formula = "attn_output = x + output";
-      s.shapes = sym(input, x_name) + " + " + sym(find(id::output, -1), Wording::Model) + " → " +
-                 sym(find(id::attn_output, -1), Wording::Model);
+      s.shapes = sym(input, x_name) + " + " + sym(x.find(id::output, -1), Wording::Model) + " → " +
+                 sym(x.find(id::attn_output, -1), Wording::Model);
       break;
     default:  // the other groups' steps
       break;

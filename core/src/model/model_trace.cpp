@@ -24,10 +24,13 @@ namespace id = stage_id;
 
 // The catalogue's stages a model run makes, in the forward's order, and how
 // to name them all in a message.
-std::vector<std::string_view> model_stage_ids() {
-  std::vector<std::string_view> ids;
-  for (const StageInfo& s : stage_catalogue())
-    if (s.model_scope != ModelScope::None) ids.push_back(s.id);
+const std::vector<std::string_view>& model_stage_ids() {
+  static const std::vector<std::string_view> ids = [] {
+    std::vector<std::string_view> out;
+    for (const StageInfo& s : stage_catalogue())
+      if (s.model_scope != ModelScope::None) out.push_back(s.id);
+    return out;
+  }();
   return ids;
 }
 
@@ -40,7 +43,7 @@ std::string model_stage_list() {
 // The place of a model stage in the forward's order; -1 for an id that is
 // not one.
 int order_of(std::string_view stage) {
-  const std::vector<std::string_view> ids = model_stage_ids();
+  const std::vector<std::string_view>& ids = model_stage_ids();
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] == stage) return static_cast<int>(i);
   return -1;
