@@ -83,11 +83,11 @@ void open_dropped_file(AppState& state, const std::string& path) {
       break;
     case DroppedKind::Embeddings:
       err = import_embeddings(state, p);  // its notice says what was imported
-      if (err.empty()) state.set_source(Source::Chapter3);
+      if (err.empty()) state.set_source(Source::Inputs);
       break;
     case DroppedKind::Weights:
       err = import_weights(state, p);
-      if (err.empty()) state.set_source(Source::Chapter3);
+      if (err.empty()) state.set_source(state.chapter3_source());
       break;
   }
   if (!err.empty()) notify(state, "Could not open the dropped " + name + ": " + err, "", true);

@@ -255,7 +255,7 @@ std::string run_pytorch_script(const AppState& state) {
   // Inputs that are still the draw of the input seed are written as the two
   // lines that draw them (checked against the run on screen, which may be
   // older than an edit).
-  if (state.inputs_random) {
+  if (state.origin == InputOrigin::Random) {
     const auto T = static_cast<int>(run->inputs.embeddings.rows());
     const auto D = static_cast<int>(run->inputs.embeddings.cols());
     if (core::random_inputs(T, D, state.input_seed).embeddings == run->inputs.embeddings)
@@ -391,9 +391,9 @@ std::string import_embeddings(AppState& state, const fs::path& path) {
                                    .empty();
     const auto rows = inputs.embeddings.rows(), cols = inputs.embeddings.cols();
     state.inputs = std::move(inputs);
+    state.inputs_replaced(InputOrigin::Imported);
     if (drop_weights) reset_to_seeded_weights(state);
     state.pinned = CellRef{};
-    state.mark_dirty();
     remember_folder(state, path.parent_path());
     notify(state,
            "Imported " + std::to_string(rows) + " x " + std::to_string(cols) + " embeddings from " +

@@ -35,7 +35,7 @@ void add_token(AppState& s) {
   s.inputs.embeddings.conservativeResize(T + 1, d);
   s.inputs.embeddings.row(T).setZero();
   s.inputs.tokens.push_back("t" + std::to_string(T));
-  s.mark_dirty();
+  s.inputs_replaced(InputOrigin::Edited);
 }
 
 void remove_token(AppState& s, int row) {
@@ -47,7 +47,7 @@ void remove_token(AppState& s, int row) {
   next.bottomRows(T - 1 - row) = m.bottomRows(T - 1 - row);
   m = std::move(next);
   s.inputs.tokens.erase(s.inputs.tokens.begin() + row);
-  s.mark_dirty();
+  s.inputs_replaced(InputOrigin::Edited);
 }
 
 void resize_dims(AppState& s, Eigen::Index d) {
@@ -56,7 +56,7 @@ void resize_dims(AppState& s, Eigen::Index d) {
   if (d < 1 || d > core::kMaxDim) return;
   m.conservativeResize(m.rows(), d);
   if (d > old) m.rightCols(d - old).setZero();
-  s.mark_dirty();
+  s.inputs_replaced(InputOrigin::Edited);
 }
 
 // The preset combo (it says "custom" once the inputs differ from the
@@ -92,7 +92,7 @@ void draw_preset_row(AppState& state) {
 // Which seed made random inputs, and the generator (same shape, or a new T x d).
 void draw_random_inputs(AppState& state) {
   const auto& emb = state.inputs.embeddings;
-  if (state.inputs_random) {
+  if (state.origin == InputOrigin::Random) {
     ImGui::TextDisabled("input seed %llu: torch.rand(%d, %d)",
                         static_cast<unsigned long long>(state.input_seed),
                         static_cast<int>(emb.rows()), static_cast<int>(emb.cols()));
@@ -110,7 +110,8 @@ void draw_random_inputs(AppState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::InputScalar("input seed##rand", ImGuiDataType_U64, &state.input_seed, &one, nullptr,
                            "%llu") &&
-        state.inputs_random)  // random inputs follow their seed, as the weights follow theirs
+        state.origin ==
+            InputOrigin::Random)  // random inputs follow their seed, as the weights follow theirs
       redraw_values(state);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
@@ -144,10 +145,11 @@ void draw_random_inputs(AppState& state) {
 // overwritten by typing).
 void draw_text_inputs(AppState& state) {
   TextSource& t = state.text_source;
-  if (state.inputs_text) {
+  const bool following = state.origin == InputOrigin::Text;
+  if (following) {
     char line[160];
     std::snprintf(line, sizeof line, "%zu tokens of your text, embedded with seed %llu%s",
-                  state.text_tokens.size(), static_cast<unsigned long long>(t.seed),
+                  t.typed.tokens.size(), static_cast<unsigned long long>(t.seed),
                   t.positions > 0 ? " + positions" : "");
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     text_wrapped(state, line);
@@ -167,15 +169,15 @@ void draw_text_inputs(AppState& state) {
   if (!open) return;
   bool changed = false;
   const float line = ImGui::GetTextLineHeight();
-  changed |= ImGui::InputTextMultiline("##text", &t.text, ImVec2(-1, line * 3.2f));
+  changed |= ImGui::InputTextMultiline("##text", &t.typed.text, ImVec2(-1, line * 3.2f));
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Type a sentence: GPT-2's tokenizer splits it, and each token id picks a "
         "row of a seeded nn.Embedding");
-  if (!state.text_tokens.empty() && state.inputs_text) {
+  if (following) {
     const float max_x = ImGui::GetContentRegionAvail().x + ImGui::GetCursorPosX();
-    for (std::size_t i = 0; i < state.text_tokens.size(); ++i)
-      draw_token_chip(state.text_tokens[i], i, max_x);
+    for (std::size_t i = 0; i < t.typed.tokens.size(); ++i)
+      draw_token_chip(t.typed.tokens[i], i, max_x);
   }
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   if (ImGui::InputInt("d_in##text", &t.d_in, 1)) {
@@ -194,7 +196,7 @@ void draw_text_inputs(AppState& state) {
   if (ImGui::Checkbox("positions##text", &positions)) {
     // GPT-2's context length, or the text's length when it is longer.
     t.positions = positions ? std::min(core::kMaxTokens,
-                                       std::max(1024, static_cast<int>(state.text_tokens.size())))
+                                       std::max(1024, static_cast<int>(t.typed.tokens.size())))
                             : 0;
     changed = true;
   }
@@ -210,16 +212,16 @@ void draw_text_inputs(AppState& state) {
       changed = true;
     }
   }
-  if (state.inputs_text) {
+  if (following) {
     if (changed) state.embed_text();
   } else {
     if (ImGui::Button("Use this text")) state.embed_text();
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Replace the inputs with this text's tokens and embeddings");
   }
-  if (!state.text_error.empty()) {
+  if (!t.typed.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.42f, 0.42f, 1.0f));
-    text_wrapped(state, state.text_error);
+    text_wrapped(state, t.typed.error);
     ImGui::PopStyleColor();
   }
   ImGui::TreePop();
@@ -285,7 +287,7 @@ void draw_embedding_table(AppState& state, bool was_dirty) {
         };
         if (drag_finite_cell("##v", emb(r, c), state.ui.edit_start, 0.005f, 0.0f, 0.0f, name,
                              "embeddings", refused))  // not a stage id
-          state.mark_dirty();
+          state.inputs_replaced(InputOrigin::Edited);
         ImGui::PopID();
       }
       ImGui::TableNextColumn();

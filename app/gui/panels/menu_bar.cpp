@@ -128,7 +128,7 @@ void draw_menu_bar(AppState& state) {
   draw_weights_badge(state);
   // Where we are, at the right end of the bar (nothing while a model source
   // still shows the chapter-3 trace: no model yet, or its first run).
-  if (state.trace && state.model.active() == state.showing_model()) {
+  if (state.trace && state.model_source() == state.showing_model()) {
     const core::Trace& t = *state.trace;
     std::string where;
     if (!t.model.empty()) {  // a model's block

@@ -176,27 +176,27 @@ void draw_text(AppState& state) {
   ModelState& m = state.model;
   section("Text");
   const float line = ImGui::GetTextLineHeight();
-  if (ImGui::InputTextMultiline("##model_text", &m.text, ImVec2(-1, line * 4.2f)))
+  if (ImGui::InputTextMultiline("##model_text", &m.typed.text, ImVec2(-1, line * 4.2f)))
     state.model_text_changed();
   help("Type: the model's tokenizer splits the text as you go and the views follow");
-  ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.tokens.size(),
+  ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
                       m.max_tokens());
-  error_text(state, m.text_error);
-  if (m.tokens.empty()) return;
-  const int shown = m.query < 0 ? static_cast<int>(m.tokens.size()) - 1 : m.query;
+  error_text(state, m.typed.error);
+  if (m.typed.tokens.empty()) return;
+  const int shown = m.query < 0 ? static_cast<int>(m.typed.tokens.size()) - 1 : m.query;
   // As tall as the chips need (their widths summed over the row's width),
   // within a few rows: a long text scrolls inside.
   const ImGuiStyle& style = ImGui::GetStyle();
   float width = 0;
-  for (const core::Token& t : m.tokens)
+  for (const core::Token& t : m.typed.tokens)
     width +=
         ImGui::CalcTextSize(core::printable_token(t.text).c_str()).x + 2 * style.FramePadding.x + 2;
   const float rows = std::ceil(width / std::max(ImGui::GetContentRegionAvail().x * 0.85f, 1.0f));
   const float row_h = ImGui::GetFrameHeight() + style.ItemSpacing.y;
   ImGui::BeginChild("chips", ImVec2(0, std::min(rows, 7.0f) * row_h + style.ItemSpacing.y), false);
   const float max_x = ImGui::GetContentRegionAvail().x + ImGui::GetCursorPosX();
-  for (std::size_t i = 0; i < m.tokens.size(); ++i)
-    if (draw_token_chip(m.tokens[i], i, max_x, static_cast<int>(i) == shown)) {
+  for (std::size_t i = 0; i < m.typed.tokens.size(); ++i)
+    if (draw_token_chip(m.typed.tokens[i], i, max_x, static_cast<int>(i) == shown)) {
       m.query = static_cast<int>(i);
       m.next_at = static_cast<int>(i);
       state.mark_dirty();  // the next tokens after it
@@ -235,13 +235,13 @@ void draw_selection(AppState& state) {
 
 void draw_next_tokens(AppState& state) {
   ModelState& m = state.model;
-  if (!m.overview || m.tokens.empty()) return;
+  if (!m.overview || m.typed.tokens.empty()) return;
   const ModelOverview& o = *m.overview;
   section("Next token");
   const int last = o.tokens - 1;
   const std::string after =
-      o.next_at < static_cast<int>(m.tokens.size())
-          ? core::printable_token(m.tokens[static_cast<std::size_t>(o.next_at)].text)
+      o.next_at < static_cast<int>(m.typed.tokens.size())
+          ? core::printable_token(m.typed.tokens[static_cast<std::size_t>(o.next_at)].text)
           : "";
   ImGui::TextDisabled("after token %d \"%s\"%s", o.next_at, after.c_str(),
                       o.next_at == last ? " (the last)" : "");
@@ -281,19 +281,13 @@ void draw_next_tokens(AppState& state) {
 void draw_source_switch(AppState& state) {
   static const char* const kNames[] = {"Chapter 3 classes", "Chapter 3 classes on typed text",
                                        "GPT-2 checkpoint"};
-  int at = state.model.active() ? 2 : state.inputs_text ? 1 : 0;
+  int at = static_cast<int>(state.source);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Source");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
   if (ImGui::Combo("##source", &at, kNames, 3)) {
-    if (at == 2) {
-      state.set_source(Source::Model);
-    } else {
-      if (state.model.active()) state.set_source(Source::Chapter3);
-      if (at == 1 && !state.inputs_text) state.embed_text();
-      if (at == 0 && state.inputs_text) state.load_preset(state.preset);
-    }
+    state.set_source(static_cast<Source>(at));
   }
   help(
       "What the matrices come from: the book's attention classes on small inputs, the same "

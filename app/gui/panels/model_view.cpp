@@ -61,8 +61,7 @@ void draw_no_model(AppState& state) {
                "No model at hand? The book's own attention classes run on any sentence too: "
                "GPT-2's tokens with seeded chapter-2 embeddings.");
   if (ImGui::Button("Use the chapter 3 classes on typed text")) {
-    state.set_source(Source::Chapter3);
-    state.embed_text();
+    state.set_source(Source::Text);
   }
 }
 
@@ -260,8 +259,8 @@ void draw_head_view(AppState& state) {
   auto row_y = [&](int i) { return origin.y + line_h * (static_cast<float>(i) + 0.5f); };
   int hovered_row = -1;
   for (int i = 0; i < T; ++i) {
-    std::string label = core::printable_token(i < static_cast<int>(m.tokens.size())
-                                                  ? m.tokens[static_cast<std::size_t>(i)].text
+    std::string label = core::printable_token(i < static_cast<int>(m.typed.tokens.size())
+                                                  ? m.typed.tokens[static_cast<std::size_t>(i)].text
                                                   : t.tokens[static_cast<std::size_t>(i)]);
     const float w = ImGui::CalcTextSize(label.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
@@ -346,8 +345,8 @@ void draw_token_focus(AppState& state) {
   const int T = t.num_tokens();
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
   auto name = [&](int i) {
-    return core::printable_token(i < static_cast<int>(m.tokens.size())
-                                     ? m.tokens[static_cast<std::size_t>(i)].text
+    return core::printable_token(i < static_cast<int>(m.typed.tokens.size())
+                                     ? m.typed.tokens[static_cast<std::size_t>(i)].text
                                      : t.tokens[static_cast<std::size_t>(i)]);
   };
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
@@ -394,7 +393,8 @@ void draw_model_centre(AppState& state) {
     if (!state.error.empty())
       text_wrapped(state, state.error);
     else
-      ImGui::TextDisabled("Running %s on %zu tokens...", m.model->name().c_str(), m.tokens.size());
+      ImGui::TextDisabled("Running %s on %zu tokens...", m.model->name().c_str(),
+                          m.typed.tokens.size());
     return;
   }
   const char* names[] = {"All heads", "One head", "Head view"};

@@ -114,11 +114,11 @@ void check_heads_divide(const core::RunSpec& spec, const RunOrigins& origins) {
 // --text and its settings: chapter 2's inputs from the typed text.
 void apply_text_flags(const LaunchOptions& o, AppState& state) {
   TextSource& t = state.text_source;
-  t.text = o.text.read();
+  t.typed.text = o.text.read();
   if (o.text.d_in) t.d_in = *o.text.d_in;
   if (o.text.embed_seed) t.seed = core::parse_seed(*o.text.embed_seed, "--embed-seed");
   if (o.text.positions) t.positions = *o.text.positions;
-  if (!state.embed_text()) throw core::ParseError(o.text.flag() + ": " + state.text_error);
+  if (!state.embed_text()) throw core::ParseError(o.text.flag() + ": " + t.typed.error);
 }
 
 // The model's steps, for --stage with --model.
@@ -139,9 +139,9 @@ void apply_ids_flag(const std::string& list, AppState& state) {
   const std::vector<int> ids = run_flags::parse_ids(list, *m.model);
   std::string text;
   for (int id : ids) text += m.model->tokenizer().token_bytes(id);
-  m.text = text;
+  m.typed.text = text;
   state.model_text_changed();
-  if (m.text_error.empty() && m.ids() != ids)
+  if (m.typed.error.empty() && m.typed.ids() != ids)
     throw core::ParseError("--ids " + list + ": " + m.model->name() +
                            "'s tokenizer splits the text of these ids differently, and the app "
                            "runs a text as its tokenizer splits it; give the text with --text, "
@@ -166,13 +166,13 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
   if (o.model.ids && o.text.given())
     throw core::ParseError("give the model's text with one of " + o.text.flag() +
                            " and --ids, not both");
-  if (o.text.given()) m.text = o.text.read();
+  if (o.text.given()) m.typed.text = o.text.read();
   state.open_model(*o.model.path);
   state.poll_model_loader(true);
   if (!m.model) throw core::ParseError("--model: " + m.load_error);
   if (o.model.ids) apply_ids_flag(*o.model.ids, state);
-  if (!m.text_error.empty())
-    throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.text_error);
+  if (!m.typed.error.empty())
+    throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.typed.error);
   const core::Gpt2Config& c = m.model->config();
   if (o.layer) {
     if (*o.layer < 0 || *o.layer >= c.n_layer)
@@ -390,7 +390,7 @@ void apply_random_inputs(const run_flags::RunFlags& run,
   if (run.random) {
     const auto [T, D] = core::parse_random_shape(*run.random);
     state.draw_random_inputs(T, D);
-  } else if (input_seed && state.inputs_random && !run.preset && !config_path) {
+  } else if (input_seed && state.origin == InputOrigin::Random && !run.preset && !config_path) {
     // A new seed for the random inputs held: the same shape and token names.
     std::vector<std::string> names = std::move(state.inputs.tokens);
     state.draw_random_inputs(static_cast<int>(state.inputs.embeddings.rows()),
@@ -441,6 +441,8 @@ void apply_run_flags(const LaunchOptions& o, const std::optional<std::string>& c
     state.config = config;
     state.inputs = std::move(inputs);
     if (spec.preset) state.preset = *spec.preset;
+    if (new_inputs)
+      state.inputs_replaced(spec.preset ? InputOrigin::Preset : InputOrigin::Imported);
     state.pinned = CellRef{};
     state.mark_dirty();
   }

@@ -432,7 +432,7 @@ void write_status(App& app) {
   const gui::AppState& state = app.state;
   const gui::ModelState& m = state.model;
   int shown = 0;
-  if (m.active())
+  if (state.model_source())
     shown = m.overview ? m.overview->tokens : 0;
   else if (state.trace)
     shown = state.trace->num_tokens();
@@ -441,10 +441,10 @@ void write_status(App& app) {
   const bool busy = state.dirty || state.computing() || state.preparing() || m.loader->loading();
   const std::string text =
       "frame " + std::to_string(app.frame) + "\ninputs " + std::to_string(app.inputs) +
-      "\nsource " + std::string(gui::source_id(m.source)) + "\ntokens " +
-      std::to_string(m.active() ? m.tokens.size() : state.inputs.tokens.size()) + "\ntext_bytes " +
-      std::to_string(m.text.size()) + "\nshown_tokens " + std::to_string(shown) + "\nbusy " +
-      (busy ? "1" : "0") + "\nerror " + error + "\n";
+      "\nsource " + std::string(gui::source_id(state.source)) + "\ntokens " +
+      std::to_string(state.model_source() ? m.typed.tokens.size() : state.inputs.tokens.size()) +
+      "\ntext_bytes " + std::to_string(m.typed.text.size()) + "\nshown_tokens " +
+      std::to_string(shown) + "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\n";
   const std::string tmp = app.status_file + ".tmp";
   bool written = false;
   if (std::FILE* f = std::fopen(tmp.c_str(), "wb")) {
@@ -580,7 +580,7 @@ void type_into_model(App& app, gui::FrameBench& bench) {
   gui::AppState& state = app.state;
   constexpr int kEdits = 20;
   while (bench.edits_shown() < kEdits && !glfwWindowShouldClose(app.window) && !g_stop_signal) {
-    state.model.text += bench.edits_shown() % 2 == 0 ? "e" : " ";
+    state.model.typed.text += bench.edits_shown() % 2 == 0 ? "e" : " ";
     state.model_text_changed();
     bench.edited();
     for (bool shown = false; !shown && !g_stop_signal;) {
@@ -600,7 +600,7 @@ void run_frame_bench(App& app, int frames) {
   gui::AppState& state = app.state;
   gui::FrameBench bench;
   // A model: its load happened before the window (apply_launch_options).
-  const bool model = state.model.active() && state.model.model;
+  const bool model = state.model_source() && state.model.model;
   if (model) bench.source_loaded();
   while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
     // While the worker computes and nothing is being prepared the app's

@@ -26,7 +26,7 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
   if (letter_pressed('R')) toggle_row_scale(state);
-  if (state.model.active() && state.model.model) {
+  if (state.model_source() && state.model.model) {
     if (key_pressed(ImGuiKey_PageDown)) state.select_layer(state.model.layer + 1);
     if (key_pressed(ImGuiKey_PageUp)) state.select_layer(state.model.layer - 1);
     if (char_typed(']')) state.select_head(state.head + 1);
@@ -154,7 +154,7 @@ void draw_ui(AppState& state) {
 
   ImGui::BeginChild("left", ImVec2(left_w, avail.y), true);
   draw_source_switch(state);
-  if (state.model.active()) {
+  if (state.model_source()) {
     draw_model_panel(state);
   } else {
     draw_controls_panel(state);
@@ -167,8 +167,8 @@ void draw_ui(AppState& state) {
       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
   if (state.teach.walk_active) state.ui.welcome_dismissed = true;
-  if (!state.ui.welcome_dismissed && !state.model.active()) draw_welcome_card(state);
-  if (state.model.active())
+  if (!state.ui.welcome_dismissed && !state.model_source()) draw_welcome_card(state);
+  if (state.model_source())
     draw_model_centre(state);
   else
     draw_stage_area(state);
@@ -185,9 +185,9 @@ void draw_ui(AppState& state) {
     draw_inspector_panel(state);
     ImGui::EndChild();
     draw_walkthrough(state);
-  } else if (state.model.active() && state.model.view == ModelView::Model) {
+  } else if (state.model_source() && state.model.view == ModelView::Model) {
     draw_head_scores(state);
-  } else if (state.model.active() && state.model.view == ModelView::Tokens) {
+  } else if (state.model_source() && state.model.view == ModelView::Tokens) {
     draw_token_focus(state);
   } else {
     draw_inspector_panel(state);

@@ -25,31 +25,66 @@ void rebuild_fonts(UiState& ui) {
 
 namespace {
 
-// The embeddings' shape and bytes, hashed: tells whether the drawn inputs were edited.
-std::uint64_t embeddings_hash(const core::RowMatrix& m) {
-  const std::string_view bytes(reinterpret_cast<const char*>(m.data()),
-                               static_cast<std::size_t>(m.size()) * sizeof(float));
-  return std::hash<std::string_view>{}(bytes) ^
-         (static_cast<std::uint64_t>(m.rows()) << 32 | static_cast<std::uint64_t>(m.cols()));
-}
+struct SourceName {
+  Source source;
+  std::string_view id;
+};
+constexpr SourceName kSources[] = {{Source::Inputs, "inputs"},  // not a stage id
+                                   {Source::Text, "text"},
+                                   {Source::Model, "model"}};
+
+struct OriginName {
+  InputOrigin origin;
+  std::string_view id;
+};
+constexpr OriginName kOrigins[] = {{InputOrigin::Preset, "preset"},
+                                   {InputOrigin::Random, "random"},
+                                   {InputOrigin::Imported, "imported"},
+                                   {InputOrigin::Edited, "edited"},
+                                   {InputOrigin::Text, "text"}};
 
 }  // namespace
+
+std::string_view source_id(Source s) {
+  for (const auto& n : kSources)
+    if (n.source == s) return n.id;
+  return "?";
+}
+
+std::optional<Source> parse_source(std::string_view id) {
+  if (id == "chapter3") return Source::Inputs;
+  for (const auto& n : kSources)
+    if (n.id == id) return n.source;
+  return std::nullopt;
+}
+
+std::string_view input_origin_id(InputOrigin o) {
+  for (const auto& n : kOrigins)
+    if (n.origin == o) return n.id;
+  return "?";
+}
+
+std::optional<InputOrigin> parse_input_origin(std::string_view id) {
+  for (const auto& n : kOrigins)
+    if (n.id == id) return n.origin;
+  return std::nullopt;
+}
 
 void AppState::start_worker(std::function<void()> notify) {
   worker = std::make_unique<ComputeWorker>(std::move(notify));
 }
 
 std::optional<ComputeJob> AppState::next_job() {
-  if (model.active()) {
+  if (model_source()) {
     error.clear();
     if (!model.model) return std::nullopt;  // the Model panel says how to open one
-    if (!model.text_error.empty()) {
-      error = model.text_error;
+    if (!model.typed.error.empty()) {
+      error = model.typed.error;
       return std::nullopt;
     }
     auto job = std::make_shared<ModelJob>();
     job->model = model.model;
-    job->ids = model.ids();
+    job->ids = model.typed.ids();
     job->layer = model.layer;
     job->head = head;
     job->next_at = model.next_at;
@@ -70,12 +105,8 @@ std::optional<ComputeJob> AppState::next_job() {
 void AppState::recompute_if_dirty() {
   if (dirty) {
     dirty = false;
-    if (inputs_random && embeddings_hash(inputs.embeddings) != inputs_random_hash)
-      inputs_random = false;  // edited since they were drawn
-    if (inputs_text && embeddings_hash(inputs.embeddings) != inputs_text_hash)
-      inputs_text = false;  // edited since the text made them
-    ++requested_version;    // jobs in flight are stale from here on
-    if (incoming) {         // ... and so is a result still being prepared
+    ++requested_version;  // jobs in flight are stale from here on
+    if (incoming) {       // ... and so is a result still being prepared
       incoming.reset();
       textures.drop_prepared();
     }
@@ -199,62 +230,27 @@ void AppState::fix_selection() {
 
 void AppState::draw_random_inputs(int tokens, int dims) {
   inputs = core::random_inputs(tokens, dims, input_seed);
-  inputs_random = true;
-  inputs_text = false;
-  inputs_random_hash = embeddings_hash(inputs.embeddings);
-  mark_dirty();
+  inputs_replaced(InputOrigin::Random);
 }
 
-void AppState::recognise_random_inputs() {
-  const auto T = inputs.embeddings.rows();
-  const auto D = inputs.embeddings.cols();
-  // The first value decides most cases without drawing them all (the draws are serial).
-  inputs_random =
-      T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
-      core::random_inputs(1, 1, input_seed).embeddings(0, 0) == inputs.embeddings(0, 0) &&
-      core::random_inputs(static_cast<int>(T), static_cast<int>(D), input_seed).embeddings ==
-          inputs.embeddings;
-  if (inputs_random) inputs_random_hash = embeddings_hash(inputs.embeddings);
+void AppState::inputs_replaced(InputOrigin o) {
+  origin = o;
+  if (source == Source::Text && o != InputOrigin::Text) source = Source::Inputs;
+  mark_dirty();
 }
 
 bool AppState::embed_text() {
+  TextSource& t = text_source;
+  if (!t.typed.encode(core::Gpt2Tokenizer::builtin())) return false;
   try {
-    const TextSource& t = text_source;
-    core::Inputs made =
-        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
-    text_tokens = core::Gpt2Tokenizer::builtin().encode(t.text);
-    inputs = std::move(made);
+    inputs = core::chapter2_inputs(core::text_inputs(t.typed.tokens, t.d_in, t.seed, t.positions));
   } catch (const core::ParseError& e) {
-    text_error = e.what();
-    return false;
-  } catch (const std::invalid_argument& e) {
-    text_error = e.what();
+    t.typed.error = e.what();
     return false;
   }
-  text_error.clear();
-  inputs_random = false;
-  inputs_text = true;
-  inputs_text_hash = embeddings_hash(inputs.embeddings);
-  mark_dirty();
+  inputs_replaced(InputOrigin::Text);
+  if (source != Source::Model) source = Source::Text;
   return true;
-}
-
-void AppState::recognise_text_inputs() {
-  inputs_text = false;
-  try {
-    const TextSource& t = text_source;
-    const core::Inputs made =
-        core::chapter2_inputs(core::tokenize_text(t.text, t.d_in, t.seed, t.positions));
-    inputs_text =
-        made.tokens == inputs.tokens && made.embeddings.rows() == inputs.embeddings.rows() &&
-        made.embeddings.cols() == inputs.embeddings.cols() && made.embeddings == inputs.embeddings;
-  } catch (const std::exception&) {
-    return;  // settings that cannot be embedded made nothing on screen
-  }
-  if (inputs_text) {
-    inputs_text_hash = embeddings_hash(inputs.embeddings);
-    text_tokens = core::Gpt2Tokenizer::builtin().encode(text_source.text);  // for the chips
-  }
 }
 
 bool AppState::load_preset(const std::string& name) {
@@ -262,8 +258,7 @@ bool AppState::load_preset(const std::string& name) {
   if (!p) return false;
   inputs = std::move(*p);
   preset = name;
-  inputs_text = false;
-  mark_dirty();
+  inputs_replaced(InputOrigin::Preset);
   return true;
 }
 
@@ -305,7 +300,7 @@ void AppState::poll_model_loader(bool wait) {
     if (restoring) {
       ui.session_warning = "The session's model could not be opened (" + o->error +
                            "): showing the chapter-3 classes.";
-      set_source(Source::Chapter3);
+      set_source(chapter3_source());
     }
     return;
   }
@@ -325,19 +320,23 @@ void AppState::poll_model_loader(bool wait) {
 }
 
 void AppState::set_source(Source s) {
-  model.source = s;
-  if (s == Source::Chapter3) {  // the model stays loaded; its run goes with the next job
-    model.overview.reset();
-  } else {
-    model.encode_text();
+  if (s == Source::Text && origin != InputOrigin::Text && !embed_text()) {
+    s = Source::Inputs;  // the Embeddings panel shows why the text cannot run
+  } else if (s == Source::Inputs && origin == InputOrigin::Text) {
+    load_preset(preset);
   }
+  source = s;
+  if (s == Source::Model)
+    model.encode_text();
+  else  // the model stays loaded; its run goes with the next job
+    model.overview.reset();
   pinned = CellRef{};
   mark_dirty();
 }
 
 void AppState::model_text_changed() {
   model.encode_text();
-  const int n = static_cast<int>(model.tokens.size());
+  const int n = static_cast<int>(model.typed.tokens.size());
   if (model.query >= n) model.query = -1;
   if (model.next_at >= n) model.next_at = -1;
   mark_dirty();
@@ -350,7 +349,7 @@ void AppState::select_layer(int layer) {
 }
 
 void AppState::select_head(int h) {
-  const int heads = model.active() && model.model ? model.model->config().n_head
+  const int heads = model_source() && model.model ? model.model->config().n_head
                     : trace                       ? trace->heads_shown()
                                                   : 1;
   head = std::clamp(h, 0, std::max(heads - 1, 0));
@@ -361,9 +360,9 @@ void AppState::select_head(int h) {
 
 bool AppState::append_top_token() {
   if (!model.overview || model.overview->next_last.empty() || !model.model) return false;
-  if (static_cast<int>(model.tokens.size()) >= model.max_tokens()) {
-    model.text_error = "The text fills the model's " + std::to_string(model.max_tokens()) +
-                       " positions; there is no room for another token.";
+  if (static_cast<int>(model.typed.tokens.size()) >= model.max_tokens()) {
+    model.typed.error = "The text fills the model's " + std::to_string(model.max_tokens()) +
+                        " positions; there is no room for another token.";
     return false;
   }
   // The text box holds text, not bytes: a token that stops inside a
@@ -371,7 +370,7 @@ bool AppState::append_top_token() {
   // of the whole text would show it, instead of bytes that are not UTF-8
   // (which the tokenizer refuses and the session cannot save).
   const std::string& bytes = model.model->tokenizer().token_bytes(model.overview->next_last[0].id);
-  model.text = core::decode_utf8_replace(model.text + bytes);
+  model.typed.text = core::decode_utf8_replace(model.typed.text + bytes);
   model_text_changed();
   return true;
 }

@@ -29,14 +29,37 @@
 #include "state/model_state.hpp"
 #include "state/step.hpp"
 #include "state/teach_state.hpp"
+#include "state/typed_text.hpp"
 
 namespace attnscope::gui {
 
+// Where the matrices on screen come from.
+enum class Source {
+  Inputs,  // the book's classes on the Embeddings panel's matrix (InputOrigin says whose)
+  Text,    // the book's classes on typed text, embedded the chapter-2 way (TextSource)
+  Model,   // a trained GPT-2 or chapter-5 GPTModel on typed text (ModelState)
+};
+std::string_view source_id(Source s);  // "inputs", "text", "model"
+// Also reads "chapter3", what sessions saved before typed text was a source.
+std::optional<Source> parse_source(std::string_view id);
+
+// What made the chapter-3 inputs (`AppState::inputs`), set by whatever
+// replaced them; kept while a model is shown, for the way back.
+enum class InputOrigin {
+  Preset,    // a built-in preset (AppState::preset)
+  Random,    // torch.rand under AppState::input_seed (the panel names the seed)
+  Imported,  // a file, a config file or the command line
+  Edited,    // changed by hand since (a value, a row or a column)
+  Text,      // text_source's embeddings: they follow its every edit
+};
+std::string_view input_origin_id(InputOrigin o);  // "preset", "random", ...
+std::optional<InputOrigin> parse_input_origin(std::string_view id);
+
 // Typed text as the inputs, the book's chapter-2 way: GPT-2's token ids of
-// `text`, then torch.manual_seed(seed); nn.Embedding(50257, d_in) (and
+// the text, then torch.manual_seed(seed); nn.Embedding(50257, d_in) (and
 // nn.Embedding(positions, d_in) right after it when positions > 0).
 struct TextSource {
-  std::string text = "Your journey starts with one step";
+  TypedText typed{"Your journey starts with one step"};
   int d_in = 3;
   std::uint64_t seed = 123;
   int positions = 0;  // 0: no positional embedding
@@ -119,23 +142,15 @@ struct AppState {
   // their own, apart from the weights' config.seed (core::kDefaultInputSeed
   // explains why). The Embeddings panel edits it; sessions save it.
   std::uint64_t input_seed = core::kDefaultInputSeed;
-  // True while the inputs are the draw of input_seed at their shape (the
-  // panel says so); an edit of any value clears it at the next recompute.
-  bool inputs_random = false;
-  std::uint64_t inputs_random_hash = 0;  // of the embeddings as drawn
+  // What the matrices on screen come from, and what made `inputs`.
+  Source source = Source::Inputs;
+  InputOrigin origin = InputOrigin::Preset;
   // Weights to run with instead of the seeded ones (imported or edited);
   // null: the module's seeded parameters. Must fit config + d_in
   // (core::validate_parameters); recompute reports a mismatch in `error`.
   std::shared_ptr<const core::Parameters> explicit_parameters;
-  // The typed-text settings the Embeddings panel edits (kept while unused).
+  // The typed text and its settings the Embeddings panel edits (kept while unused).
   TextSource text_source;
-  // True while the inputs are text_source's embeddings (the panel says so
-  // and follows every edit of the text); an edit of a value clears it at the
-  // next recompute, as for random inputs.
-  bool inputs_text = false;
-  std::uint64_t inputs_text_hash = 0;    // of the embeddings as made
-  std::string text_error;                // why text_source cannot be embedded ("" when it can)
-  std::vector<core::Token> text_tokens;  // text_source's tokens with byte spans, as last embedded
 
   // A real model and its text, when the source is Source::Model (the
   // Model panel; model_state.hpp). Then the trace is one block of its run.
@@ -228,17 +243,15 @@ struct AppState {
   // Replaces the inputs with torch.rand(tokens, dims) under input_seed
   // (core::random_inputs; throws core::ParseError for a size out of range).
   void draw_random_inputs(int tokens, int dims);
-  // Sets inputs_random when the inputs are exactly the draw of input_seed at
-  // their shape (a restored session, or inputs given some other way).
-  void recognise_random_inputs();
+  // Whoever replaced or changed `inputs` says so: `origin` becomes `o`, the
+  // text stops being the source (unless `o` is Text), and the run follows.
+  void inputs_replaced(InputOrigin o);
   // Replaces the inputs with text_source's tokens and embeddings
-  // (core::chapter2_inputs). When the text cannot be embedded (no token, too
-  // many for `positions`, a size out of range) the inputs stay as they were,
-  // text_error says why, and false is returned.
+  // (core::chapter2_inputs) and makes the text the source (unless a model
+  // is shown). When the text cannot be embedded (no token, too many for
+  // `positions`, a size out of range) the inputs stay as they were,
+  // text_source.typed.error says why, and false is returned.
   bool embed_text();
-  // Sets inputs_text when the inputs are exactly text_source's embeddings
-  // (and then text_tokens, for the chips).
-  void recognise_text_inputs();
 
   // Real models (model_state.hpp).
   // Starts loading the checkpoint at `path` (with model.config when set) on
@@ -252,8 +265,16 @@ struct AppState {
   // the source; a failure keeps everything and sets model.load_error.
   // Called once a frame; waits for the load first when `wait` (tests, --screenshot).
   void poll_model_loader(bool wait = false);
-  // Switches the source; the matrices follow at the next recompute.
+  // Switches the source; the matrices follow at the next recompute. The
+  // text source embeds the text (staying on the inputs when it cannot); the
+  // inputs source returns to the preset from text-made inputs.
   void set_source(Source s);
+  // The chapter-3 source `inputs` stand for: Text when the text made them.
+  Source chapter3_source() const {
+    return origin == InputOrigin::Text ? Source::Text : Source::Inputs;
+  }
+  // True while a model is the source.
+  bool model_source() const { return source == Source::Model; }
   // The model's text changed: re-encode it and recompute.
   void model_text_changed();
   // Shows block `layer` (clamped to the model's); recomputes.

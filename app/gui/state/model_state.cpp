@@ -10,12 +10,6 @@ namespace attnscope::gui {
 
 namespace {
 
-struct SourceName {
-  Source source;
-  std::string_view id;
-};
-constexpr SourceName kSources[] = {{Source::Chapter3, "chapter3"}, {Source::Model, "model"}};
-
 struct ViewName {
   ModelView view;
   std::string_view id;
@@ -24,18 +18,6 @@ constexpr ViewName kViews[] = {
     {ModelView::Model, "model"}, {ModelView::Head, "head"}, {ModelView::Tokens, "tokens"}};
 
 }  // namespace
-
-std::string_view source_id(Source s) {
-  for (const auto& n : kSources)
-    if (n.source == s) return n.id;
-  return "?";
-}
-
-std::optional<Source> parse_source(std::string_view id) {
-  for (const auto& n : kSources)
-    if (n.id == id) return n.source;
-  return std::nullopt;
-}
 
 std::string_view model_view_id(ModelView v) {
   for (const auto& n : kViews)
@@ -121,28 +103,13 @@ void ModelState::remember(const std::string& p) {
 }
 
 void ModelState::encode_text() {
-  const core::Gpt2Tokenizer& tok = model ? model->tokenizer() : core::Gpt2Tokenizer::builtin();
-  try {
-    tokens = tok.encode(text);
-  } catch (const core::ParseError& e) {
-    tokens.clear();
-    text_error = e.what();
-    return;
-  }
-  if (tokens.empty())
-    text_error = "Type some text: the model needs at least one token.";
-  else if (static_cast<int>(tokens.size()) > max_tokens())
-    text_error = "The text is " + std::to_string(tokens.size()) + " tokens; the model reads " +
-                 std::to_string(max_tokens()) + " at most. Shorten it.";
-  else
-    text_error.clear();
-}
-
-std::vector<int> ModelState::ids() const {
-  std::vector<int> out;
-  out.reserve(tokens.size());
-  for (const core::Token& t : tokens) out.push_back(t.id);
-  return out;
+  if (!typed.encode(model ? model->tokenizer() : core::Gpt2Tokenizer::builtin())) return;
+  const std::size_t n = typed.tokens.size();
+  if (n == 0)
+    typed.error = "Type some text: the model needs at least one token.";
+  else if (static_cast<int>(n) > max_tokens())
+    typed.error = "The text is " + std::to_string(n) + " tokens; the model reads " +
+                  std::to_string(max_tokens()) + " at most. Shorten it.";
 }
 
 int ModelState::max_tokens() const { return model ? model->config().n_positions : 1024; }

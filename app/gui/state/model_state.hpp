@@ -20,18 +20,11 @@
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "compute/model_job.hpp"
+#include "state/typed_text.hpp"
 
 namespace attnscope::gui {
 
 class NativeDialog;
-
-// Where the matrices on screen come from.
-enum class Source {
-  Chapter3,  // the book's classes on the embeddings panel's inputs (random, preset or typed text)
-  Model,     // a trained GPT-2 or chapter-5 GPTModel on typed text
-};
-std::string_view source_id(Source s);  // "chapter3", "model"
-std::optional<Source> parse_source(std::string_view id);
 
 // What the centre of the window shows for a model.
 enum class ModelView {
@@ -94,8 +87,6 @@ struct PatternChoice {
 };
 
 struct ModelState {
-  Source source = Source::Chapter3;
-
   // The checkpoint: the path field, an optional config file, recent paths.
   std::string path;
   std::string config;
@@ -114,9 +105,7 @@ struct ModelState {
   bool restoring = false;
 
   // The text and its tokens (encoded on every edit, with the model's tokenizer).
-  std::string text = "The attention mechanism lets every token look back at the tokens before it.";
-  std::vector<core::Token> tokens;
-  std::string text_error;  // why the text cannot run ("" when it can)
+  TypedText typed{"The attention mechanism lets every token look back at the tokens before it."};
 
   // Selection (the head is AppState::head, the step AppState::step).
   int layer = 0;
@@ -135,15 +124,12 @@ struct ModelState {
   // The induction scores of `model` once computed (they do not depend on the text).
   std::shared_ptr<const std::vector<double>> induction;
 
-  bool active() const { return source == Source::Model; }
   // Adds `p` in front of `recent` (once).
   void remember(const std::string& p);
-  // Re-encodes `text` with the model's tokenizer (GPT-2's own without a
-  // model); sets text_error for invalid UTF-8, an empty text, or more
+  // Re-encodes the typed text with the model's tokenizer (GPT-2's own
+  // without a model); its error tells invalid UTF-8, an empty text, or more
   // tokens than the model's n_positions.
   void encode_text();
-  // The token ids of `tokens`.
-  std::vector<int> ids() const;
   // The most tokens the model reads (1024 without a model).
   int max_tokens() const;
 };

@@ -10,6 +10,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "attnscope/attention/attention.hpp"
+#include "attnscope/attention/embedding.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/io/io.hpp"
@@ -37,10 +39,9 @@ namespace {
 
 // The model source: what to open and where the learner was (never the weights).
 json model_view_of(const ModelState& m) {
-  json j = {{"source", std::string(source_id(m.source))},
-            {"path", m.model ? m.model_path : m.path},
+  json j = {{"path", m.model ? m.model_path : m.path},
             {"config", m.config},
-            {"text", m.text},
+            {"text", m.typed.text},
             {"layer", m.layer},
             {"view", std::string(model_view_id(m.view))},
             {"query", m.query},
@@ -53,10 +54,9 @@ json model_view_of(const ModelState& m) {
 
 // Reads model_view_of's object into `m` (unknown or missing fields keep their defaults).
 void read_model_view(const json& j, ModelState& m, bool preferences) {
-  m.source = parse_source(j.value("source", std::string("chapter3"))).value_or(Source::Chapter3);
   m.path = j.value("path", std::string());
   m.config = j.value("config", std::string());
-  m.text = j.value("text", m.text);
+  m.typed.text = j.value("text", m.typed.text);
   m.layer = std::max(0, j.value("layer", 0));
   m.view = parse_model_view(j.value("view", std::string("model"))).value_or(ModelView::Model);
   m.query = std::max(-1, j.value("query", -1));
@@ -78,7 +78,9 @@ json view_of(const AppState& s) {
   view["stage"] = std::string(step_id(s.step));
   view["head"] = s.head;
   view["input_seed"] = s.input_seed;
-  view["text"] = {{"text", s.text_source.text},
+  view["source"] = std::string(source_id(s.source));
+  view["origin"] = std::string(input_origin_id(s.origin));
+  view["text"] = {{"text", s.text_source.typed.text},
                   {"d_in", s.text_source.d_in},
                   {"seed", s.text_source.seed},
                   {"positions", s.text_source.positions}};
@@ -283,11 +285,11 @@ namespace {
 // A session's model source: the settings now; the model itself loads on its
 // thread (AppState::poll_model_loader). A model that is gone gives the
 // chapter-3 classes and a banner that says so.
-void apply_model_view(ModelState from, AppState& state) {
+void apply_model_view(ModelState from, bool model_source, AppState& state) {
   ModelState& m = state.model;
   m.path = std::move(from.path);
   m.config = std::move(from.config);
-  m.text = std::move(from.text);
+  m.typed.text = std::move(from.typed.text);
   m.layer = from.layer;
   m.view = from.view;
   m.query = from.query;
@@ -295,8 +297,7 @@ void apply_model_view(ModelState from, AppState& state) {
   m.recent = std::move(from.recent);
   m.pattern = from.pattern;
   m.overview.reset();
-  m.source = Source::Chapter3;
-  if (from.source != Source::Model || m.path.empty()) return;
+  if (!model_source || m.path.empty()) return;
   std::error_code ec;
   if (!std::filesystem::exists(m.path, ec)) {
     state.ui.session_warning = "The session's model " + m.path +
@@ -304,7 +305,7 @@ void apply_model_view(ModelState from, AppState& state) {
                                "model from the Source menu (GPT-2 checkpoint).";
     return;
   }
-  m.source = Source::Model;
+  state.source = Source::Model;
   m.encode_text();  // the chips while the model loads (GPT-2's tokenizer until then)
   state.open_model(m.path);
   m.restoring = true;
@@ -327,9 +328,47 @@ CellRef read_pinned(const json& p) {
                  p.at("col").get<int>()};
 }
 
+// What made a session's inputs, for sessions from before they said so: the
+// draw of the input seed, the typed text's embeddings, the preset, or else
+// a hand's. Compares the values (the draws are serial: the first value
+// decides most cases without drawing them all).
+InputOrigin recognised_origin(const AppState& s) {
+  const core::RowMatrix& x = s.inputs.embeddings;
+  const auto T = x.rows();
+  const auto D = x.cols();
+  if (T >= 1 && T <= core::kMaxTokens && D >= 1 && D <= core::kMaxDim &&
+      core::random_inputs(1, 1, s.input_seed).embeddings(0, 0) == x(0, 0) &&
+      core::random_inputs(static_cast<int>(T), static_cast<int>(D), s.input_seed).embeddings == x)
+    return InputOrigin::Random;
+  try {
+    const TextSource& t = s.text_source;
+    const core::Inputs made =
+        core::chapter2_inputs(core::tokenize_text(t.typed.text, t.d_in, t.seed, t.positions));
+    if (made.tokens == s.inputs.tokens && made.embeddings.rows() == T &&
+        made.embeddings.cols() == D && made.embeddings == x)
+      return InputOrigin::Text;
+  } catch (const std::exception&) {
+    // settings that cannot be embedded made nothing on screen
+  }
+  const std::optional<core::Inputs> preset = core::find_preset(s.preset);
+  if (preset && preset->embeddings.rows() == T && preset->embeddings.cols() == D &&
+      preset->embeddings == x)
+    return InputOrigin::Preset;
+  return InputOrigin::Edited;
+}
+
+// The session's source: the view's; sessions from before typed text was a
+// source saved "chapter3" or "model" with the model's settings.
+Source saved_source(const json& view) {
+  std::string id = view.value("source", std::string());
+  if (id.empty() && view.contains("model") && view.at("model").is_object())
+    id = view.at("model").value("source", std::string());
+  return parse_source(id).value_or(Source::Inputs);
+}
+
 // Typed-text settings into `typed` (missing fields keep its values).
 void read_text_source(const json& t, TextSource& typed) {
-  typed.text = t.value("text", typed.text);
+  typed.typed.text = t.value("text", typed.typed.text);
   typed.d_in = std::clamp(t.value("d_in", typed.d_in), 1, core::kMaxDim);
   typed.seed = t.value("seed", typed.seed);
   typed.positions = std::clamp(t.value("positions", typed.positions), 0, core::kMaxTokens);
@@ -457,12 +496,17 @@ void apply_session_json(std::string_view text, std::string_view source, AppState
     state.head = std::max(0, view.value("head", 0));
     state.pinned = pinned;
     state.input_seed = input_seed;
-    state.recognise_random_inputs();
     state.text_source = std::move(typed);
-    state.recognise_text_inputs();
+    const std::optional<InputOrigin> origin =
+        parse_input_origin(view.value("origin", std::string()));
+    state.origin = origin ? *origin : recognised_origin(state);
+    if (state.origin == InputOrigin::Text)
+      state.text_source.typed.encode(core::Gpt2Tokenizer::builtin());  // for the chips
+    state.source = state.chapter3_source();  // the model's once its file is found
     state.ui = std::move(ui);
     if (scope.preferences) apply_files_prefs(files_prefs, state.files);
-    apply_model_view(std::move(model_view), state);  // after ui: it may raise a banner
+    // After ui: it may raise a banner.
+    apply_model_view(std::move(model_view), saved_source(view) == Source::Model, state);
     state.mark_dirty();
   } catch (const core::ParseError& e) {
     throw SessionError(e.what());

@@ -200,7 +200,7 @@ TEST(LaunchOptions, RandomInputsHaveASeedOfTheirOwnSoWQueryIsNoCopyOfThem) {
   EXPECT_EQ(s.inputs.embeddings, core::random_inputs(64, 16, core::kDefaultInputSeed).embeddings);
   s.recompute_if_dirty();
   ASSERT_TRUE(s.trace) << s.error;
-  EXPECT_TRUE(s.inputs_random);  // the Embeddings panel names the seed
+  EXPECT_TRUE(s.origin == InputOrigin::Random);  // the Embeddings panel names the seed
   EXPECT_LT(std::abs(w_query_follows_inputs(s)), 0.3);
 
   AppState same = launched({"--random", "64,16", "--input-seed", "123", "--variant",
@@ -209,11 +209,11 @@ TEST(LaunchOptions, RandomInputsHaveASeedOfTheirOwnSoWQueryIsNoCopyOfThem) {
   ASSERT_TRUE(same.trace) << same.error;
   EXPECT_NEAR(w_query_follows_inputs(same), 1.0, 1e-9);  // the copy the default avoids
 
-  // An edited value: the inputs are no longer the draw of the seed.
+  // An edited value (the panel's cell says so): no longer the draw of the seed.
   s.inputs.embeddings(3, 3) = 0.5f;
-  s.mark_dirty();
+  s.inputs_replaced(InputOrigin::Edited);
   s.recompute_if_dirty();
-  EXPECT_FALSE(s.inputs_random);
+  EXPECT_EQ(s.origin, InputOrigin::Edited);
 }
 
 TEST(LaunchOptions, InputSeedAloneRedrawsRandomInputsAndBadValuesExitWithTwo) {
@@ -225,7 +225,7 @@ TEST(LaunchOptions, InputSeedAloneRedrawsRandomInputsAndBadValuesExitWithTwo) {
   EXPECT_EQ(s.input_seed, 6u);
   EXPECT_EQ(s.inputs.embeddings, core::random_inputs(4, 3, 6).embeddings);
   EXPECT_EQ(s.inputs.tokens[0], "named");
-  EXPECT_TRUE(s.inputs_random);
+  EXPECT_TRUE(s.origin == InputOrigin::Random);
 
   for (std::vector<std::string> bad : {std::vector<std::string>{"--input-seed", "-1"},
                                        {"--input-seed", "x"},
@@ -392,41 +392,76 @@ TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {
 TEST(TextInputs, TypedTextBecomesChapter2sEmbeddingsAndEditsLetGo) {
   AppState s;
   s.load_preset("book");
-  s.text_source = TextSource{"Your journey starts", 4, 7, 0};
+  s.text_source = TextSource{{"Your journey starts"}, 4, 7, 0};
   ASSERT_TRUE(s.embed_text());
   const core::Inputs want =
       core::chapter2_inputs(core::tokenize_text("Your journey starts", 4, 7, 0));
   EXPECT_EQ(s.inputs.tokens, (std::vector<std::string>{"Your", " journey", " starts"}));
   EXPECT_EQ(s.inputs.embeddings, want.embeddings);
-  ASSERT_EQ(s.text_tokens.size(), 3u);
-  EXPECT_EQ(s.text_tokens[1].id, 7002);  // " journey"
-  EXPECT_EQ(s.text_tokens[1].start, 4u);
-  EXPECT_TRUE(s.inputs_text);
+  ASSERT_EQ(s.text_source.typed.tokens.size(), 3u);
+  EXPECT_EQ(s.text_source.typed.tokens[1].id, 7002);  // " journey"
+  EXPECT_EQ(s.text_source.typed.tokens[1].start, 4u);
+  EXPECT_TRUE(s.origin == InputOrigin::Text);
   s.recompute_if_dirty();
   ASSERT_TRUE(s.trace);
   EXPECT_EQ(s.trace->num_tokens(), 3);
 
   // Text that cannot be embedded keeps the inputs and says why.
-  s.text_source.text = "";
+  s.text_source.typed.text = "";
   EXPECT_FALSE(s.embed_text());
-  EXPECT_FALSE(s.text_error.empty());
+  EXPECT_FALSE(s.text_source.typed.error.empty());
   EXPECT_EQ(s.inputs.embeddings, want.embeddings);
-  s.text_source = TextSource{"one two three", 3, 1, 2};  // 3 tokens, 2 positions
+  s.text_source = TextSource{{"one two three"}, 3, 1, 2};  // 3 tokens, 2 positions
   EXPECT_FALSE(s.embed_text());
-  EXPECT_NE(s.text_error.find("3"), std::string::npos) << s.text_error;
+  EXPECT_NE(s.text_source.typed.error.find("3"), std::string::npos) << s.text_source.typed.error;
 
   // An edited value is no longer the text's; a preset is not either.
-  s.text_source = TextSource{"Your journey starts", 4, 7, 0};
+  s.text_source = TextSource{{"Your journey starts"}, 4, 7, 0};
   ASSERT_TRUE(s.embed_text());
-  EXPECT_TRUE(s.text_error.empty());
+  EXPECT_TRUE(s.text_source.typed.error.empty());
+  EXPECT_EQ(s.source, Source::Text);
   s.recompute_if_dirty();
   s.inputs.embeddings(0, 0) += 1.0f;
-  s.mark_dirty();
+  s.inputs_replaced(InputOrigin::Edited);
   s.recompute_if_dirty();
-  EXPECT_FALSE(s.inputs_text);
+  EXPECT_EQ(s.origin, InputOrigin::Edited);
+  EXPECT_EQ(s.source, Source::Inputs);
   ASSERT_TRUE(s.embed_text());
   s.load_preset("book");
-  EXPECT_FALSE(s.inputs_text);
+  EXPECT_EQ(s.origin, InputOrigin::Preset);
+  EXPECT_EQ(s.source, Source::Inputs);
+}
+
+// One source at a time: the text source embeds the text, the inputs source
+// goes back to the preset from text-made inputs, and a model keeps the
+// chapter-3 inputs as they were for the way back.
+TEST(TextInputs, TheSourceSwitchTellsWhereTheMatricesComeFrom) {
+  AppState s;
+  s.load_preset("book");
+  const core::Inputs book = s.inputs;
+  s.set_source(Source::Text);
+  EXPECT_EQ(s.source, Source::Text);
+  EXPECT_EQ(s.origin, InputOrigin::Text);
+  EXPECT_EQ(s.inputs.tokens.size(), s.text_source.typed.tokens.size());
+  s.set_source(Source::Model);
+  EXPECT_EQ(s.source, Source::Model);
+  EXPECT_EQ(s.chapter3_source(), Source::Text);
+  EXPECT_FALSE(s.model.typed.tokens.empty());  // encoded for the model (GPT-2's tokenizer)
+  s.set_source(Source::Inputs);
+  EXPECT_EQ(s.origin, InputOrigin::Preset);
+  EXPECT_EQ(s.inputs.embeddings, book.embeddings);
+
+  // Text that cannot be embedded stays off: the inputs remain the source.
+  s.text_source.typed.text = "";
+  s.set_source(Source::Text);
+  EXPECT_EQ(s.source, Source::Inputs);
+  EXPECT_FALSE(s.text_source.typed.error.empty());
+  EXPECT_EQ(parse_source("chapter3"), Source::Inputs);  // what older sessions saved
+  for (Source v : {Source::Inputs, Source::Text, Source::Model})
+    EXPECT_EQ(parse_source(source_id(v)), v);
+  for (InputOrigin o : {InputOrigin::Preset, InputOrigin::Random, InputOrigin::Imported,
+                        InputOrigin::Edited, InputOrigin::Text})
+    EXPECT_EQ(parse_input_origin(input_origin_id(o)), o);
 }
 
 TEST(LaunchOptions, TextGivesChapter2InputsAndRefusesOtherInputSources) {
@@ -437,7 +472,7 @@ TEST(LaunchOptions, TextGivesChapter2InputsAndRefusesOtherInputSources) {
           s, {"--text", "Hello, world!", "--d-in", "5", "--embed-seed", "9", "--positions", "8"},
           false),
       "");
-  EXPECT_TRUE(s.inputs_text);
+  EXPECT_TRUE(s.origin == InputOrigin::Text);
   EXPECT_EQ(s.inputs.embeddings,
             core::chapter2_inputs(core::tokenize_text("Hello, world!", 5, 9, 8)).embeddings);
   EXPECT_EQ(launch_over(s, {"--text", "a b c", "--positions", "2"}, false).substr(0, 7), "--text:");

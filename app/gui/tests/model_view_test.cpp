@@ -290,7 +290,7 @@ class ModelApp : public ::testing::Test {
     ImGui::GetIO().KeyMap[ImGuiKey_PageDown] = kKeyPageDown;
 #endif
     state.model.model = tiny_model();
-    state.model.text = "Your journey starts with one step";
+    state.model.typed.text = "Your journey starts with one step";
     state.set_source(Source::Model);
     frames(2);
     ASSERT_TRUE(state.showing_model()) << state.error;
@@ -369,12 +369,12 @@ TEST_F(ModelApp, PageDownAndBracketsChangeLayerAndHead) {
 }
 
 TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {
-  const std::size_t before = state.model.tokens.size();
+  const std::size_t before = state.model.typed.tokens.size();
   const int top = state.model.overview->next_last.front().id;
   ASSERT_TRUE(state.append_top_token());
   frames(2);
-  ASSERT_EQ(state.model.tokens.size(), before + 1);
-  EXPECT_EQ(state.model.tokens.back().id, top);
+  ASSERT_EQ(state.model.typed.tokens.size(), before + 1);
+  EXPECT_EQ(state.model.typed.tokens.back().id, top);
   EXPECT_EQ(state.trace->num_tokens(), static_cast<int>(before + 1));
   EXPECT_EQ(state.model.overview->tokens, static_cast<int>(before + 1));
 }
@@ -383,17 +383,17 @@ TEST_F(ModelApp, AppendingATokenThatEndsInsideACharacterKeepsTheTextUtf8) {
   // GPT-2's token 126 is the byte C2 alone, the first of a two-byte
   // character: appended, the text ends in U+FFFD (as tiktoken's decode shows
   // it), not in a byte the tokenizer refuses.
-  const std::string before = state.model.text;
+  const std::string before = state.model.typed.text;
   auto overview = std::make_shared<ModelOverview>(*state.model.overview);
   overview->next_last.front() = {126, core::printable_token("\xc2"), 0.5};
   state.model.overview = overview;
   ASSERT_TRUE(state.append_top_token());
-  EXPECT_EQ(state.model.text, before + "\xef\xbf\xbd");
-  EXPECT_TRUE(state.model.text_error.empty()) << state.model.text_error;
+  EXPECT_EQ(state.model.typed.text, before + "\xef\xbf\xbd");
+  EXPECT_TRUE(state.model.typed.error.empty()) << state.model.typed.error;
   frames(2);
   EXPECT_TRUE(state.error.empty()) << state.error;
-  EXPECT_EQ(state.model.tokens.size(),
-            core::Gpt2Tokenizer::builtin().encode(state.model.text).size());
+  EXPECT_EQ(state.model.typed.tokens.size(),
+            core::Gpt2Tokenizer::builtin().encode(state.model.typed.text).size());
 }
 
 TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
@@ -401,25 +401,25 @@ TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
   state.mark_dirty();
   frames(2);
   EXPECT_EQ(state.model.overview->next_at, 2);
-  core::ModelRun fresh(tiny_model(), state.model.ids());
+  core::ModelRun fresh(tiny_model(), state.model.typed.ids());
   EXPECT_EQ(state.model.overview->next.front().id, fresh.next_tokens_at(2, 1).front().id);
 }
 
 TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   const auto shown = state.trace;
-  state.model.text = "";
+  state.model.typed.text = "";
   state.model_text_changed();
   frames(2);
   EXPECT_NE(state.error.find("at least one token"), std::string::npos) << state.error;
   EXPECT_EQ(state.trace, shown);
   std::string longer;
   for (int k = 0; k < 70; ++k) longer += " word";
-  state.model.text = longer;
+  state.model.typed.text = longer;
   state.model_text_changed();
   frames(2);
   EXPECT_NE(state.error.find("64 at most"), std::string::npos) << state.error;
   EXPECT_EQ(state.trace, shown);
-  state.model.text = "Back to a short text";
+  state.model.typed.text = "Back to a short text";
   state.model_text_changed();
   frames(2);
   EXPECT_TRUE(state.error.empty()) << state.error;
@@ -497,7 +497,7 @@ TEST_F(ModelApp, CancelDropsTheLoadsResult) {
 }
 
 TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
-  state.set_source(Source::Chapter3);
+  state.set_source(Source::Inputs);
   frames(2);
   EXPECT_FALSE(state.showing_model());
   EXPECT_FALSE(state.sync_model_run.run) << "the model's run is freed";
@@ -509,7 +509,7 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
 
 TEST_F(ModelApp, ASessionKeepsTheModelsPathTextAndSelectionNotItsWeights) {
   state.model.model_path = "/models/gpt2";
-  state.model.text = "Hello there";
+  state.model.typed.text = "Hello there";
   state.model.layer = 1;
   state.model.view = ModelView::Tokens;
   state.model.pattern = PatternChoice{core::PatternKind::Induction, true};
@@ -519,10 +519,10 @@ TEST_F(ModelApp, ASessionKeepsTheModelsPathTextAndSelectionNotItsWeights) {
   AppState other;
   apply_session_json(text, "test", other);
   // The model is gone: the chapter-3 classes, and a banner naming it.
-  EXPECT_EQ(other.model.source, Source::Chapter3);
+  EXPECT_EQ(other.source, Source::Inputs);
   EXPECT_NE(other.ui.session_warning.find("/models/gpt2"), std::string::npos)
       << other.ui.session_warning;
-  EXPECT_EQ(other.model.text, "Hello there");
+  EXPECT_EQ(other.model.typed.text, "Hello there");
   EXPECT_EQ(other.model.layer, 1);
   EXPECT_EQ(other.model.view, ModelView::Tokens);
   EXPECT_EQ(other.model.pattern.kind, core::PatternKind::Induction);
@@ -538,9 +538,9 @@ TEST_F(ModelApp, ASessionsModelThatFailsToLoadFallsBackToChapterThree) {
   const std::string text = session_json(state);
   AppState other;
   apply_session_json(text, "test", other);
-  EXPECT_EQ(other.model.source, Source::Model) << "it exists: the load starts";
+  EXPECT_EQ(other.source, Source::Model) << "it exists: the load starts";
   other.poll_model_loader(true);
-  EXPECT_EQ(other.model.source, Source::Chapter3);
+  EXPECT_EQ(other.source, Source::Inputs);
   EXPECT_NE(other.ui.session_warning.find("could not be opened"), std::string::npos)
       << other.ui.session_warning;
 }
@@ -648,22 +648,22 @@ TEST(ModelFlags, TextFileIdsAndModelConfigOpenTheModelAsTextDoes) {
   std::ofstream(dir.path() / "text.txt") << sentence;
   AppState by_text, by_file, by_ids, by_config;
   ASSERT_EQ(launch_model(by_text, {"--model", tiny, "--text", sentence}), "");
-  const std::vector<int> ids = by_text.model.ids();
+  const std::vector<int> ids = by_text.model.typed.ids();
   ASSERT_GT(ids.size(), 3u);
   EXPECT_EQ(
       launch_model(by_file, {"--model", tiny, "--text-file", (dir.path() / "text.txt").string()}),
       "");
-  EXPECT_EQ(by_file.model.ids(), ids);
+  EXPECT_EQ(by_file.model.typed.ids(), ids);
   std::string list;
   for (int id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
   EXPECT_EQ(launch_model(by_ids, {"--model", tiny, "--ids", list}), "");
-  EXPECT_EQ(by_ids.model.text, sentence);
-  EXPECT_EQ(by_ids.model.ids(), ids);
+  EXPECT_EQ(by_ids.model.typed.text, sentence);
+  EXPECT_EQ(by_ids.model.typed.ids(), ids);
   EXPECT_EQ(
       launch_model(by_config, {"--model", tiny, "--model-config",
                                (dir.path() / "tiny" / "config.json").string(), "--text", sentence}),
       "");
-  EXPECT_EQ(by_config.model.ids(), ids);
+  EXPECT_EQ(by_config.model.typed.ids(), ids);
   // Ids whose text the tokenizer splits otherwise ("a", "b" is "ab"), ids
   // outside the vocabulary, a text and ids at once, two config files.
   AppState refused;

@@ -120,8 +120,9 @@ def main():
     # 3. The session.
     doc = session(cfg)
     check(doc is not None, "a session was saved")
+    source = (doc or {}).get("view", {}).get("source")
+    check(source == "model", f"the session's source is the model ({source})")
     view = (doc or {}).get("view", {}).get("model", {})
-    check(view.get("source") == "model", f"the session's source is the model ({view.get('source')})")
     check(view.get("path") == model, "the session names the model's folder")
     text = view.get("text", "")
     check(typed in text and not text.endswith(typed) and text.index(typed) > 0,

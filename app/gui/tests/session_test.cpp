@@ -191,21 +191,22 @@ TEST_F(Session, RandomInputsComeBackWithTheSeedThatMadeThem) {
   b.load_preset("book");
   ASSERT_EQ(load_session(file, b).warning, "");
   EXPECT_EQ(b.input_seed, 2024u);
-  EXPECT_TRUE(b.inputs_random);  // the panel says which seed made them
+  EXPECT_TRUE(b.origin == InputOrigin::Random);  // the panel says which seed made them
   EXPECT_EQ(b.inputs.embeddings, core::random_inputs(5, 4, 2024).embeddings);
 
   // Edited after the draw: the seed is kept, but no longer claimed for the values.
   a.inputs.embeddings(0, 0) = 0.5f;
+  a.inputs_replaced(InputOrigin::Edited);
   ASSERT_EQ(save_session(file, a), "");
   AppState c;
   ASSERT_EQ(load_session(file, c).warning, "");
   EXPECT_EQ(c.input_seed, 2024u);
-  EXPECT_FALSE(c.inputs_random);
+  EXPECT_EQ(c.origin, InputOrigin::Edited);
 }
 
 TEST_F(Session, TypedTextComesBackWithItsSettingsAndTokens) {
   AppState a;
-  a.text_source = TextSource{"Every effort moves you", 5, 11, 16};
+  a.text_source = TextSource{{"Every effort moves you"}, 5, 11, 16};
   ASSERT_TRUE(a.embed_text());
   const fs::path file = dir_ / "session.json";
   ASSERT_EQ(save_session(file, a), "");
@@ -213,21 +214,40 @@ TEST_F(Session, TypedTextComesBackWithItsSettingsAndTokens) {
   AppState b;
   b.load_preset("book");
   ASSERT_EQ(load_session(file, b).warning, "");
-  EXPECT_EQ(b.text_source.text, "Every effort moves you");
+  EXPECT_EQ(b.text_source.typed.text, "Every effort moves you");
   EXPECT_EQ(b.text_source.d_in, 5);
   EXPECT_EQ(b.text_source.seed, 11u);
   EXPECT_EQ(b.text_source.positions, 16);
-  EXPECT_TRUE(b.inputs_text);
-  EXPECT_EQ(b.text_tokens.size(), 4u);
+  EXPECT_TRUE(b.origin == InputOrigin::Text);
+  EXPECT_EQ(b.text_source.typed.tokens.size(), 4u);
   EXPECT_EQ(b.inputs.embeddings, a.inputs.embeddings);
+
+  EXPECT_EQ(b.source, Source::Text);
+
+  // A session from before sessions named their source and origin: told by
+  // comparing the inputs with what the text makes.
+  std::string old = session_json(a);
+  for (const std::string key : {"\"origin\"", "\"source\""}) {
+    const auto at = old.find(key);
+    ASSERT_NE(at, std::string::npos) << old;
+    old.replace(at, key.size(), "\"unused_" + key.substr(1));
+  }
+  ASSERT_EQ(write_file_atomic(dir_ / "old.json", old), "");
+  AppState d;
+  ASSERT_EQ(load_session(dir_ / "old.json", d).warning, "");
+  EXPECT_EQ(d.origin, InputOrigin::Text);
+  EXPECT_EQ(d.source, Source::Text);
+  EXPECT_EQ(d.text_source.typed.tokens.size(), 4u);
 
   // Values edited after the text made them: the settings stay, the claim goes.
   a.inputs.embeddings(1, 1) = 0.25f;
+  a.inputs_replaced(InputOrigin::Edited);
   ASSERT_EQ(save_session(file, a), "");
   AppState c;
   ASSERT_EQ(load_session(file, c).warning, "");
-  EXPECT_EQ(c.text_source.text, "Every effort moves you");
-  EXPECT_FALSE(c.inputs_text);
+  EXPECT_EQ(c.text_source.typed.text, "Every effort moves you");
+  EXPECT_EQ(c.origin, InputOrigin::Edited);
+  EXPECT_EQ(c.source, Source::Inputs);
   EXPECT_EQ(c.inputs.embeddings(1, 1), 0.25f);
 }
 
@@ -247,7 +267,7 @@ TEST_F(Session, ASessionFromBeforeTheInputSeedLoadsWithTheDefaultOne) {
   ASSERT_EQ(load_session(file, b).warning, "");
   EXPECT_EQ(b.input_seed, core::kDefaultInputSeed);
   EXPECT_EQ(b.inputs.tokens, a.inputs.tokens);
-  EXPECT_FALSE(b.inputs_random);
+  EXPECT_FALSE(b.origin == InputOrigin::Random);
 }
 
 TEST_F(Session, AnInvalidButWellFormedConfigIsRestoredAsIs) {

@@ -67,10 +67,10 @@ RowMatrix chapter2_embeddings(std::span<const int> ids, int d_in, std::uint64_t 
   return inputs;
 }
 
-TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed, int context_length,
-                         const Gpt2Tokenizer& tokenizer) {
+TextInputs text_inputs(std::span<const Token> tokens, int d_in, std::uint64_t seed,
+                       int context_length, int vocab_size) {
   TextInputs out;
-  for (const Token& t : tokenizer.encode(text)) {
+  for (const Token& t : tokens) {
     out.ids.push_back(t.id);
     out.tokens.push_back(printable_token(t.text));
   }
@@ -78,8 +78,14 @@ TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed, in
   out.d_in = d_in;
   out.seed = seed;
   out.context_length = context_length;
-  out.vocab_size = static_cast<int>(tokenizer.vocab_size());
+  out.vocab_size = vocab_size;
   return out;
+}
+
+TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed, int context_length,
+                         const Gpt2Tokenizer& tokenizer) {
+  return text_inputs(tokenizer.encode(text), d_in, seed, context_length,
+                     static_cast<int>(tokenizer.vocab_size()));
 }
 
 Inputs chapter2_inputs(const TextInputs& text) {

@@ -48,6 +48,11 @@ struct TextInputs {
   int vocab_size = kGpt2VocabSize;
 };
 
+// Tokens already encoded (by GPT-2's tokenizer or one of its vocabulary
+// size) with the embedding settings. Throws ParseError for no token.
+TextInputs text_inputs(std::span<const Token> tokens, int d_in, std::uint64_t seed,
+                       int context_length = 0, int vocab_size = kGpt2VocabSize);
+
 // GPT-2's tokens of `text` with the embedding settings. Throws ParseError
 // (base/errors.hpp) for text that is not UTF-8 or gives no token.
 TextInputs tokenize_text(std::string_view text, int d_in, std::uint64_t seed,
