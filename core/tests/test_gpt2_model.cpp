@@ -4,6 +4,7 @@
 // (The numbers against PyTorch: app/tests/model_oracle_test.py.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -285,6 +286,20 @@ TEST(ModelStages, ABlocksAttentionRunsFromLn1ToTheResidual) {
                                                     id::weights, id::context}));
   EXPECT_EQ(b.after_heads,
             (std::vector<std::string_view>{id::concat, id::output, id::attn_output}));
+  // GPT-2's recipe lists them all, and a model trace says what it is.
+  const BlockDescription gpt2 = gpt2_block(tiny_model()->config());
+  const std::vector<std::string_view> ids = block_stage_ids(gpt2.recipe);
+  for (const auto* part : {&b.before_heads, &b.heads, &b.after_heads})
+    for (std::string_view s : *part)
+      EXPECT_NE(std::find(ids.begin(), ids.end(), s), ids.end()) << s;
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), id::dropout_mask), ids.end());  // eval mode
+  ModelRun run(tiny_model(), some_ids(3));
+  const Trace t = model_trace(run, {{0, 0, id::weights}});
+  EXPECT_EQ(t.kind, TraceKind::ModelRun);
+  EXPECT_EQ(t.recipe(), gpt2.recipe);
+  EXPECT_EQ(t.heads_shown(), tiny_model()->config().n_head);
+  EXPECT_EQ(t.head_dim(), tiny_model()->config().n_embd / tiny_model()->config().n_head);
+  EXPECT_EQ(t.block_input_key().id, id::embeddings);
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   }
   for (std::string_view s : block.after_heads) keys.push_back({layer, -1, s});
   auto t = std::make_shared<core::Trace>(core::model_trace(run, keys));
+  t->kind = core::TraceKind::ModelBlock;
   t->layer = layer;
   t->config.variant = core::Variant::Multihead;
   t->config.num_heads = c.n_head;

@@ -131,7 +131,7 @@ void draw_menu_bar(AppState& state) {
   if (state.trace && state.model_source() == state.showing_model()) {
     const core::Trace& t = *state.trace;
     std::string where;
-    if (!t.model.empty()) {  // a model's block
+    if (t.is_model()) {  // a model's block
       where = t.model + "  ·  " + std::to_string(t.num_tokens()) + " tokens, layer " +
               std::to_string(t.layer) + " of " +
               std::to_string(state.model.overview ? state.model.overview->layers : t.layer + 1) +

@@ -123,11 +123,7 @@ void apply_text_flags(const LaunchOptions& o, AppState& state) {
 
 // The model's steps, for --stage with --model.
 const std::vector<Step>& model_steps() {
-  static const std::vector<Step> steps = [] {
-    core::Trace t;
-    t.model = "model";
-    return steps_for(t);
-  }();
+  static const std::vector<Step> steps = steps_for(core::gpt2_block(core::Gpt2Config{}).recipe);
   return steps;
 }
 

@@ -286,7 +286,7 @@ struct AppState {
   // generate_text_simple does; false when there is none or no room.
   bool append_top_token();
   // True when the trace on screen is a model's block (not chapter 3).
-  bool showing_model() const { return trace && !trace->model.empty(); }
+  bool showing_model() const { return trace && trace->is_model(); }
 };
 
 }  // namespace attnscope::gui

@@ -12,10 +12,10 @@
 
 namespace attnscope::gui {
 
-// Steps: the stages of the stepper, in pipeline order. A step shows one or
-// more trace stages (Projections shows queries, keys and values).
-
-// In pipeline order (a variant's steps are a subsequence of it).
+// Steps: the stages of the stepper. A step shows one or more trace stages
+// (Projections shows queries, keys and values). The order a block walks them
+// in is the stage catalogue's (steps_for); the enum's order is the same, and
+// fix_selection relies on it only to land near the step it left.
 enum class Step {
   Inputs,       // X, the token embeddings (a model: the block's input, the residual stream)
   LayerNorm,    // a model's ln_1: each row normalised before attention
@@ -33,10 +33,13 @@ enum class Step {
   Residual,     // a model's block: x + output (the attention's part of the residual stream)
 };
 
-// The steps a variant has, in pipeline order.
+// The steps of a block of `recipe`, in pipeline order: the catalogue's
+// rows for the recipe (core::block_stage_ids) and the step that shows each.
+std::vector<Step> steps_for(const core::BlockRecipe& recipe);
+// The steps of a chapter-3 class (its recipe's).
 std::vector<Step> steps_for(core::Variant v);
-// The steps of a trace: its variant's, or a real model's block (Inputs,
-// LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual).
+// The steps of a trace: its recipe's (a chapter-3 class, or a model's block:
+// Inputs, LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual).
 std::vector<Step> steps_for(const core::Trace& trace);
 // The id used on the command line and in sessions, e.g. "scaled".
 std::string_view step_id(Step s);

@@ -72,7 +72,7 @@ BlockStepContext block_step_context(const core::Trace& t, int head) {
       .heads = heads,
       .d_head = heads > 0 ? d / heads : d,
       .where = " Block " + L + ", head " + H + ".",
-      .input = t.find(core::block_input_key(l)),
+      .input = t.find(t.block_input_key()),
       .x_name = l == 0 ? "x (embeddings)" : "x (block " + std::to_string(l - 1) + ")"};
 }
 

@@ -373,7 +373,7 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
 }  // namespace
 
 StepText describe_step(Step step, const core::Trace& t, int head) {
-  if (!t.model.empty()) return describe_model_step(step, t, head);
+  if (t.is_model()) return describe_model_step(step, t, head);
   const StepContext x = step_context(t, head);
   switch (step) {
     case Step::Inputs:

@@ -3,9 +3,33 @@
 
 #include <algorithm>
 
+#include "attnscope/base/stages.hpp"
+
 namespace attnscope::core {
 
-int Trace::heads_shown() const { return has_heads(config.variant) ? config.num_heads : 1; }
+BlockRecipe Trace::recipe() const {
+  return is_model() ? block.recipe : chapter3_recipe(config.variant);
+}
+
+int Trace::heads_shown() const {
+  if (is_model()) return block.heads;
+  return has_heads(config.variant) ? config.num_heads : 1;
+}
+
+int Trace::head_dim() const {
+  if (is_model()) return block.head_dim;
+  return config.variant == Variant::Multihead ? config.d_out / std::max(config.num_heads, 1)
+                                              : config.d_out;
+}
+
+StageKey block_input_key(int layer) {
+  return layer == 0 ? StageKey{-1, -1, stage_id::embeddings}
+                    : StageKey{layer - 1, -1, stage_id::block_output};
+}
+
+StageKey Trace::block_input_key() const {
+  return is_model() ? core::block_input_key(layer) : StageKey{layer, -1, stage_id::inputs};
+}
 
 int Trace::num_layers() const {
   int layers = 1;

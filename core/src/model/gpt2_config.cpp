@@ -1,6 +1,7 @@
 // gpt2_config.cpp: the Hugging Face GPT-2 config.json reader.
 #include "attnscope/model/gpt2_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,27 @@ void read_bool(const json& doc, const char* key, bool& out, std::string_view sou
 }
 
 }  // namespace
+
+BlockDescription gpt2_block(const Gpt2Config& c) {
+  using enum BlockPart;
+  BlockDescription b;
+  b.recipe.with(Norm)
+      .with(Projection)
+      .with(Mask)
+      .with(Scale)
+      .with(Heads)
+      .with(OutProj)
+      .with(Residual);
+  b.recipe.split_heads = true;
+  b.recipe.fused_qkv = true;
+  b.recipe.norm = NormKind::LayerNorm;
+  b.recipe.positions = PositionKind::Learned;
+  b.recipe.mlp = c.activation_function == Gpt2Activation::Relu ? MlpKind::Relu : MlpKind::Gelu;
+  b.recipe.tied_embeddings = c.tie_word_embeddings;
+  b.heads = c.n_head;
+  b.head_dim = c.n_embd / std::max(c.n_head, 1);
+  return b;
+}
 
 std::string_view gpt2_activation_name(Gpt2Activation a) {
   for (const auto& [name, value] : kActivations)

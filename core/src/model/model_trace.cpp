@@ -13,11 +13,6 @@
 
 namespace attnscope::core {
 
-StageKey block_input_key(int layer) {
-  return layer == 0 ? StageKey{-1, -1, stage_id::embeddings}
-                    : StageKey{layer - 1, -1, stage_id::block_output};
-}
-
 namespace {
 
 namespace id = stage_id;
@@ -147,6 +142,8 @@ Trace model_trace(ModelRun& run, const std::vector<StageKey>& keys) {
   t.tokens = run.tokens();
   t.d_in = run.model().config().n_embd;
   t.explicit_weights = true;
+  t.kind = TraceKind::ModelRun;
+  t.block = gpt2_block(run.model().config());
   t.model = run.model().name();
   t.text = text_of(run);
   for (const StageKey& k : keys) {

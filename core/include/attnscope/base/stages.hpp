@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "attnscope/base/config.hpp"
+#include "attnscope/base/recipe.hpp"
 
 namespace attnscope::core {
 
@@ -50,6 +51,18 @@ inline constexpr char attn_output[] = "attn_output";
 inline constexpr char block_output[] = "block_output";
 inline constexpr char ln_f[] = "ln_f";
 inline constexpr char logits[] = "logits";
+// Stages of the mechanisms that came after chapter 3 (base/recipe.hpp's
+// Rotary, QkNorm, KvGroups, Window, Latent and Cache parts).
+inline constexpr char latent_kv[] = "latent_kv";
+inline constexpr char queries_normed[] = "queries_normed";
+inline constexpr char keys_normed[] = "keys_normed";
+inline constexpr char queries_rotated[] = "queries_rotated";
+inline constexpr char keys_rotated[] = "keys_rotated";
+inline constexpr char cached_keys[] = "cached_keys";
+inline constexpr char cached_values[] = "cached_values";
+inline constexpr char group_keys[] = "group_keys";
+inline constexpr char group_values[] = "group_values";
+inline constexpr char window_mask[] = "window_mask";
 }  // namespace stage_id
 
 // How a stage's values are coloured.
@@ -79,6 +92,7 @@ enum class ModelScope : unsigned char { None, Run, Layer, Head };
 
 struct StageInfo {
   std::string_view id;            // stage_id::weights
+  BlockPart part;                 // the part of a block's recipe that makes it (recipe.hpp)
   std::string_view symbol;        // shape lines: "Q", "ω", "weights"
   std::string_view short_symbol;  // narrowest title that still tells stages apart: "W_q"
   std::string_view name;          // for people: "attention weights"

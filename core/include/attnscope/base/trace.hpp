@@ -10,6 +10,7 @@
 
 #include "attnscope/base/config.hpp"
 #include "attnscope/base/matrix.hpp"
+#include "attnscope/base/recipe.hpp"
 
 namespace attnscope::core {
 
@@ -23,6 +24,10 @@ struct StageKey {
   int head = -1;
   std::string_view id;  // a stage_id constant (attnscope/base/stages.hpp)
 };
+
+// The stage a model's block `layer` reads: the embeddings before block 0,
+// else the previous block's output.
+StageKey block_input_key(int layer);
 
 // One named matrix of a run, e.g. id "weights", layer 0, head 1.
 //
@@ -70,8 +75,25 @@ struct Stage {
   std::shared_ptr<RowMatrix> data_;
 };
 
+// What a trace is.
+enum class TraceKind : unsigned char {
+  Chapter3,    // a run of one of the book's classes: `config` made it
+  ModelRun,    // stages of a real model's run, any layers (`model` names it)
+  ModelBlock,  // one block of a real model's run, `layer` (the app's view of a layer)
+};
+
+// A model's block as a recipe with its sizes (a chapter-3 run has its
+// recipe and sizes from its config: Trace::recipe()).
+struct BlockDescription {
+  BlockRecipe recipe;
+  int heads = 1;     // heads per block
+  int head_dim = 0;  // columns of one head's Q, K, V
+};
+
 struct Trace {
-  Config config;                    // the config that produced this trace
+  TraceKind kind = TraceKind::Chapter3;
+  BlockDescription block;           // a model's block (model kinds only)
+  Config config;                    // the config that produced a chapter-3 trace
   std::vector<std::string> tokens;  // T token names (rows/cols of T x T stages)
   int d_in = 0;                     // embedding width
   bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
@@ -86,8 +108,17 @@ struct Trace {
   std::vector<Stage> stages;  // in pipeline order
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
-  // The head count a viewer should show: num_heads for head variants, else 1.
+  bool is_model() const { return kind != TraceKind::Chapter3; }
+  // What one block of it is made of: the chapter-3 class's recipe, or the model's.
+  BlockRecipe recipe() const;
+  // The head count a viewer should show: the block's heads (1 without heads).
   int heads_shown() const;
+  // Columns of one head's Q, K, V (d_k): d_out, or d_out / num_heads when
+  // one projection is split into heads; the model's head size.
+  int head_dim() const;
+  // Where the block's input is: the inputs of a chapter-3 run; in a model,
+  // the embeddings before layer 0, else the previous block's output.
+  StageKey block_input_key() const;
   // The number of layers the stages span (1 for the chapter-3 classes).
   int num_layers() const;
   // What produced it, for files: the model's name, else the variant's id.

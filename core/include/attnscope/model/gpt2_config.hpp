@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "attnscope/base/errors.hpp"
+#include "attnscope/base/trace.hpp"
 
 namespace attnscope::core {
 
@@ -37,6 +38,12 @@ struct Gpt2Config {
 
   int head_dim() const { return n_embd / n_head; }
 };
+
+// A GPT-2 block as a recipe: LayerNorm before attention and the MLP,
+// learned positions, one fused [Q | K | V] projection split into heads, the
+// causal mask, scaling, the output projection and the residual (no dropout:
+// a trained model runs in eval mode).
+BlockDescription gpt2_block(const Gpt2Config& c);
 
 // Parses config.json text; `source` names it in errors. Throws ParseError
 // naming the key: model_type other than "gpt2", add_cross_attention true, an

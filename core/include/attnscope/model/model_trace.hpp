@@ -39,10 +39,6 @@ struct BlockStages {
 };
 BlockStages attention_block_stages();
 
-// The stage a model's block `layer` reads: the embeddings before block 0,
-// else the previous block's output.
-StageKey block_input_key(int layer);
-
 // The keys of the selection in pipeline order (run stages before and after
 // the layers as the forward makes them). Throws ParseError naming a stage
 // that is not a model stage (listing those that are), a layer or a head out
