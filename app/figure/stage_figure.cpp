@@ -97,7 +97,7 @@ Heatmap stage_heatmap(const core::Trace& trace, const core::Stage& stage,
   h.decimals = style.decimals;
   h.unicode = style.unicode;
   h.theme = style.theme;
-  h.masks = holds_mask(stage.id) && core::is_causal(trace.config.variant);
+  h.masks = holds_mask(stage.id) && trace.recipe().has(core::BlockPart::Mask);
   return h;
 }
 

@@ -133,14 +133,11 @@ TEST(LayeredTrace, StagesAreAddressedByLayerHeadAndId) {
   EXPECT_EQ(t->find(stage_id::weights, 1), w);
   EXPECT_EQ(t->find(StageKey{1, 1, stage_id::weights}), nullptr);
 
-  TraceSource source(t);
-  EXPECT_EQ(source.num_layers(), 1);
-  EXPECT_EQ(source.num_heads(), 2);
-  EXPECT_EQ(source.tokens().size(), 5u);
-  const auto m = source.stage({0, 1, stage_id::weights});
+  EXPECT_EQ(t->heads_shown(), 2);
+  const auto m = t->share({0, 1, stage_id::weights});
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m.get(), &w->data());  // shared, not copied
-  EXPECT_EQ(source.stage({2, 0, stage_id::weights}), nullptr);
+  EXPECT_EQ(t->share({2, 0, stage_id::weights}), nullptr);
 }
 
 TEST(LayeredTrace, TheJsonTraceNamesEachStagesLayer) {

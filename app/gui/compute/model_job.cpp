@@ -102,14 +102,8 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   }
   for (std::string_view s : block.after_heads) keys.push_back({layer, -1, s});
   auto t = std::make_shared<core::Trace>(core::model_trace(run, keys));
-  t->kind = core::TraceKind::ModelBlock;
+  t->kind = core::TraceKind::ModelBlock;  // model_trace described the block (gpt2_block)
   t->layer = layer;
-  t->config.variant = core::Variant::Multihead;
-  t->config.num_heads = c.n_head;
-  t->config.d_out = c.n_embd;
-  t->config.dropout = 0.0;
-  t->config.qkv_bias = true;
-  t->config.training = false;  // a trained model runs in eval mode: no dropout
   return t;
 }
 

@@ -99,9 +99,8 @@ core::DataFormat data_format_of(ExportKind k) {
   }
 }
 
-std::string variant_of(const core::Trace& t) {
-  return std::string(core::variant_id(t.config.variant));
-}
+// The class's id, or the model's name, for file names.
+std::string variant_of(const core::Trace& t) { return t.producer(); }
 
 std::string png_bytes(const AppState& state, const core::Trace& trace, const core::Stage& stage,
                       int scale) {

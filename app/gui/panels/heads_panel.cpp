@@ -11,11 +11,11 @@
 namespace attnscope::gui {
 
 void draw_heads_panel(AppState& state) {
-  if (!state.trace || !core::has_heads(state.trace->config.variant)) return;
+  if (!state.trace || !state.trace->recipe().has(core::BlockPart::Heads)) return;
   const core::Trace& t = *state.trace;
   const std::string_view id = per_head_stage(state.step, t);
   const int heads = t.heads_shown();
-  const bool multihead = t.config.variant == core::Variant::Multihead;
+  const bool multihead = t.recipe().split_heads;
 
   ImGui::Text("Heads (%d)", heads);
   ImGui::SameLine();
@@ -34,7 +34,7 @@ void draw_heads_panel(AppState& state) {
   ImGui::TextDisabled("%s", display(state, what).c_str());
   if (multihead && state.step == Step::SplitHeads) {
     ImGui::SameLine();
-    const int head_dim = t.config.d_out / heads;
+    const int head_dim = t.head_dim();
     if (head_dim == 1)
       ImGui::TextDisabled("(head h owns column h of Q, K and V)");
     else

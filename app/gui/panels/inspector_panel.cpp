@@ -117,7 +117,7 @@ bool begin_table(const char* id, std::initializer_list<const char*> columns, ImV
 void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
   const auto b = core::explain_score(t, head, i, j);
   if (!b) return;
-  const bool simple = t.config.variant == core::Variant::Simple;
+  const bool simple = !t.recipe().has(core::BlockPart::Projection);
   const char* qn = simple ? "x_i" : "q_i";
   const char* kn = simple ? "x_j" : "k_j";
   heading(s, std::string("score = ") + qn + " · " + kn + ": multiply term by term, then add");
@@ -156,7 +156,7 @@ void score_section(AppState& s, const core::Trace& t, int head, int i, int j) {
   text_wrapped(s, "ω[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + num(s, b->sum));
   // The book's order: the causal mask fills the raw scores, then the
   // softmax divides what is left by √d_k (−∞ stays −∞).
-  if (core::is_causal(t.config.variant)) {
+  if (t.recipe().has(core::BlockPart::Mask)) {
     heading(s, "then the causal mask");
     if (b->masked)
       text_wrapped(s, "Key " + token(t, j) + " (column " + std::to_string(j) +
@@ -242,7 +242,7 @@ void dropout_section(AppState& s, const core::Trace& t, int head, int i, int j) 
 void context_section(AppState& s, const core::Trace& t, int head, int i, int c) {
   const auto b = core::explain_context(t, head, i);
   if (!b) return;
-  const bool simple = t.config.variant == core::Variant::Simple;
+  const bool simple = !t.recipe().has(core::BlockPart::Projection);
   const std::string vn = simple ? "x_j" : "v_j";
   const std::string col = "[" + std::to_string(c) + "]";
   heading(s, "z_i = Σ_j w_ij · " + vn + ": every " + (simple ? "input" : "value") +
@@ -301,12 +301,13 @@ void projection_section(AppState& s, const core::Trace& t, const core::Stage& st
   const std::string which = st.id == core::stage_id::queries ? "query"
                             : st.id == core::stage_id::keys  ? "key"
                                                              : "value";
-  const int ph = t.config.variant == core::Variant::Multihead ? -1 : st.head;
+  const bool split = t.recipe().split_heads;  // one projection, cut into heads
+  const int ph = split ? -1 : st.head;
   const core::Stage* x = t.find(core::stage_id::inputs);
   const core::Stage* w = t.find("W_" + which, ph);
   const core::Stage* bias = t.find("b_" + which, ph);
-  if (t.config.variant == core::Variant::Multihead && st.head >= 0) {
-    const int hd = t.config.d_out / t.config.num_heads;
+  if (split && st.head >= 0) {
+    const int hd = t.head_dim();
     heading(s, "head " + std::to_string(st.head) + "'s slice: column " + std::to_string(c) +
                    " here is column " + std::to_string(st.head * hd + c) + " of the full " +
                    stage_symbol(st.id) + " (before the split)");
@@ -327,7 +328,7 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
   if (st.id == core::stage_id::queries || st.id == core::stage_id::keys ||
       st.id == core::stage_id::values) {
     projection_section(s, t, st, i, c);
-  } else if (st.id == core::stage_id::output && t.config.variant == core::Variant::Multihead) {
+  } else if (st.id == core::stage_id::output && t.recipe().has(core::BlockPart::OutProj)) {
     const core::Stage* cc = t.find(core::stage_id::concat);
     const core::Stage* w = t.find(core::stage_id::W_out);
     const core::Stage* b = t.find(core::stage_id::b_out);
@@ -343,11 +344,8 @@ void other_section(AppState& s, const core::Trace& t, const core::Stage& st, int
       mono_pop(s);
     }
   } else if (st.id == core::stage_id::concat ||
-             (st.id == core::stage_id::output &&
-              t.config.variant == core::Variant::MultiheadWrapper)) {
-    const int width = t.config.variant == core::Variant::Multihead
-                          ? t.config.d_out / t.config.num_heads
-                          : t.config.d_out;
+             (st.id == core::stage_id::output && t.recipe().stacked_heads())) {
+    const int width = t.head_dim();  // one head's columns
     const int h = width > 0 ? c / width : 0;
     const core::Stage* ctx = t.find(core::stage_id::context, h);
     heading(s, "column " + std::to_string(c) + " belongs to head " + std::to_string(h) +

@@ -135,7 +135,7 @@ void draw_menu_bar(AppState& state) {
       where = t.model + "  ·  " + std::to_string(t.num_tokens()) + " tokens, layer " +
               std::to_string(t.layer) + " of " +
               std::to_string(state.model.overview ? state.model.overview->layers : t.layer + 1) +
-              ", " + std::to_string(t.config.num_heads) + " heads, d " + std::to_string(t.d_in);
+              ", " + std::to_string(t.heads_shown()) + " heads, d " + std::to_string(t.d_in);
     } else {
       where = std::string(core::variant_book_name(t.config.variant)) + "  ·  " +
               std::to_string(t.num_tokens()) + " tokens, d_in " + std::to_string(t.d_in);

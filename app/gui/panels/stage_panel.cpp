@@ -116,15 +116,15 @@ void draw_nonfinite_warning(const AppState& state) {
 // Column groups of a (T, width) matrix whose columns are split between heads.
 std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
   std::vector<ColumnBand> bands;
-  const auto& c = t.config;
-  if (!core::has_heads(c.variant) || s.head >= 0) return bands;
-  const bool multihead = c.variant == core::Variant::Multihead;
+  const core::BlockRecipe r = t.recipe();
+  if (!r.has(core::BlockPart::Heads) || s.head >= 0) return bands;
   const bool split_ids = s.id == core::stage_id::queries || s.id == core::stage_id::keys ||
                          s.id == core::stage_id::values || s.id == core::stage_id::concat;
-  if (!(multihead ? split_ids : s.id == core::stage_id::output)) return bands;
-  const int width = multihead ? c.d_out / c.num_heads : c.d_out;
-  if (width <= 0 || width * c.num_heads != s.data().cols()) return bands;
-  for (int h = 0; h < c.num_heads; ++h)
+  if (!(r.split_heads ? split_ids : s.id == core::stage_id::output)) return bands;
+  const int width = t.head_dim();
+  const int heads = t.heads_shown();
+  if (width <= 0 || width * heads != s.data().cols()) return bands;
+  for (int h = 0; h < heads; ++h)
     bands.push_back(
         ColumnBand{h * width, (h + 1) * width, head_color(h), "head " + std::to_string(h)});
   return bands;

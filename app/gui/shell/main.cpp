@@ -622,9 +622,8 @@ void run_frame_bench(App& app, int frames) {
   if (const auto& t = state.trace) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s T=%d d_in=%d d_out=%d heads=%d dropout=%g %s, step %s",
-                  std::string(core::variant_id(t->config.variant)).c_str(), t->num_tokens(),
-                  t->d_in, t->config.d_out, t->config.num_heads, t->config.dropout,
-                  t->config.training ? "training" : "eval",
+                  t->producer().c_str(), t->num_tokens(), t->d_in, t->projected_width(),
+                  t->heads_shown(), t->config.dropout, t->config.training ? "training" : "eval",
                   std::string(gui::step_id(state.step)).c_str());
     what = buf;
   }

@@ -13,6 +13,7 @@ namespace attnscope::gui {
 
 namespace {
 std::string describe(const core::Trace& t) {
+  if (t.is_model()) return t.model + ", layer " + std::to_string(t.layer);
   std::string s(core::variant_book_name(t.config.variant));
   if (core::has_weights(t.config.variant)) s += ", d_out " + std::to_string(t.config.d_out);
   s += ", seed " + std::to_string(t.config.seed);

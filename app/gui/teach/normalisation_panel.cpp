@@ -32,7 +32,7 @@ void draw_normalisation(AppState& state) {
   const int row = ts.softmax_row;
   const int h = core::stage_head(t, state.head);
   // Only the keys the query can see (all of them unless causal).
-  const int visible = core::is_causal(t.config.variant) ? row + 1 : t.num_tokens();
+  const int visible = t.recipe().has(core::BlockPart::Mask) ? row + 1 : t.num_tokens();
   text_wrapped(state,
                "Both turn each row of scores ω into weights that sum to 1. Dividing by the sum "
                "keeps the scores' proportions and breaks when a score is negative or the sum is "

@@ -88,6 +88,13 @@ void draw_weights_editor(AppState& state) {
     return;
   }
   const core::Trace& t = *state.trace;
+  if (t.is_model()) {  // its weights are the checkpoint's
+    text_wrapped(state,
+                 "This editor changes the weights of the book's chapter-3 classes; a trained "
+                 "model's come from its checkpoint. Switch the source to the chapter 3 classes.");
+    ImGui::End();
+    return;
+  }
   auto base = state.explicit_parameters
                   ? std::optional<core::Parameters>(*state.explicit_parameters)
                   : core::parameters_of(t);

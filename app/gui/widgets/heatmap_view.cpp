@@ -379,7 +379,7 @@ HeatmapColouring colour_stage(AppState& state, const HeatmapFrame& f, const Heat
       state.textures.get(spec.slot, state.trace_version, f.st, kind, map, max_side, scope);
   // Cells on no scale, listed under the colour bar: masked, overflowed, NaN.
   std::vector<LegendEntry> legend = off_scale_legend(
-      tex.range, holds_mask(f.st.id) && core::is_causal(f.tr.config.variant), f.uni);
+      tex.range, holds_mask(f.st.id) && f.tr.recipe().has(core::BlockPart::Mask), f.uni);
   return {kind, map, scope, tex, std::move(legend)};
 }
 

@@ -61,7 +61,7 @@ BlockStepContext block_step_context(const core::Trace& t, int head) {
   const int l = t.layer;
   const std::string L = std::to_string(l), H = std::to_string(h);
   const int d = t.d_in;
-  const int heads = t.config.num_heads;
+  const int heads = t.heads_shown();
   return BlockStepContext{
       .t = t,
       .h = h,

@@ -71,7 +71,7 @@ std::string value_name(float v) {
   return v > 0 ? "+inf" : "-inf";
 }
 
-bool unexpected_at(Variant v, const Stage& s, Eigen::Index r, Eigen::Index c) {
+bool unexpected_at(const BlockRecipe& v, const Stage& s, Eigen::Index r, Eigen::Index c) {
   return !std::isfinite(s.data()(r, c)) && !nonfinite_expected(v, s, r, c);
 }
 
@@ -80,7 +80,7 @@ struct Scan {
   long long cells = 0;
   Eigen::Index row = 0, col = 0;
 };
-Scan scan(Variant v, const Stage& s) {
+Scan scan(const BlockRecipe& v, const Stage& s) {
   Scan out;
   if (s.data().allFinite()) return out;
   for (Eigen::Index r = 0; r < s.data().rows(); ++r)
@@ -109,7 +109,7 @@ std::string where_text(const Trace& trace, const Stage& s, Eigen::Index r, Eigen
 // The head whose projections/values feed `s`: per-head stages of the split
 // module read the whole layer's W (head -1); the wrapper's heads own theirs.
 int weights_head(const Trace& trace, const Stage& s) {
-  return trace.config.variant == Variant::MultiheadWrapper ? s.head : -1;
+  return trace.recipe().stacked_heads() ? s.head : -1;
 }
 
 constexpr char kRange[] =
@@ -141,17 +141,18 @@ struct PipelineBounds {
 
   explicit PipelineBounds(const Trace& t) {
     const Config& c = t.config;
-    simple = c.variant == Variant::Simple;
-    multihead = c.variant == Variant::Multihead;
+    const BlockRecipe r = t.recipe();
+    simple = !r.has(BlockPart::Projection);
+    multihead = r.has(BlockPart::OutProj);
     d_in = t.d_in;
-    d_k = multihead ? c.d_out / std::max(c.num_heads, 1) : simple ? t.d_in : c.d_out;
-    d_out = c.d_out;
+    d_k = simple ? t.d_in : t.head_dim();
+    d_out = t.projected_width();
     wq = max_abs_all(t, stage_id::W_query), wk = max_abs_all(t, stage_id::W_key),
     wv = max_abs_all(t, stage_id::W_value);
     bq = max_abs_all(t, stage_id::b_query), bk = max_abs_all(t, stage_id::b_key),
     bv = max_abs_all(t, stage_id::b_value);
     wout = max_abs_all(t, stage_id::W_out), bout = max_abs_all(t, stage_id::b_out);
-    if (is_causal(c.variant) && c.training && c.dropout > 0 && c.dropout < 1)
+    if (r.has(BlockPart::Dropout) && c.training && c.dropout > 0 && c.dropout < 1)
       dropout_scale = 1.0 / (1.0 - c.dropout);
   }
 
@@ -205,7 +206,7 @@ Explanation explain_projection(const Trace& trace, const Stage& s) {
 
 Explanation explain_scores(const Trace& trace, const Stage& s) {
   const double x = max_abs(trace.find(stage_id::inputs));
-  if (trace.config.variant == Variant::Simple) {
+  if (!trace.recipe().has(BlockPart::Projection)) {
     const double bound = static_cast<double>(trace.d_in) * x * x;
     return {std::string("the scores X·Xᵀ ") + kRange + ": the embeddings reach |x| = " + number(x) +
                 ", and a dot product of two embeddings over d_in = " + std::to_string(trace.d_in) +
@@ -225,7 +226,7 @@ Explanation explain_scores(const Trace& trace, const Stage& s) {
 }
 
 Explanation explain_context(const Trace& trace, const Stage& s) {
-  const bool simple = trace.config.variant == Variant::Simple;
+  const bool simple = !trace.recipe().has(BlockPart::Projection);
   const Stage* w = trace.find(stage_id::dropped_weights, s.head);
   if (!w) w = trace.find(stage_id::weights, s.head);
   const Stage* v = simple ? trace.find(stage_id::inputs) : trace.find(stage_id::values, s.head);
@@ -242,10 +243,11 @@ Explanation explain_context(const Trace& trace, const Stage& s) {
 Explanation explain_output(const Trace& trace) {
   const double c = max_abs(trace.find(stage_id::concat));
   const double w = max_abs(trace.find(stage_id::W_out)), b = max_abs(trace.find(stage_id::b_out));
-  const double bound = static_cast<double>(trace.config.d_out) * c * w + b;
+  const int d_out = trace.projected_width();
+  const double bound = static_cast<double>(d_out) * c * w + b;
   return {std::string("concat·W_out + b_out ") + kRange + ": the heads' contexts reach |c| = " +
               number(c) + " and W_out's entries |w| = " + number(w) + ", so a sum of d_out = " +
-              std::to_string(trace.config.d_out) + " products can reach " + number(bound),
+              std::to_string(d_out) + " products can reach " + number(bound),
           embeddings_advice(trace)};
 }
 
@@ -260,7 +262,7 @@ Explanation explain(const Trace& trace, const Stage& s) {
     return explain_projection(trace, s);
   if (s.id == stage_id::scores) return explain_scores(trace, s);
   if (s.id == stage_id::context) return explain_context(trace, s);
-  if (s.id == stage_id::output && trace.config.variant == Variant::Multihead)
+  if (s.id == stage_id::output && trace.recipe().has(BlockPart::OutProj))
     return explain_output(trace);
   // The other stages only rescale, mask, normalise or copy finite inputs.
   return {s.id + " produced it from finite inputs, which its arithmetic should never do",
@@ -270,10 +272,15 @@ Explanation explain(const Trace& trace, const Stage& s) {
 }  // namespace
 
 bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col) {
+  return nonfinite_expected(chapter3_recipe(variant), stage, row, col);
+}
+
+bool nonfinite_expected(const BlockRecipe& recipe, const Stage& stage, Eigen::Index row,
+                        Eigen::Index col) {
   // The book masks the raw scores, then scales them: in a causal run both
   // stages hold the mask's -inf in the future.
   const StageInfo* info = find_stage_info(stage.id);
-  const bool masked_stage = info && info->holds_mask && is_causal(variant);
+  const bool masked_stage = info && info->holds_mask && recipe.has(BlockPart::Mask);
   if (!masked_stage || col <= row) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;
@@ -293,7 +300,7 @@ std::string NonFiniteFinding::message() const {
 std::optional<NonFiniteFinding> find_nonfinite(const Trace& trace) {
   std::optional<NonFiniteFinding> found;
   for (const Stage& s : trace.stages) {
-    const Scan sc = scan(trace.config.variant, s);
+    const Scan sc = scan(trace.recipe(), s);
     if (sc.cells == 0) continue;
     if (found) {
       ++found->later_stages;

@@ -19,15 +19,15 @@ bool in_range(const Trace& t, int i) { return i >= 0 && i < t.num_tokens(); }
 
 // queries/keys for a head; simple uses the inputs for both.
 const Stage* stage_or_inputs(const Trace& t, const char* id, int head) {
-  if (t.config.variant == Variant::Simple) return t.find(stage_id::inputs);
+  if (!t.recipe().has(BlockPart::Projection)) return t.find(stage_id::inputs);
   return t.find(id, head);
 }
 
 }  // namespace
 
 int stage_head(const Trace& trace, int head) {
-  if (!has_heads(trace.config.variant)) return -1;
-  return std::clamp(head, 0, trace.config.num_heads - 1);
+  if (!trace.recipe().has(BlockPart::Heads)) return -1;
+  return std::clamp(head, 0, trace.heads_shown() - 1);
 }
 
 std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i, int j) {
@@ -50,7 +50,7 @@ std::optional<ScoreBreakdown> explain_score(const Trace& trace, int head, int i,
   } else {
     b.scaled_value = b.sum;
   }
-  b.masked = is_causal(trace.config.variant) && j > i;
+  b.masked = trace.recipe().has(BlockPart::Mask) && j > i;
   return b;
 }
 

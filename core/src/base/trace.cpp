@@ -22,6 +22,10 @@ int Trace::head_dim() const {
                                               : config.d_out;
 }
 
+int Trace::projected_width() const {
+  return recipe().split_heads ? heads_shown() * head_dim() : head_dim();
+}
+
 StageKey block_input_key(int layer) {
   return layer == 0 ? StageKey{-1, -1, stage_id::embeddings}
                     : StageKey{layer - 1, -1, stage_id::block_output};

@@ -40,6 +40,9 @@ inline constexpr double kFloatMax = 3.4028234663852886e38;
 // by design: the causal mask's -inf where key col is in query row's future
 // (col > row), in masked_scores and in the scaled_scores made from them.
 bool nonfinite_expected(Variant variant, const Stage& stage, Eigen::Index row, Eigen::Index col);
+// The same for a block of `recipe` (a model's: its causal mask).
+bool nonfinite_expected(const BlockRecipe& recipe, const Stage& stage, Eigen::Index row,
+                        Eigen::Index col);
 
 // The first stage, in the trace's (pipeline) order, that holds a NaN or an
 // infinity that nonfinite_expected() does not allow, explained; nullopt when

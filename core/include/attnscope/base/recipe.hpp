@@ -48,7 +48,7 @@ struct BlockRecipe {
   // (GPT-2's c_attn): the stepper shows each head's slice at once, with no
   // step that splits a whole-layer Q.
   bool fused_qkv = false;
-  NormKind norm = NormKind::None;              // before attention and the MLP
+  NormKind norm = NormKind::None;               // before attention and the MLP
   PositionKind positions = PositionKind::None;  // how token order enters
   MlpKind mlp = MlpKind::None;                  // after attention, in the block
   bool tied_embeddings = false;                 // the LM head reuses the token embedding

@@ -116,6 +116,9 @@ struct Trace {
   // Columns of one head's Q, K, V (d_k): d_out, or d_out / num_heads when
   // one projection is split into heads; the model's head size.
   int head_dim() const;
+  // The width of the block's projections (d_out): the heads' side by side
+  // when one projection is split into them, else one head's.
+  int projected_width() const;
   // Where the block's input is: the inputs of a chapter-3 run; in a model,
   // the embeddings before layer 0, else the previous block's output.
   StageKey block_input_key() const;
@@ -131,37 +134,6 @@ struct Trace {
   const Stage* find(const StageKey& key) const;
   // A shared handle on the stage's matrix (no copy), or nullptr.
   std::shared_ptr<const RowMatrix> share(const StageKey& key) const;
-};
-
-// Stages on demand: what a viewer asks of a run, one (layer, head, stage) at
-// a time, without holding every stage of a model. A chapter-3 Trace answers
-// from memory (TraceSource); a model's source computes the layer asked for
-// and keeps only what its cache allows (docs/ARCHITECTURE.md, "Traces").
-class StageSource {
- public:
-  virtual ~StageSource() = default;
-  virtual const std::vector<std::string>& tokens() const = 0;
-  virtual int num_layers() const = 0;
-  // Heads per layer (1 for the single-head classes).
-  virtual int num_heads() const = 0;
-  // The stage's matrix, computed now if need be; nullptr when the run has
-  // no such stage. The matrix stays valid while the caller holds it.
-  virtual std::shared_ptr<const RowMatrix> stage(const StageKey& key) = 0;
-};
-
-// A StageSource over a whole Trace held in memory.
-class TraceSource final : public StageSource {
- public:
-  explicit TraceSource(std::shared_ptr<const Trace> trace) : trace_(std::move(trace)) {}
-  const std::vector<std::string>& tokens() const override { return trace_->tokens; }
-  int num_layers() const override { return trace_->num_layers(); }
-  int num_heads() const override { return trace_->heads_shown(); }
-  std::shared_ptr<const RowMatrix> stage(const StageKey& key) override {
-    return trace_->share(key);
-  }
-
- private:
-  std::shared_ptr<const Trace> trace_;
 };
 
 }  // namespace attnscope::core

@@ -1,5 +1,5 @@
 // gpt2_model.hpp: a trained GPT-2-family model, its forward pass, and the
-// run of one text through it as a StageSource (every layer, every head).
+// run of one text through it, whose stages come on demand (every layer, every head).
 //
 // Two kinds of checkpoint load into the same weights (docs/file-formats.md):
 // - a Hugging Face GPT-2 folder or .safetensors file (Conv1D layout: x . W + b),
@@ -142,7 +142,7 @@ struct NextToken {
 
 // One text through one model. Construction runs the forward pass over every
 // layer; stage() answers any (layer, head, stage) after it. Thread-safe.
-class ModelRun final : public StageSource {
+class ModelRun final {
  public:
   struct Options {
     // Bytes of recomputed stages kept for reuse (least recently used go
@@ -154,7 +154,7 @@ class ModelRun final : public StageSource {
   ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids, Options options);
   ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids)
       : ModelRun(std::move(model), std::move(ids), Options{}) {}
-  ~ModelRun() override;
+  ~ModelRun();
 
   // Appends one token and computes only its position in every layer (the
   // keys and values of the others are kept): the cost of one row, not T.
@@ -162,11 +162,11 @@ class ModelRun final : public StageSource {
 
   const Gpt2Model& model() const { return *model_; }
   const std::vector<int>& ids() const { return ids_; }
-  const std::vector<std::string>& tokens() const override { return tokens_; }
+  const std::vector<std::string>& tokens() const { return tokens_; }
   int num_tokens() const { return static_cast<int>(ids_.size()); }
-  int num_layers() const override;
-  int num_heads() const override;
-  std::shared_ptr<const RowMatrix> stage(const StageKey& key) override;
+  int num_layers() const;
+  int num_heads() const;
+  std::shared_ptr<const RowMatrix> stage(const StageKey& key);
   // The last position's logits (1 x vocab).
   const RowMatrix& logits() const { return logits_; }
   // The k most likely next tokens after the last position, most likely first.
