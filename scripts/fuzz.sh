@@ -9,6 +9,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s, every target)
 #   FUZZ_BUILD=dir  build folder (default build-fuzz)
+#   FUZZ_JOBS=n     targets fuzzed at once (default: the number of cores). Each
+#                   libFuzzer process is single-threaded, so every target still
+#                   gets its SECONDS_PER_TARGET on a core of its own.
 #
 # Needs clang and its libFuzzer runtime (Debian: clang libclang-rt-dev, both
 # installed by scripts/install-deps.sh); installs nothing itself.
@@ -33,8 +36,10 @@ if [ ! -f "$fuzzer_lib" ]; then
 fi
 
 targets=("$@")
+all_targets=no
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(config csv npy json_import session cli safetensors tokenizer pth shapes)
+  all_targets=yes
 fi
 for name in "${targets[@]}"; do
   if [ ! -f "fuzz/fuzz_$name.cpp" ]; then
@@ -48,7 +53,14 @@ build_start=$SECONDS
 CXX=clang++ cmake -S . -B "$build" -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_SANITIZE=address,undefined \
   -DATTNSCOPE_BUILD_GUI=OFF -DATTNSCOPE_BUILD_TESTS=OFF -DATTNSCOPE_BUILD_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+# CMake's Makefiles build the targets of `--target a b c` one after another
+# (.NOTPARALLEL), each one-file target on one core: every target at once is
+# the fuzz_targets target, whose parts build side by side.
+if [ "$all_targets" = yes ]; then
+  cmake --build "$build" -j"$(nproc)" --target fuzz_targets
+else
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+fi
 echo "== built in $((SECONDS - build_start)) s"
 
 # Readable reports: stack traces for UBSan too.
@@ -67,15 +79,18 @@ save_artifacts() {  # name log
        "fuzz/regressions/$1/ (make test replays it)"
 }
 
-for name in "${targets[@]}"; do
-  target="$build/fuzz/fuzz_$name"
-  dict=()
+# One target: replays its regressions, then fuzzes it. Prints its report
+# and writes its summary line to $work/<name>.summary; non-zero on failure.
+fuzz_target() {  # name
+  local name=$1
+  local target="$build/fuzz/fuzz_$name"
+  local dict=()
   [ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
   # Artifacts are named <prefix>crash-<sha1> (or leak-, timeout-, oom-).
-  common=(-timeout=10 -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$work/artifacts/$name-")
+  local common=(-timeout=10 -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$work/artifacts/$name-")
 
   # 1. Every input that ever crashed this target must pass now.
-  regressions=()
+  local regressions=()
   if [ -d "fuzz/regressions/$name" ]; then
     mapfile -t regressions < <(find "fuzz/regressions/$name" -type f | sort)
   fi
@@ -84,42 +99,70 @@ for name in "${targets[@]}"; do
       echo "fuzz_$name FAILED on a saved regression input:"
       tail -40 "$work/$name-regressions.log"
       save_artifacts "$name" "$work/$name-regressions.log"
-      summary+=("$(printf '%-12s %10s %8s %8s %12s  %s' "$name" - - "${#regressions[@]}" - "FAILED (regression)")")
-      status=1
-      continue
+      printf '%-12s %10s %8s %8s %12s  %s\n' "$name" - - "${#regressions[@]}" - "FAILED (regression)" \
+        >"$work/$name.summary"
+      return 1
     fi
   fi
 
   # 2. Fuzz for $seconds on a copy of the seeds (plus the regressions).
-  corpus="$work/corpus-$name"
+  local corpus="$work/corpus-$name"
   mkdir -p "$corpus"
-  seeds=0
+  local seeds=0
   if [ -d "fuzz/corpus/$name" ]; then
     cp fuzz/corpus/"$name"/* "$corpus"/ 2>/dev/null || true
     seeds=$(find "fuzz/corpus/$name" -type f | wc -l)
   fi
+  local f
   for f in "${regressions[@]}"; do cp "$f" "$corpus/"; done
   echo "== fuzz_$name for ${seconds} s ($seeds seed inputs, ${#regressions[@]} regression inputs)"
-  log="$work/$name.log"
-  start=$SECONDS
+  local log="$work/$name.log" result
+  local start=$SECONDS
   if "$target" "$corpus" "${dict[@]}" "${common[@]}" -max_total_time="$seconds" \
        -print_final_stats=1 >"$log" 2>&1; then
     result=ok
   else
     result=FAILED
-    status=1
   fi
-  took=$((SECONDS - start))
+  local took=$((SECONDS - start)) runs final
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   final=$(sed -n 's/^#[0-9]*[[:space:]]*DONE .*corp: \([0-9]*\/[^ ]*\).*/\1/p' "$log" | tail -1)
-  summary+=("$(printf '%-12s %10s %8s %8s %12s  %s' "$name" "${runs:-?}" "$took" "$seeds" "${final:-?}" "$result")")
+  printf '%-12s %10s %8s %8s %12s  %s\n' "$name" "${runs:-?}" "$took" "$seeds" "${final:-?}" "$result" \
+    >"$work/$name.summary"
   if [ "$result" = ok ]; then
     echo "   $runs inputs in $took s, corpus $seeds seeds -> ${final:-?} (files/size)"
   else
     echo "fuzz_$name FAILED after $took s:"
     tail -40 "$log"
     save_artifacts "$name" "$log"
+    return 1
   fi
+}
+
+# FUZZ_JOBS targets at a time, each report printed whole when its target ends.
+jobs=${FUZZ_JOBS:-$(nproc)}
+if ! [[ "$jobs" =~ ^[0-9]+$ ]] || [ "$jobs" -lt 1 ]; then
+  jobs=1
+fi
+echo "== fuzzing ${#targets[@]} targets, $jobs at a time"
+declare -A running=()  # pid -> name
+finish_one() {
+  local pid
+  wait -n -p pid "${!running[@]}" || true
+  local name=${running[$pid]}
+  unset "running[$pid]"
+  cat "$work/$name.out"
+  [ -f "$work/$name.summary" ] || echo "$name did not finish" >"$work/$name.summary"
+  grep -q ' ok$' "$work/$name.summary" || status=1
+}
+for name in "${targets[@]}"; do
+  while [ ${#running[@]} -ge "$jobs" ]; do finish_one; done
+  fuzz_target "$name" >"$work/$name.out" 2>&1 &
+  running[$!]=$name
+done
+while [ ${#running[@]} -gt 0 ]; do finish_one; done
+for name in "${targets[@]}"; do
+  summary+=("$(cat "$work/$name.summary")")
 done
 
 echo
