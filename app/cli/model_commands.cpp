@@ -1,4 +1,4 @@
-// model_commands.cpp: `attnscope-cli model info|list|trace|generate|export|bench|patterns`.
+// model_commands.cpp: `attnscope-cli model info|list|trace|generate|lens|export|bench|patterns`.
 #include "model_commands.hpp"
 
 #include <sys/resource.h>
@@ -22,6 +22,7 @@
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/model_trace.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "run_flags/run_flags.hpp"
 
@@ -206,7 +207,8 @@ int run_model_generate(const ModelCommands& c) {
   if (c.tokens < 1) throw core::ParseError("--tokens must be at least 1 (new tokens to generate)");
   const auto model = load(c);
   std::vector<int> ids = input_ids(c, *model);
-  const std::vector<int> added = core::generate_greedy(model, ids, c.tokens);
+  const core::Sampling sampling{c.temperature, c.top_k, c.sample_seed};
+  const std::vector<int> added = core::generate(model, ids, c.tokens, sampling);
   ids.insert(ids.end(), added.begin(), added.end());
   // Decoded as a whole, with U+FFFD where the bytes are not UTF-8 (the last
   // new token may stop inside a character): the output is valid UTF-8 text
@@ -217,8 +219,65 @@ int run_model_generate(const ModelCommands& c) {
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   out += "], \"new_ids\": [";
   for (std::size_t i = 0; i < added.size(); ++i) out += (i ? ", " : "") + std::to_string(added[i]);
-  out += "], \"text\": " + json_string(text) + "}\n";
-  return print(out);
+  out += "], \"text\": " + json_string(text);
+  char sampled[96];
+  std::snprintf(sampled, sizeof sampled,
+                ", \"temperature\": %.9g, \"top_k\": %d, \"seed\": %llu}\n", c.temperature, c.top_k,
+                static_cast<unsigned long long>(c.sample_seed));
+  return print(out + sampled);
+}
+
+// ---------------------------------------------------------------------------
+// lens
+
+int run_model_lens(const ModelCommands& c) {
+  const auto model = load(c);
+  core::ModelRun run(model, input_ids(c, *model));
+  const int position = c.position < 0 ? run.num_tokens() - 1 : c.position;
+  if (c.position < -1 || position >= run.num_tokens())
+    throw core::ParseError(
+        "--position " + std::to_string(c.position) + " is not a token of the text: it has " +
+        std::to_string(run.num_tokens()) + " tokens, 0.." + std::to_string(run.num_tokens() - 1));
+  if (c.top < 1) throw core::ParseError("--top must be at least 1");
+  const core::LensColumn lens = core::logit_lens(run, position, c.top);
+  const int L = run.num_layers();
+  auto layer_name = [&](int l) {
+    return l == 0 ? std::string(core::stage_id::embeddings) : "block " + std::to_string(l - 1);
+  };
+  std::string out;
+  char buf[64];
+  if (c.format == "text") {
+    out = "logit lens of " + model->name() + " after token " + std::to_string(position) + " (" +
+          run.tokens()[static_cast<std::size_t>(position)] +
+          "): each residual through ln_f and the LM head\n";
+    for (int l = 0; l <= L; ++l) {
+      std::snprintf(buf, sizeof buf, "%-12s", layer_name(l).c_str());
+      out += buf;
+      for (const core::NextToken& n : lens.layers[static_cast<std::size_t>(l)]) {
+        std::snprintf(buf, sizeof buf, "  %7.3f %% ", 100.0 * n.probability);
+        out += buf + n.token;
+      }
+      out += l == L ? "   <- the model's prediction\n" : "\n";
+    }
+    return print(out);
+  }
+  out = "{\"model\": " + json_string(model->name()) +
+        ", \"position\": " + std::to_string(position) +
+        ", \"token\": " + json_string(run.tokens()[static_cast<std::size_t>(position)]) +
+        ",\n \"layers\": [";
+  for (int l = 0; l <= L; ++l) {
+    out += (l ? ",\n  " : "\n  ") + std::string("{\"layer\": ") + std::to_string(l) +
+           ", \"after\": " + json_string(layer_name(l)) +
+           ", \"final\": " + (l == L ? "true" : "false") + ", \"top\": [";
+    const auto& top = lens.layers[static_cast<std::size_t>(l)];
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%.9g", top[i].probability);
+      out += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(top[i].id) +
+             ", \"token\": " + json_string(top[i].token) + ", \"probability\": " + buf + "}";
+    }
+    out += "]}";
+  }
+  return print(out + "\n]}\n");
 }
 
 int run_model_export(const ModelCommands& c) {
@@ -374,12 +433,29 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
       ->check(CLI::IsMember({"json", "text"}));
   c.trace->add_option("--next-at", c.next_at,
                       "the next tokens predicted after this token (0-based; default: the last)");
-  c.generate = c.cmd->add_subcommand("generate",
-                                     "continue a text greedily (the book's generate_text_simple)");
+  c.generate = c.cmd->add_subcommand(
+      "generate", "continue a text as the book's generate() does (greedy by default)");
   add_text_options(*c.generate, c);
   c.generate->add_option("--tokens", c.tokens, "how many tokens to add")->required();
   c.generate->add_option("--format", c.generate_format, "text (the whole text) or json (ids)")
       ->check(CLI::IsMember({"text", "json"}));
+  c.generate
+      ->add_option("--temperature", c.temperature,
+                   "0: greedy (default); above 0: sample as the book's generate() does")
+      ->check(CLI::NonNegativeNumber);
+  c.generate->add_option("--top-k", c.top_k, "keep only the K most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  c.generate
+      ->add_option("--seed", c.sample_seed,
+                   "torch.manual_seed before sampling (the book's 123 by default)")
+      ->capture_default_str();
+  c.lens = c.cmd->add_subcommand(
+      "lens", "what each layer would predict at one position (the logit lens), top tokens");
+  add_text_options(*c.lens, c);
+  c.lens->add_option("--position", c.position,
+                     "the token whose next token is read (0-based; default: the last)");
+  c.lens->add_option("--top", c.top, "tokens per layer")->capture_default_str();
+  c.lens->add_option("--format", c.format, "json or text")->check(CLI::IsMember({"json", "text"}));
   c.exp = c.cmd->add_subcommand("export", "write a model run's stages as files");
   add_text_options(*c.exp, c);
   add_selection_options(*c.exp, c);
@@ -419,6 +495,7 @@ std::optional<int> run_model_commands(const ModelCommands& c) {
     if (c.list->parsed()) return run_model_list();
     if (c.trace->parsed()) return run_model_trace(c);
     if (c.generate->parsed()) return run_model_generate(c);
+    if (c.lens->parsed()) return run_model_lens(c);
     if (c.exp->parsed()) return run_model_export(c);
     if (c.bench->parsed()) return run_model_bench(c);
     if (c.patterns->parsed()) return run_model_patterns(c);

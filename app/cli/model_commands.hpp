@@ -6,7 +6,9 @@
 //   model trace MODEL (--text T | --text-file F | --ids 1,2,3) [--config F]
 //               [--layers L,..] [--heads H,..] [--stages ID,..] [--format json|text]
 //               [--keep-last]
-//   model generate MODEL (--text T | ...) --tokens N [--format text|json]
+//   model generate MODEL (--text T | ...) --tokens N [--temperature X] [--top-k K]
+//                  [--seed S] [--format text|json]
+//   model lens MODEL (--text T | ...) [--position P] [--top K] [--format json|text]
 //   model export MODEL (--text T | ...) [selection] --format npy|csv|json|svg --out DIR
 //   model bench MODEL --tokens T [--repeat N] [--append]
 //   model patterns MODEL (--text T | ...) [--induction-n N] [--seed S]
@@ -28,7 +30,7 @@ namespace attnscope::cli {
 struct ModelCommands {
   CLI::App* cmd = nullptr;
   CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
-           *bench = nullptr, *patterns = nullptr;
+           *bench = nullptr, *patterns = nullptr, *lens = nullptr;
   run_flags::ModelFlags model;      // MODEL (PATH for info), --config, --ids, --keep-last
   run_flags::TextFlags text;        // --text, --text-file: the text the model reads
   int next_at = -1;                 // --next-at: next tokens after this token (-1: last)
@@ -42,6 +44,12 @@ struct ModelCommands {
 
   int induction_n = 50;    // patterns: length of the repeated random sequence
   std::uint64_t seed = 0;  // patterns: seed of its tokens
+
+  double temperature = 0.0;         // generate: 0 is greedy
+  int top_k = 0;                    // generate: 0 is no cut
+  std::uint64_t sample_seed = 123;  // generate: torch.manual_seed before generate()
+  int position = -1;                // lens: the token whose next token is read (-1: last)
+  int top = 5;                      // lens: tokens per layer
   ExportOptions exp_options;
 };
 

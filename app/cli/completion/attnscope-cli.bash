@@ -16,7 +16,7 @@
 # A command -> the subcommands it takes.
 declare -gA _attnscope_cli_commands=(
   [attnscope-cli]="trace export code bench model tokenize"
-  [attnscope-cli model]="info list trace generate export bench patterns"
+  [attnscope-cli model]="info list trace generate lens export bench patterns"
 )
 
 # What follows an option (second column of the option tables):
@@ -121,7 +121,14 @@ declare -gA _attnscope_cli_options=(
     --next-at      free"
   [attnscope-cli model generate]="$_attnscope_cli_help $_attnscope_cli_model_text_options
     --tokens       free
+    --temperature  free
+    --top-k        free
+    --seed         free
     --format       generate_format"
+  [attnscope-cli model lens]="$_attnscope_cli_help $_attnscope_cli_model_text_options
+    --position     free
+    --top          free
+    --format       text_format"
   [attnscope-cli model export]="$_attnscope_cli_help $_attnscope_cli_model_text_options
     $_attnscope_cli_model_stage_options
     --format       file_format

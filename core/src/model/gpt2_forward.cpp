@@ -9,6 +9,7 @@
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/model/gpt2_model.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "kernels/cpu_share.hpp"
 #include "model/gpt2_internal.hpp"
 
@@ -136,13 +137,6 @@ void add_rows_to(const Eigen::Ref<const RowMatrix>& x, Eigen::Ref<RowMatrix> y) 
 
 std::size_t bytes_of(const RowMatrix& m) { return static_cast<std::size_t>(m.size()) * 4; }
 
-// A token id as text for people: its printable bytes, or "<id>" for an id the
-// model has but its tokenizer lacks (a vocabulary padded past the tokenizer's).
-std::string token_text(const Gpt2Tokenizer& tok, int id) {
-  return static_cast<std::size_t>(id) < tok.vocab_size() ? printable_token(tok.token_bytes(id))
-                                                         : "<" + std::to_string(id) + ">";
-}
-
 }  // namespace
 
 // Recomputed stages, least recently used evicted first once over budget.
@@ -237,7 +231,7 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
   for (RowMatrix& r : qkv_) r.resize(c.n_positions, 3 * c.n_embd);
   for (int id : ids) {
     ids_.push_back(id);
-    tokens_.push_back(token_text(model_->tokenizer(), id));
+    tokens_.push_back(detail::token_text(model_->tokenizer(), id));
   }
   const Gpt2Model::Weights& w = model_->weights();
   const auto T = static_cast<Eigen::Index>(ids_.size());
@@ -332,7 +326,7 @@ void ModelRun::append(int id) {
     throw std::invalid_argument(
         "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
   ids_.push_back(id);
-  tokens_.push_back(token_text(model_->tokenizer(), id));
+  tokens_.push_back(detail::token_text(model_->tokenizer(), id));
   cache_->keep_only_weights();
   const Gpt2Model::Weights& w = model_->weights();
   residual_[0].row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
@@ -358,25 +352,7 @@ std::vector<NextToken> ModelRun::next_tokens_at(int position, int k) const {
 }
 
 std::vector<NextToken> ModelRun::top_tokens(const RowMatrix& logits, int k) const {
-  const Eigen::Index V = logits.cols();
-  const float largest = logits.maxCoeff();
-  double sum = 0.0;
-  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(logits(0, j) - largest));
-  std::vector<int> order(static_cast<std::size_t>(V));
-  for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
-  const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                    [&](int a, int b) {
-                      return logits(0, a) > logits(0, b) || (logits(0, a) == logits(0, b) && a < b);
-                    });
-  std::vector<NextToken> out;
-  const Gpt2Tokenizer& tok = model_->tokenizer();
-  for (std::size_t i = 0; i < top; ++i) {
-    const int id = order[i];
-    out.push_back(NextToken{id, token_text(tok, id),
-                            std::exp(static_cast<double>(logits(0, id) - largest)) / sum});
-  }
-  return out;
+  return core::top_tokens(*model_, logits, k);
 }
 
 std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
@@ -497,34 +473,6 @@ std::shared_ptr<const RowMatrix> ModelRun::layer_stage(int layer, std::string_vi
   if (id == stage_id::concat) return concat;
   if (id == stage_id::output) return out;
   return attn;
-}
-
-std::vector<int> generate_greedy(const std::shared_ptr<const Gpt2Model>& model,
-                                 std::vector<int> ids, int n_tokens) {
-  const int context = model->config().n_positions;
-  std::vector<int> added;
-  auto window = [&] {
-    const auto start = ids.size() > static_cast<std::size_t>(context) ? ids.size() - context : 0;
-    return std::vector<int>(ids.begin() + static_cast<std::ptrdiff_t>(start), ids.end());
-  };
-  ModelRun::Options small;
-  small.cache_bytes = 0;
-  auto run = std::make_unique<ModelRun>(model, window(), small);
-  for (int i = 0; i < n_tokens; ++i) {
-    const RowMatrix& logits = run->logits();
-    Eigen::Index best = 0;
-    for (Eigen::Index j = 1; j < logits.cols(); ++j)
-      if (logits(0, j) > logits(0, best)) best = j;  // the first of equal maxima, as torch.argmax
-    const int next = static_cast<int>(best);
-    ids.push_back(next);
-    added.push_back(next);
-    if (i + 1 == n_tokens) break;
-    if (run->num_tokens() < context)
-      run->append(next);
-    else
-      run = std::make_unique<ModelRun>(model, window(), small);
-  }
-  return added;
 }
 
 }  // namespace attnscope::core

@@ -68,6 +68,10 @@ struct Table {
   Eigen::Map<const RowMatrix> map() const { return {data(), rows, cols}; }
 };
 
+// A token id as text for people: its printable bytes, or "<id>" for an id the
+// model has but its tokenizer lacks (a vocabulary padded past the tokenizer's).
+std::string token_text(const Gpt2Tokenizer& tok, int id);
+
 // The MLP's activation, in place.
 void activate(RowMatrix& x, Gpt2Activation a);
 

@@ -8,6 +8,7 @@
 
 #include "attnscope/base/errors.hpp"
 #include "attnscope/base/stages.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "formats/json_matrix.hpp"
 
@@ -172,6 +173,13 @@ std::string gpt2_config_json(const Gpt2Config& c) {
 namespace {
 
 // The position next_at names (-1: the last token).
+// A double as JSON with every digit it needs (%.9g; never NaN here).
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 int next_position(const ModelRun& run, int next_at) {
   return next_at < 0 ? run.num_tokens() - 1 : next_at;
 }
@@ -216,7 +224,13 @@ void write_model_trace_json(ModelRun& run, const std::vector<StageKey>& keys, st
     out += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(next[i].id) +
            ", \"token\": " + json_quoted(next[i].token) + ", \"probability\": " + p + "}";
   }
-  out += "],\n \"next_token_position\": " + std::to_string(position) + "}\n";
+  out += "],\n \"next_token_position\": " + std::to_string(position) + ",\n \"loss\": ";
+  const TextLoss loss = text_loss(run);
+  out += "{\"per_token\": [";
+  for (std::size_t i = 0; i < loss.per_token.size(); ++i)
+    out += (i ? ", " : "") + number_text(loss.per_token[i]);
+  out += "], \"mean\": " + (loss.mean ? number_text(*loss.mean) : "null") +
+         ", \"perplexity\": " + (loss.perplexity ? number_text(*loss.perplexity) : "null") + "}}\n";
   os << out;
 }
 
@@ -236,6 +250,13 @@ void write_model_trace_text(ModelRun& run, const std::vector<StageKey>& keys, st
   for (const NextToken& n : run.next_tokens_at(position, 10)) {
     std::snprintf(buf, sizeof buf, "  %6.2f %%  %6d  ", 100.0 * n.probability, n.id);
     out += buf + n.token + "\n";
+  }
+  const TextLoss loss = text_loss(run);
+  if (loss.mean) {
+    std::snprintf(buf, sizeof buf, "loss %.4f (perplexity %.2f)", *loss.mean, *loss.perplexity);
+    out += std::string(buf) + ": the mean cross-entropy of each next token of the text\n";
+  } else {
+    out += "loss: none (one token has no next token to predict)\n";
   }
   for (const StageKey& k : keys) {
     const auto held = run.stage(k);
