@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 
 #include "attnscope/model/gpt2_model.hpp"
@@ -147,6 +148,30 @@ TEST(LogitLens, TheGridsTopTokenIsEachColumnsFirst) {
   }
   std::atomic<bool> cancel{true};
   EXPECT_EQ(logit_lens_grid(run, &cancel).top.size(), 0u);
+}
+
+TEST(Predictions, AnEditReusesWhatCameBeforeIt) {
+  // Two texts sharing their first 65 tokens: the losses of positions 0..63
+  // and the grid's first 65 columns carry over; the rest is computed.
+  std::vector<int> a = some_ids(70), b = some_ids(65);
+  for (int id : {9, 8, 7, 6, 5, 4, 3, 2}) b.push_back(id);
+  ModelRun ra(tiny_model(), a), rb(tiny_model(), b);
+  const TextLoss la = text_loss(ra), want = text_loss(rb);
+  const TextLoss got = text_loss(rb, std::span<const double>(la.per_token).first(64));
+  ASSERT_EQ(got.per_token.size(), want.per_token.size());
+  for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(got.per_token[i], la.per_token[i]);  // taken
+  for (std::size_t i = 0; i < got.per_token.size(); ++i)
+    EXPECT_NEAR(got.per_token[i], want.per_token[i], 1e-5)
+        << i;  // runs of other lengths round differently
+  const LensGrid ga = logit_lens_grid(ra), gb = logit_lens_grid(rb);
+  const LensGrid mixed = logit_lens_grid(rb, nullptr, &ga, 65);
+  ASSERT_EQ(mixed.top.size(), gb.top.size());
+  for (int l = 0; l < mixed.layers; ++l)  // taken, not recomputed
+    EXPECT_EQ(mixed.at(l, 64).probability, ga.at(l, 64).probability);
+  for (std::size_t i = 0; i < gb.top.size(); ++i) {
+    EXPECT_EQ(mixed.top[i].id, gb.top[i].id) << i;
+    EXPECT_NEAR(mixed.top[i].probability, gb.top[i].probability, 1e-6) << i;
+  }
 }
 
 }  // namespace

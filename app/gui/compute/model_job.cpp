@@ -2,6 +2,7 @@
 #include "compute/model_job.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include "attnscope/analysis/thumbnail.hpp"
@@ -48,7 +49,44 @@ int next_position(const core::ModelRun& run, const ModelJob& job) {
   return job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
 }
 
-std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job) {
+// Tokens the run's text shares with `before`'s, from the start.
+std::size_t shared_prefix(const std::vector<int>& a, const std::vector<int>& b) {
+  return static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first -
+                                  a.begin());
+}
+
+// The lens column at o.next_at, and the grid where the job asks for it
+// (its columns before the first changed token taken from `before`'s).
+void lens_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
+             const ModelOverview* before) {
+  if (o.lens.layers.empty() || o.lens.position != o.next_at)
+    o.lens = core::logit_lens(run, o.next_at, kLensTop);
+  if (!job.lens_grid || o.grid) return;
+  const core::LensGrid* known = before && before->grid ? before->grid.get() : nullptr;
+  const int reuse = known ? static_cast<int>(shared_prefix(before->ids, o.ids)) : 0;
+  o.grid =
+      std::make_shared<const core::LensGrid>(core::logit_lens_grid(run, nullptr, known, reuse));
+}
+
+// The loss, the last logits and the lens of a new text; what `before` (the
+// previous text's overview) computed for the tokens they share is reused.
+void predictions_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
+                    const ModelOverview* before) {
+  o.ids = run.ids();
+  std::span<const double> known;
+  if (before) {
+    // per_token[i] reads tokens 0..i + 1: it stands while those are unchanged.
+    const std::size_t shared = shared_prefix(before->ids, o.ids);
+    known = std::span<const double>(before->loss.per_token)
+                .first(std::min(before->loss.per_token.size(), shared > 0 ? shared - 1 : 0));
+  }
+  o.loss = core::text_loss(run, known);
+  o.last_logits = std::make_shared<const core::RowMatrix>(run.logits());
+  lens_of(run, job, o, before);
+}
+
+std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job,
+                                           const ModelOverview* before) {
   auto o = std::make_shared<ModelOverview>();
   o->layers = run.num_layers();
   o->heads = run.num_heads();
@@ -80,6 +118,7 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   o->next_at = next_position(run, job);
   o->next = run.next_tokens_at(o->next_at, 10);
   o->next_last = o->next_at == run.num_tokens() - 1 ? o->next : run.next_tokens(10);
+  predictions_of(run, job, *o, before);
   return o;
 }
 
@@ -111,20 +150,25 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   if (!job.model) throw std::invalid_argument("no model is loaded");
   ModelResult r;
   bool reused = false;
+  // The last overview's numbers carry over only for the same model (the kept
+  // run holds it, so the address is that model's).
+  const bool same_model = kept.run && &kept.run->model() == job.model.get();
   r.run = run_for(job, kept.run, r.appended, reused);
   r.trace = model_layer_trace(*r.run, job.layer, job.head);
   if (reused && kept.overview) {
     // The same text and model: every head's thumbnail and scores stand;
     // only another clicked position asks for other next tokens.
+    // The lens grid is made once asked for (the Lens window opened).
     const int at = next_position(*r.run, job);
-    if (at != kept.overview->next_at) {
+    if (at != kept.overview->next_at || (job.lens_grid && !kept.overview->grid)) {
       auto o = std::make_shared<ModelOverview>(*kept.overview);
       o->next_at = at;
       o->next = r.run->next_tokens_at(at, 10);
+      lens_of(*r.run, job, *o, nullptr);
       kept.overview = std::move(o);
     }
   } else {
-    kept.overview = overview_of(*r.run, job);
+    kept.overview = overview_of(*r.run, job, same_model ? kept.overview.get() : nullptr);
   }
   r.overview = kept.overview;
   return r;

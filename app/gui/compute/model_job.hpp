@@ -19,6 +19,7 @@
 #include "attnscope/base/trace.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
+#include "attnscope/model/predictions.hpp"
 
 namespace attnscope::gui {
 
@@ -43,7 +44,12 @@ struct ModelJob {
   // The model's induction scores when known (computed once per model, as
   // `attnscope-cli model patterns` does: kInductionTokens ids, seed 0).
   std::shared_ptr<const std::vector<double>> induction;
+  // The logit lens's grid of every layer x position (the Lens window is open).
+  bool lens_grid = false;
 };
+
+// Tokens per layer in the overview's logit lens column.
+inline constexpr int kLensTop = 5;
 
 // Every head at a glance, for the model view.
 struct ModelOverview {
@@ -57,6 +63,14 @@ struct ModelOverview {
   std::vector<core::NextToken> next;                     // the 10 most likely next tokens
   int next_at = 0;                                       // ... after this position
   std::vector<core::NextToken> next_last;                // ... after the last one (to append)
+  // What chapter 5 reads from the run: the text's ids, the loss of each
+  // next token, the last position's logits (what Sample draws from), the
+  // logit lens at next_at, and its grid when the job asked for it.
+  std::vector<int> ids;
+  core::TextLoss loss;
+  std::shared_ptr<const core::RowMatrix> last_logits;
+  core::LensColumn lens;
+  std::shared_ptr<const core::LensGrid> grid;
 };
 
 struct ModelResult {

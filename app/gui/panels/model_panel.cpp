@@ -299,8 +299,10 @@ void draw_source_switch(AppState& state) {
 void draw_model_panel(AppState& state) {
   draw_checkpoint(state);
   draw_text(state);
+  draw_text_loss(state);
   draw_selection(state);
   draw_next_tokens(state);
+  draw_sampling(state);
 }
 
 }  // namespace attnscope::gui

@@ -39,6 +39,12 @@ void draw_source_switch(AppState& state);
 // The left column for a model: checkpoint, text and tokens, layer and head,
 // view, next tokens, head patterns (model_panel.cpp).
 void draw_model_panel(AppState& state);
+// What chapter 5 reads from the run (model_predictions.cpp): the loss under
+// the chips, the Sampling section with its Sample button and the Logit lens
+// button, and the Logit lens window (while ModelState::lens_open).
+void draw_text_loss(AppState& state);
+void draw_sampling(AppState& state);
+void draw_lens_window(AppState& state);
 // Browse... beside the checkpoint path: the desktop's file dialog (`tool`)
 // for a checkpoint; when it closes, poll_model_browse opens what was chosen
 // (a config.json: its folder) and returns true; false while it is open.

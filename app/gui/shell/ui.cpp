@@ -197,6 +197,7 @@ void draw_ui(AppState& state) {
   ImGui::End();
   draw_menu_popups(state);
   draw_learn_windows(state);  // teach/teach.hpp
+  if (state.model_source()) draw_lens_window(state);
   draw_computing_indicator(state);
 }
 

@@ -88,6 +88,7 @@ std::optional<ComputeJob> AppState::next_job() {
     job->layer = model.layer;
     job->head = head;
     job->next_at = model.next_at;
+    job->lens_grid = model.lens_open;
     job->induction = model.induction;
     ComputeJob j;
     j.model = std::move(job);
@@ -360,6 +361,35 @@ void AppState::select_head(int h) {
 
 bool AppState::append_top_token() {
   if (!model.overview || model.overview->next_last.empty() || !model.model) return false;
+  return append_token(model.overview->next_last[0].id);
+}
+
+std::optional<int> AppState::sample_token() {
+  if (!model.overview || !model.overview->last_logits || !model.model) return std::nullopt;
+  SamplingState& s = model.sampling;
+  const core::Sampling& want = s.settings;
+  const bool same = s.sampler && s.after_text == model.typed.text &&
+                    s.sampler->sampling().temperature == want.temperature &&
+                    s.sampler->sampling().top_k == want.top_k &&
+                    s.sampler->sampling().seed == want.seed;
+  if (!same) {
+    s.sampler = std::make_unique<core::BookSampler>(want);
+    s.drawn = 0;
+  }
+  int id = 0;
+  try {
+    id = s.sampler->next(*model.overview->last_logits);
+  } catch (const std::invalid_argument& e) {
+    model.typed.error = e.what();
+    return std::nullopt;
+  }
+  ++s.drawn;
+  if (!append_token(id)) return std::nullopt;
+  s.after_text = model.typed.text;
+  return id;
+}
+
+bool AppState::append_token(int id) {
   if (static_cast<int>(model.typed.tokens.size()) >= model.max_tokens()) {
     model.typed.error = "The text fills the model's " + std::to_string(model.max_tokens()) +
                         " positions; there is no room for another token.";
@@ -369,7 +399,13 @@ bool AppState::append_top_token() {
   // character (or continues none) leaves U+FFFD there, as tiktoken's decode
   // of the whole text would show it, instead of bytes that are not UTF-8
   // (which the tokenizer refuses and the session cannot save).
-  const std::string& bytes = model.model->tokenizer().token_bytes(model.overview->next_last[0].id);
+  if (id < 0 || static_cast<std::size_t>(id) >= model.model->tokenizer().vocab_size()) {
+    model.typed.error = "Token id " + std::to_string(id) +
+                        " has no text in this model's tokenizer (its vocabulary is padded); "
+                        "it cannot be added to the text.";
+    return false;
+  }
+  const std::string& bytes = model.model->tokenizer().token_bytes(id);
   model.typed.text = core::decode_utf8_replace(model.typed.text + bytes);
   model_text_changed();
   return true;

@@ -285,6 +285,13 @@ struct AppState {
   // Appends the most likely next token to the text (greedy), as the book's
   // generate_text_simple does; false when there is none or no room.
   bool append_top_token();
+  // Draws the next token as the book's generate() does with the Sampling
+  // panel's temperature, top-k and seed, and appends it; its id, or nullopt
+  // (no run yet, no room, bad settings: typed.error says which).
+  std::optional<int> sample_token();
+  // Appends token `id`'s text; false (with typed.error) when the text is full
+  // or the tokenizer has no text for the id.
+  bool append_token(int id);
   // True when the trace on screen is a model's block (not chapter 3).
   bool showing_model() const { return trace && trace->is_model(); }
 };

@@ -18,6 +18,7 @@
 
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "compute/model_job.hpp"
 #include "state/typed_text.hpp"
@@ -86,6 +87,21 @@ struct PatternChoice {
   bool sort = false;
 };
 
+// The Sample button: the book's generate() one token at a time. The draws
+// continue while the text is the one the last Sample left (so a run of
+// Samples picks what generate() picks after torch.manual_seed(seed)); any
+// other text, or other settings, starts again from the seed.
+struct SamplingState {
+  core::Sampling settings;                     // temperature 0: greedy
+  std::unique_ptr<core::BookSampler> sampler;  // the draws so far
+  std::string after_text;                      // the text the last Sample left
+  int drawn = 0;                               // tokens drawn from the seed so far
+  // sampling_step of the last logits for `settings`, made when either changes.
+  std::optional<core::SamplingStep> step;
+  std::uint64_t step_version = 0;
+  core::Sampling step_settings;
+};
+
 struct ModelState {
   // The checkpoint: the path field, an optional config file, recent paths.
   std::string path;
@@ -114,6 +130,8 @@ struct ModelState {
   int next_at = -1;             // the next-token panel's position (-1: the last)
   std::vector<bool> heads_off;  // the head view's heads switched off
   PatternChoice pattern;
+  SamplingState sampling;
+  bool lens_open = false;  // the Logit lens window (its grid is computed while open)
   int hovered =
       -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
 

@@ -405,6 +405,61 @@ TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
   EXPECT_EQ(state.model.overview->next.front().id, fresh.next_tokens_at(2, 1).front().id);
 }
 
+TEST_F(ModelApp, TheOverviewHoldsTheTextsLossAndItsLens) {
+  const ModelOverview& o = *state.model.overview;
+  core::ModelRun fresh(tiny_model(), state.model.typed.ids());
+  const core::TextLoss want = core::text_loss(fresh);
+  ASSERT_EQ(o.loss.per_token.size(), want.per_token.size());
+  for (std::size_t i = 0; i < want.per_token.size(); ++i)
+    EXPECT_NEAR(o.loss.per_token[i], want.per_token[i], 1e-5) << i;
+  ASSERT_EQ(o.lens.layers.size(), 3u);  // embeddings, block 0, block 1
+  EXPECT_EQ(o.lens.layers.back().front().id, o.next.front().id);
+  EXPECT_FALSE(o.grid) << "the grid waits for the Logit lens window";
+  // One token more: the losses before it are carried over, not recomputed.
+  const std::vector<double> before = o.loss.per_token;
+  ASSERT_TRUE(state.append_top_token());
+  frames(2);
+  const core::TextLoss& after = state.model.overview->loss;
+  ASSERT_EQ(after.per_token.size(), before.size() + 1);
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after.per_token[i], before[i]);
+  // The window asks for the grid; its last layer is each position's answer.
+  state.model.lens_open = true;
+  state.mark_dirty();
+  frames(3);
+  const auto grid = state.model.overview->grid;
+  ASSERT_TRUE(grid);
+  EXPECT_EQ(grid->layers, 3);
+  EXPECT_EQ(grid->positions, state.model.overview->tokens);
+  EXPECT_EQ(grid->at(2, grid->positions - 1).id, state.model.overview->next_last.front().id);
+  EXPECT_GT(frame(), 1000);
+}
+
+TEST_F(ModelApp, SampleDrawsWhatTheBooksGenerateDrawsFromTheSeed) {
+  state.model.sampling.settings = core::Sampling{1.3, 40, 7};
+  core::BookSampler book(state.model.sampling.settings);
+  for (int k = 0; k < 4; ++k) {
+    core::ModelRun run(tiny_model(), state.model.typed.ids());
+    const int want = book.next(run.logits());
+    const std::optional<int> got = state.sample_token();
+    ASSERT_TRUE(got) << state.model.typed.error;
+    EXPECT_EQ(*got, want) << "draw " << k;
+    frames(2);
+  }
+  EXPECT_EQ(state.model.sampling.drawn, 4);
+  EXPECT_GT(frame(), 1000);
+  // Other settings, or an edited text, start again from the seed.
+  state.model.sampling.settings.seed = 8;
+  core::ModelRun run(tiny_model(), state.model.typed.ids());
+  const int want = core::BookSampler(state.model.sampling.settings).next(run.logits());
+  EXPECT_EQ(state.sample_token(), std::optional<int>(want));
+  EXPECT_EQ(state.model.sampling.drawn, 1);
+  // Settings that cannot sample say why instead of drawing.
+  frames(2);
+  state.model.sampling.settings.temperature = -1.0;
+  EXPECT_FALSE(state.sample_token());
+  EXPECT_NE(state.model.typed.error.find("temperature"), std::string::npos);
+}
+
 TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   const auto shown = state.trace;
   state.model.typed.text = "";

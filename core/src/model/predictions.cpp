@@ -9,7 +9,6 @@
 #include <string>
 
 #include "attnscope/base/stages.hpp"
-#include "attnscope/base/stages.hpp"
 #include "attnscope/base/trace.hpp"
 #include "kernels/cpu_share.hpp"
 #include "model/gpt2_internal.hpp"
@@ -198,13 +197,15 @@ std::vector<int> generate_greedy(const std::shared_ptr<const Gpt2Model>& model,
   return generate(model, std::move(ids), n_tokens, Sampling{});
 }
 
-TextLoss text_loss(ModelRun& run) {
+TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   TextLoss loss;
   const int T = run.num_tokens();
   if (T < 2) return loss;
+  const auto reused = std::min<std::size_t>(known.size(), static_cast<std::size_t>(T - 1));
+  loss.per_token.assign(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(reused));
   const auto normed = run.stage({-1, -1, stage_id::ln_f});
   RowMatrix rows, logits;
-  for (Eigen::Index r = 0; r < T - 1; r += kRowChunk) {
+  for (auto r = static_cast<Eigen::Index>(reused); r < T - 1; r += kRowChunk) {
     const Eigen::Index m = std::min<Eigen::Index>(kRowChunk, T - 1 - r);
     rows = normed->middleRows(r, m);
     head_logits(run.model(), rows, logits);
@@ -236,18 +237,27 @@ LensColumn logit_lens(ModelRun& run, int position, int k) {
   return column;
 }
 
-LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel) {
+LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel, const LensGrid* known,
+                         int known_columns) {
   const Gpt2Model::Weights& w = run.model().weights();
   const int L = run.num_layers(), T = run.num_tokens();
   LensGrid grid;
   grid.layers = L + 1;
   grid.positions = T;
   grid.top.resize(static_cast<std::size_t>(L + 1) * static_cast<std::size_t>(T));
+  const int first = known && known->layers == L + 1
+                        ? std::clamp(known_columns, 0, std::min(T, known->positions))
+                        : 0;
+  for (int l = 0; l <= L; ++l)
+    for (int t = 0; t < first; ++t)
+      grid.top[static_cast<std::size_t>(l) * static_cast<std::size_t>(T) +
+               static_cast<std::size_t>(t)] = known->at(l, t);
+  if (first == T) return grid;
   RowMatrix rows, logits;
   for (int l = 0; l <= L; ++l) {
     if (cancel && cancel->load()) return {};
     const auto x = run.stage(block_input_key(l));
-    for (Eigen::Index r = 0; r < T; r += kRowChunk) {
+    for (Eigen::Index r = first; r < T; r += kRowChunk) {
       const Eigen::Index m = std::min<Eigen::Index>(kRowChunk, T - r);
       rows = w.ln_f.apply(x->middleRows(r, m), w.config.layer_norm_epsilon);
       head_logits(run.model(), rows, logits);

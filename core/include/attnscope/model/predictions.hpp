@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "attnscope/base/matrix.hpp"
@@ -72,11 +73,14 @@ std::vector<int> generate(const std::shared_ptr<const Gpt2Model>& model, std::ve
 // tokens 0..i), natural log. A one-token text has nothing to predict: no
 // mean, no perplexity.
 struct TextLoss {
-  std::vector<double> per_token;   // T - 1 values
-  std::optional<double> mean;      // the loss the book prints
+  std::vector<double> per_token;     // T - 1 values
+  std::optional<double> mean;        // the loss the book prints
   std::optional<double> perplexity;  // exp(mean)
 };
-TextLoss text_loss(ModelRun& run);
+// `known`: per-token losses already computed for a text that shares this
+// one's first known.size() + 1 tokens (an edit further on changes none of
+// them: attention is causal); only the others are computed.
+TextLoss text_loss(ModelRun& run, std::span<const double> known = {});
 
 // The logit lens at one position: for each residual of the run, x_0 (the
 // embeddings, layer 0) to x_L (the last block's output, layer L), the top k
@@ -99,6 +103,9 @@ struct LensGrid {
   }
 };
 // With `cancel`, stops between layers once it is set (returns an empty grid).
-LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel = nullptr);
+// With `known`, its first `known_columns` positions are taken from it (a
+// grid of a text that shares those tokens) and only the others computed.
+LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel = nullptr,
+                         const LensGrid* known = nullptr, int known_columns = 0);
 
 }  // namespace attnscope::core
