@@ -241,9 +241,6 @@ int run_model_lens(const ModelCommands& c) {
   if (c.top < 1) throw core::ParseError("--top must be at least 1");
   const core::LensColumn lens = core::logit_lens(run, position, c.top);
   const int L = run.num_layers();
-  auto layer_name = [&](int l) {
-    return l == 0 ? std::string(core::stage_id::embeddings) : "block " + std::to_string(l - 1);
-  };
   std::string out;
   char buf[64];
   if (c.format == "text") {
@@ -251,7 +248,7 @@ int run_model_lens(const ModelCommands& c) {
           run.tokens()[static_cast<std::size_t>(position)] +
           "): each residual through ln_f and the LM head\n";
     for (int l = 0; l <= L; ++l) {
-      std::snprintf(buf, sizeof buf, "%-12s", layer_name(l).c_str());
+      std::snprintf(buf, sizeof buf, "%-12s", core::lens_layer_name(l).c_str());
       out += buf;
       for (const core::NextToken& n : lens.layers[static_cast<std::size_t>(l)]) {
         std::snprintf(buf, sizeof buf, "  %7.3f %% ", 100.0 * n.probability);
@@ -267,7 +264,7 @@ int run_model_lens(const ModelCommands& c) {
         ",\n \"layers\": [";
   for (int l = 0; l <= L; ++l) {
     out += (l ? ",\n  " : "\n  ") + std::string("{\"layer\": ") + std::to_string(l) +
-           ", \"after\": " + json_string(layer_name(l)) +
+           ", \"after\": " + json_string(core::lens_layer_name(l)) +
            ", \"final\": " + (l == L ? "true" : "false") + ", \"top\": [";
     const auto& top = lens.layers[static_cast<std::size_t>(l)];
     for (std::size_t i = 0; i < top.size(); ++i) {

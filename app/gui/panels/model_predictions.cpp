@@ -78,17 +78,20 @@ void draw_text_loss(AppState& state) {
   const float cell = width / static_cast<float>(n);
   for (int i = 0; i < n; ++i) {
     const float x0 = at.x + cell * static_cast<float>(i);
-    const float x1 = std::max(x0 + 1.0f, at.x + cell * static_cast<float>(i + 1) - (cell > 4 ? 1 : 0));
-    draw->AddRectFilled(ImVec2(x0, at.y), ImVec2(x1, at.y + height),
-                        colour_of(state, static_cast<float>(loss.per_token[static_cast<std::size_t>(i)] / top)));
+    const float x1 =
+        std::max(x0 + 1.0f, at.x + cell * static_cast<float>(i + 1) - (cell > 4 ? 1 : 0));
+    draw->AddRectFilled(
+        ImVec2(x0, at.y), ImVec2(x1, at.y + height),
+        colour_of(state, static_cast<float>(loss.per_token[static_cast<std::size_t>(i)] / top)));
   }
   if (ImGui::IsItemHovered()) {
     const int i = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - at.x) / cell), 0, n - 1);
     const double l = loss.per_token[static_cast<std::size_t>(i)];
     const auto& tokens = state.model.typed.tokens;
-    const std::string next = static_cast<std::size_t>(i + 1) < tokens.size()
-                                 ? core::printable_token(tokens[static_cast<std::size_t>(i + 1)].text)
-                                 : "";
+    const std::string next =
+        static_cast<std::size_t>(i + 1) < tokens.size()
+            ? core::printable_token(tokens[static_cast<std::size_t>(i + 1)].text)
+            : "";
     ImGui::SetTooltip(
         "token %d \"%s\": loss %.3f, the model gave it p = %s after token %d\n"
         "(dark: expected; bright: surprising; a uniform guess scores ln %lld = %.2f)",
@@ -109,8 +112,9 @@ void draw_sampling(AppState& state) {
     m.lens_open = true;
     state.mark_dirty();  // the grid is computed while the window is open
   }
-  help("Each block's output read through the final LayerNorm and the output head: where in the "
-       "stack the answer forms");
+  help(
+      "Each block's output read through the final LayerNorm and the output head: where in the "
+      "stack the answer forms");
   SamplingState& s = m.sampling;
   ImGui::Spacing();
   ImGui::TextDisabled("Sampling (the book's generate)");
@@ -214,14 +218,13 @@ void draw_lens_window(AppState& state) {
                         ImGuiTableFlags_SizingStretchSame | ImGuiTableFlags_RowBg |
                             ImGuiTableFlags_BordersInnerV)) {
     ImGui::TableSetupColumn("after", ImGuiTableColumnFlags_WidthFixed,
-                            ImGui::CalcTextSize("embeddings (final)").x);
+                            ImGui::CalcTextSize("block 99 (final)").x);
     for (int k = 0; k < kLensTop; ++k) ImGui::TableSetupColumn(k == 0 ? "top" : "");
     ImGui::TableHeadersRow();
     for (int l = 0; l <= L; ++l) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      const std::string name =
-          l == 0 ? "embeddings" : "block " + std::to_string(l - 1) + (l == L ? " (final)" : "");
+      const std::string name = core::lens_layer_name(l) + (l == L ? " (final)" : "");
       if (l == L)
         ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "%s", name.c_str());
       else
@@ -244,7 +247,8 @@ void draw_lens_window(AppState& state) {
   }
   const core::LensGrid& g = *o->grid;
   const float cell_w = ImGui::GetFontSize() * 5.0f, cell_h = ImGui::GetFrameHeight();
-  const float label_w = ImGui::CalcTextSize("embeddings").x + ImGui::GetStyle().ItemSpacing.x;
+  const float label_w =
+      ImGui::CalcTextSize(core::lens_layer_name(0).c_str()).x + ImGui::GetStyle().ItemSpacing.x;
   ImGui::BeginChild("##lens_grid", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -256,8 +260,8 @@ void draw_lens_window(AppState& state) {
                                 : "";
     const ImVec2 c(origin.x + label_w + cell_w * static_cast<float>(t), origin.y);
     draw->PushClipRect(c, ImVec2(c.x + cell_w - 2, c.y + cell_h), true);
-    draw->AddText(ImVec2(c.x + 2, c.y + 2), t == p ? IM_COL32(255, 215, 80, 255)
-                                                    : ImGui::GetColorU32(ImGuiCol_TextDisabled),
+    draw->AddText(ImVec2(c.x + 2, c.y + 2),
+                  t == p ? IM_COL32(255, 215, 80, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled),
                   tok.c_str());
     draw->PopClipRect();
   }
@@ -266,7 +270,7 @@ void draw_lens_window(AppState& state) {
     draw->AddText(ImVec2(origin.x, y + 2),
                   l + 1 == g.layers ? IM_COL32(255, 215, 80, 255)  // the model's own answer
                                     : ImGui::GetColorU32(ImGuiCol_Text),
-                  l == 0 ? "embeddings" : ("block " + std::to_string(l - 1)).c_str());
+                  core::lens_layer_name(l).c_str());
     for (int t = 0; t < g.positions; ++t) {
       const core::NextToken& n = g.at(l, t);
       const ImVec2 a(origin.x + label_w + cell_w * static_cast<float>(t), y);
@@ -279,8 +283,7 @@ void draw_lens_window(AppState& state) {
                     n.token.c_str());
       draw->PopClipRect();
       if (ImGui::IsMouseHoveringRect(a, b))
-        ImGui::SetTooltip("after token %d, %s: \"%s\" %s", t,
-                          l == 0 ? "embeddings" : ("block " + std::to_string(l - 1)).c_str(),
+        ImGui::SetTooltip("after token %d, %s: \"%s\" %s", t, core::lens_layer_name(l).c_str(),
                           n.token.c_str(), percent(n.probability).c_str());
     }
   }

@@ -222,6 +222,10 @@ TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   return loss;
 }
 
+std::string lens_layer_name(int layer) {
+  return layer == 0 ? std::string(stage_id::embeddings) : "block " + std::to_string(layer - 1);
+}
+
 LensColumn logit_lens(ModelRun& run, int position, int k) {
   check_position(run, position);
   if (k < 1) throw std::invalid_argument("--top must be at least 1");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "attnscope/base/matrix.hpp"
@@ -90,6 +91,8 @@ struct LensColumn {
   int position = 0;
   std::vector<std::vector<NextToken>> layers;  // L + 1 entries
 };
+// Layer l of the lens for people: "embeddings", then "block 0", "block 1", ...
+std::string lens_layer_name(int layer);
 // Throws std::invalid_argument for a position outside 0..T-1 or k < 1.
 LensColumn logit_lens(ModelRun& run, int position, int k);
 
