@@ -306,9 +306,14 @@ def hf_forward(w, cfg, ids, record="all", all_logits=False):
         x = x + out                                                       # residual
         rec("attn_output", l, -1, x)
         m = F.layer_norm(x, (E,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
-        m = activation(cfg["activation_function"],
-                       torch.addmm(w[p + "mlp.c_fc.bias"], m, w[p + "mlp.c_fc.weight"]))
-        x = x + torch.addmm(w[p + "mlp.c_proj.bias"], m, w[p + "mlp.c_proj.weight"])
+        rec("ln_2", l, -1, m)
+        fc = torch.addmm(w[p + "mlp.c_fc.bias"], m, w[p + "mlp.c_fc.weight"])
+        rec("mlp_hidden", l, -1, fc)
+        m = activation(cfg["activation_function"], fc)
+        rec("mlp_activation", l, -1, m)
+        mlp = torch.addmm(w[p + "mlp.c_proj.bias"], m, w[p + "mlp.c_proj.weight"])
+        rec("mlp_output", l, -1, mlp)
+        x = x + mlp
         rec("block_output", l, -1, x)
     x = F.layer_norm(x, (E,), w["ln_f.weight"], w["ln_f.bias"], eps)
     rec("ln_f", -1, -1, x)

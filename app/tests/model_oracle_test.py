@@ -61,11 +61,13 @@ STAGE_REL_TOL = 1e-5     # other stages: times max(1, max |value|)
 
 PER_HEAD = ["queries", "keys", "values", "scores", "mask", "masked_scores", "scaled_scores",
             "weights", "context"]
-PER_LAYER = ["concat", "output", "ln_1", "attn_output", "block_output"]
+PER_LAYER = ["concat", "output", "ln_1", "attn_output", "ln_2", "mlp_hidden", "mlp_activation",
+             "mlp_output", "block_output"]
 GLOBAL = ["embeddings", "ln_f", "logits"]
 ALL_STAGES = ["queries", "keys", "values", "scores", "mask", "masked_scores", "scaled_scores",
               "weights", "context", "concat", "output", "embeddings", "ln_1", "attn_output",
-              "block_output", "ln_f", "logits"]
+              "ln_2", "mlp_hidden", "mlp_activation", "mlp_output", "block_output", "ln_f",
+              "logits"]
 
 FAILURES = []
 WORST = {}   # check name -> (largest diff / tolerance, where)

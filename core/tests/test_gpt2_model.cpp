@@ -277,15 +277,39 @@ TEST(ModelStages, EveryModelOnlyCatalogueRowIsMade) {
   }
 }
 
-TEST(ModelStages, ABlocksAttentionRunsFromLn1ToTheResidual) {
+TEST(ModelStages, ABlockRunsFromLn1ThroughTheMlpToItsOutput) {
   namespace id = stage_id;
-  const BlockStages b = attention_block_stages();
+  const BlockStages b = block_stages();
   EXPECT_EQ(b.before_heads, std::vector<std::string_view>{id::ln_1});
   EXPECT_EQ(b.heads, (std::vector<std::string_view>{id::queries, id::keys, id::values, id::scores,
                                                     id::mask, id::masked_scores, id::scaled_scores,
                                                     id::weights, id::context}));
-  EXPECT_EQ(b.after_heads,
-            (std::vector<std::string_view>{id::concat, id::output, id::attn_output}));
+  EXPECT_EQ(b.after_heads, (std::vector<std::string_view>{
+                               id::concat, id::output, id::attn_output, id::ln_2, id::mlp_hidden,
+                               id::mlp_activation, id::mlp_output, id::block_output}));
+  // The MLP's stages add up to the block's output, as forward_layer adds them.
+  ModelRun mlp_run(tiny_model(), some_ids(9));
+  for (int l = 0; l < mlp_run.num_layers(); ++l) {
+    const auto attn = mlp_run.stage({l, -1, id::attn_output});
+    const auto mlp = mlp_run.stage({l, -1, id::mlp_output});
+    const auto out = mlp_run.stage({l, -1, id::block_output});
+    ASSERT_TRUE(attn && mlp && out);
+    EXPECT_LT(max_diff(*attn + *mlp, *out), 1e-5f) << "layer " << l;
+    const auto h = mlp_run.stage({l, -1, id::mlp_hidden});
+    const auto g = mlp_run.stage({l, -1, id::mlp_activation});
+    ASSERT_TRUE(h && g);
+    EXPECT_EQ(h->cols(), tiny_model()->config().n_inner);
+    // GELU keeps large positive values and squashes negative ones towards 0.
+    for (Eigen::Index k = 0; k < h->size(); ++k) {
+      const float x = h->data()[k], y = g->data()[k];
+      if (x > 3.0f) {
+        EXPECT_NEAR(y, x, 0.01f * x);
+      }
+      if (x < -3.0f) {
+        EXPECT_NEAR(y, 0.0f, 0.01f);
+      }
+    }
+  }
   // GPT-2's recipe lists them all, and a model trace says what it is.
   const BlockDescription gpt2 = gpt2_block(tiny_model()->config());
   const std::vector<std::string_view> ids = block_stage_ids(gpt2.recipe);

@@ -124,12 +124,13 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
 
 }  // namespace
 
-std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head) {
+std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head,
+                                               int position) {
   const core::Gpt2Config& c = run.model().config();
   layer = std::clamp(layer, 0, c.n_layer - 1);
   head = std::clamp(head, 0, c.n_head - 1);
   const bool every_head = run.num_tokens() <= kEveryHeadUpTo;
-  static const core::BlockStages block = core::attention_block_stages();
+  static const core::BlockStages block = core::block_stages();
   std::vector<core::StageKey> keys{core::block_input_key(layer)};
   for (std::string_view s : block.before_heads) keys.push_back({layer, -1, s});
   for (int h = 0; h < c.n_head; ++h) {
@@ -140,7 +141,13 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
     }
   }
   for (std::string_view s : block.after_heads) keys.push_back({layer, -1, s});
+  const bool last = layer == c.n_layer - 1;
+  if (last) keys.push_back({-1, -1, id::ln_f});
   auto t = std::make_shared<core::Trace>(core::model_trace(run, keys));
+  if (last) {  // the clicked token's logits, not only the last one's
+    const int at = position < 0 || position >= run.num_tokens() ? run.num_tokens() - 1 : position;
+    t->stages.emplace_back(id::logits, -1, core::position_logits(run, at), -1);
+  }
   t->kind = core::TraceKind::ModelBlock;  // model_trace described the block (gpt2_block)
   t->layer = layer;
   return t;
@@ -154,7 +161,7 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   // run holds it, so the address is that model's).
   const bool same_model = kept.run && &kept.run->model() == job.model.get();
   r.run = run_for(job, kept.run, r.appended, reused);
-  r.trace = model_layer_trace(*r.run, job.layer, job.head);
+  r.trace = model_layer_trace(*r.run, job.layer, job.head, job.next_at);
   if (reused && kept.overview) {
     // The same text and model: every head's thumbnail and scores stand;
     // only another clicked position asks for other next tokens.

@@ -100,11 +100,14 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept);
 
 // The block `layer` of `run` as a Trace the stepper reads: the block's input
 // (the embeddings, or the previous block's output), then the catalogue's
-// stages of the block's attention (core::attention_block_stages: ln_1; per
+// stages of the block's attention (core::block_stages: ln_1; per
 // head Q, K, V, scores, mask, masked, scaled, weights and context, every
 // head's up to kEveryHeadUpTo tokens, else `head`'s and every head's
 // weights; concat, the output projection and the residual sum). Its config says
 // Multihead with the model's heads and width.
-std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head);
+// At the last block the trace goes on with the run's ln_f and the logits of
+// token `position` (-1: the last), for the stepper's FinalNorm and Logits.
+std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head,
+                                               int position = -1);
 
 }  // namespace attnscope::gui

@@ -122,8 +122,14 @@ void apply_text_flags(const LaunchOptions& o, AppState& state) {
 }
 
 // The model's steps, for --stage with --model.
+// A block's steps, and the last block's two more (the final norm, the logits).
 const std::vector<Step>& model_steps() {
-  static const std::vector<Step> steps = steps_for(core::gpt2_block(core::Gpt2Config{}).recipe);
+  static const std::vector<Step> steps = [] {
+    std::vector<Step> s = steps_for(core::gpt2_block(core::Gpt2Config{}).recipe);
+    s.push_back(Step::FinalNorm);
+    s.push_back(Step::Logits);
+    return s;
+  }();
   return steps;
 }
 
@@ -190,6 +196,9 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
     if (!step || std::find(steps.begin(), steps.end(), *step) == steps.end())
       throw core::ParseError("unknown stage '" + *o.stage +
                              "' of a model's block (known: " + step_list(steps) + ")");
+    if ((*step == Step::FinalNorm || *step == Step::Logits) && m.layer != c.n_layer - 1)
+      throw core::ParseError("stage '" + *o.stage + "' comes after the last block: add --layer " +
+                             std::to_string(c.n_layer - 1));
     state.step = *step;
     m.view = ModelView::Head;
   }

@@ -41,6 +41,13 @@ constexpr StepRow kSteps[] = {
     {Step::Concat, "concat", "Concat", {id::concat}},
     {Step::OutProj, "output", "Out proj", {id::output}},
     {Step::Residual, "residual", "Residual", {id::attn_output}},
+    {Step::LayerNorm2, "ln_2", "LayerNorm 2", {id::ln_2}},
+    {Step::MlpHidden, "fc", "MLP fc", {id::mlp_hidden}},
+    {Step::Activation, "gelu", "GELU", {id::mlp_activation}},
+    {Step::MlpOutput, "mlp_proj", "MLP proj", {id::mlp_output}},
+    {Step::BlockOutput, "block_output", "Residual 2", {id::block_output}},
+    {Step::FinalNorm, "ln_f", "Final norm", {id::ln_f}},
+    {Step::Logits, "logits", "Logits", {id::logits}},
 };
 // Other spellings people type for a step (stage ids are read from kSteps).
 struct StepSpelling {
@@ -89,7 +96,15 @@ std::vector<Step> steps_for(const core::BlockRecipe& recipe) {
 
 std::vector<Step> steps_for(core::Variant v) { return steps_for(core::chapter3_recipe(v)); }
 
-std::vector<Step> steps_for(const core::Trace& trace) { return steps_for(trace.recipe()); }
+std::vector<Step> steps_for(const core::Trace& trace) {
+  std::vector<Step> out = steps_for(trace.recipe());
+  // The last block of a model run goes on through the head of the model.
+  if (trace.is_model() && trace.find(core::StageKey{-1, -1, id::ln_f}))
+    out.push_back(Step::FinalNorm);
+  if (trace.is_model() && trace.find(core::StageKey{-1, -1, id::logits}))
+    out.push_back(Step::Logits);
+  return out;
+}
 
 std::string_view step_id(Step s) { return row_of(s).id; }
 
@@ -121,11 +136,69 @@ std::string_view per_head_stage(Step step, const core::Trace& trace) {
     case Step::LayerNorm:
     case Step::OutProj:
     case Step::Residual:
+    case Step::LayerNorm2:
+    case Step::MlpHidden:
+    case Step::Activation:
+    case Step::MlpOutput:
+    case Step::BlockOutput:
+    case Step::FinalNorm:
+    case Step::Logits:
       return {};
     default:
       return row_of(step).shows[0];
   }
 }
+
+namespace {
+
+// The steps after attention in a model's block: the MLP half, the second
+// residual, and at the last block the final LayerNorm and the logits.
+StepMatrices mlp_step_matrices(Step step, const core::Trace& t) {
+  const int l = t.layer;
+  StepMatrices m;
+  auto add = [&](std::vector<const core::Stage*>& to, std::string_view sid, int hh) {
+    if (const core::Stage* s = t.find(core::StageKey{l, hh, sid})) to.push_back(s);
+  };
+  auto add_key = [&](std::vector<const core::Stage*>& to, const core::StageKey& key) {
+    if (const core::Stage* s = t.find(key)) to.push_back(s);
+  };
+  switch (step) {
+    case Step::LayerNorm2:
+      add(m.outputs, id::ln_2, -1);
+      add(m.inputs, id::attn_output, -1);
+      break;
+    case Step::MlpHidden:
+      add(m.outputs, id::mlp_hidden, -1);
+      add(m.inputs, id::ln_2, -1);
+      break;
+    case Step::Activation:
+      add(m.outputs, id::mlp_activation, -1);
+      add(m.inputs, id::mlp_hidden, -1);
+      break;
+    case Step::MlpOutput:
+      add(m.outputs, id::mlp_output, -1);
+      add(m.inputs, id::mlp_activation, -1);
+      break;
+    case Step::BlockOutput:
+      add(m.outputs, id::block_output, -1);
+      add(m.inputs, id::attn_output, -1);
+      add(m.inputs, id::mlp_output, -1);
+      break;
+    case Step::FinalNorm:
+      add_key(m.outputs, core::StageKey{-1, -1, id::ln_f});
+      add(m.inputs, id::block_output, -1);
+      break;
+    case Step::Logits:
+      add_key(m.outputs, core::StageKey{-1, -1, id::logits});
+      add_key(m.inputs, core::StageKey{-1, -1, id::ln_f});
+      break;
+    default:  // the attention's steps: step_matrices
+      break;
+  }
+  return m;
+}
+
+}  // namespace
 
 StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
   const int h = core::stage_head(t, head);
@@ -217,6 +290,14 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       add_key(m.inputs, input);
       add(m.inputs, id::output, -1);
       break;
+    case Step::LayerNorm2:
+    case Step::MlpHidden:
+    case Step::Activation:
+    case Step::MlpOutput:
+    case Step::BlockOutput:
+    case Step::FinalNorm:
+    case Step::Logits:
+      return mlp_step_matrices(step, t);
   }
   return m;
 }

@@ -31,6 +31,13 @@ enum class Step {
   Concat,       // heads' contexts side by side
   OutProj,      // multihead: output = concat . W_out + b_out
   Residual,     // a model's block: x + output (the attention's part of the residual stream)
+  LayerNorm2,   // a model's ln_2: the residual after attention normalised for the MLP
+  MlpHidden,    // the MLP's first layer (c_fc): d -> 4d columns
+  Activation,   // GELU on each of those values
+  MlpOutput,    // the MLP's second layer (c_proj): back to d columns
+  BlockOutput,  // x + attn + MLP: the second shortcut, the next block's input
+  FinalNorm,    // the last block only: ln_f, the final LayerNorm
+  Logits,       // the last block only: the clicked token's next-token scores
 };
 
 // The steps of a block of `recipe`, in pipeline order: the catalogue's
@@ -39,7 +46,8 @@ std::vector<Step> steps_for(const core::BlockRecipe& recipe);
 // The steps of a chapter-3 class (its recipe's).
 std::vector<Step> steps_for(core::Variant v);
 // The steps of a trace: its recipe's (a chapter-3 class, or a model's block:
-// Inputs, LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual).
+// Inputs, LayerNorm, Q/K/V per head, ..., Concat, OutProj, Residual, then the
+// MLP's steps to BlockOutput; the last block adds FinalNorm and Logits).
 std::vector<Step> steps_for(const core::Trace& trace);
 // The id used on the command line and in sessions, e.g. "scaled".
 std::string_view step_id(Step s);

@@ -165,7 +165,11 @@ TEST(ModelJob, ABlocksTraceHoldsEveryStageTheStepperShows) {
   for (Step step : steps_for(t)) {
     const StepMatrices m = step_matrices(step, t, 2);
     EXPECT_FALSE(m.outputs.empty()) << step_id(step);
-    for (const core::Stage* s : m.outputs) EXPECT_EQ(s->layer, s->id == id::block_output ? 0 : 1);
+    // The input is block 0's output; the last block goes on to the run's ln_f and logits.
+    const int want = step == Step::Inputs                              ? 0
+                     : step == Step::FinalNorm || step == Step::Logits ? -1
+                                                                       : 1;
+    for (const core::Stage* s : m.outputs) EXPECT_EQ(s->layer, want) << step_id(step);
   }
   // The block's input is the previous block's output, the same numbers.
   const core::Stage* in = step_matrices(Step::Inputs, t, 0).outputs.front();
@@ -173,6 +177,17 @@ TEST(ModelJob, ABlocksTraceHoldsEveryStageTheStepperShows) {
   EXPECT_TRUE(in->data().isApprox(*r.run->stage({0, -1, id::block_output})));
   // Every stage a head has is in the trace for every head at this T.
   for (int h = 0; h < 3; ++h) EXPECT_NE(t.find(id::scores, h), nullptr);
+  // The last block ends with the logits of the clicked token; block 0 with its output.
+  ModelJob clicked = job_for("Your journey starts with one step");
+  clicked.next_at = 2;
+  const ModelResult c = run(clicked);
+  const core::Stage* logits = c.trace->find(core::StageKey{-1, -1, id::logits});
+  ASSERT_NE(logits, nullptr);
+  Eigen::Index best = 0;
+  logits->data().row(0).maxCoeff(&best);
+  EXPECT_EQ(best, c.run->next_tokens_at(2, 1).front().id);
+  const std::vector<Step> first_block = steps_for(*run(job_for("Your journey", 0)).trace);
+  EXPECT_EQ(first_block.back(), Step::BlockOutput);
 }
 
 TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {

@@ -309,7 +309,9 @@ struct HeatmapInput {
 // fits its box, sub-pixel cells and all, so its whole triangle shows.
 float wide_cell(const HeatmapFrame& f, float fit_cells, float height) {
   const bool wide = f.cols > 2 * f.rows;
-  return wide ? std::max(fit_cells, std::min(kMinCell * f.px, height / static_cast<float>(f.rows)))
+  // As tall as a line of text where the box allows: every row keeps its label.
+  const float least = std::max(kMinCell * f.px, f.line_h + 2 * f.px);
+  return wide ? std::max(fit_cells, std::min(least, height / static_cast<float>(f.rows)))
               : fit_cells;
 }
 

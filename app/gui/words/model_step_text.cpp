@@ -230,6 +230,95 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
   return s;
 }
 
+// The block's second half, the feed-forward network (chapter 4's FeedForward
+// with its GELU and LayerNorm), the second shortcut, and at the last block
+// the final LayerNorm and the logits.
+StepText describe_block_mlp(Step step, const BlockStepContext& x) {
+  const auto& [t, h, l, H, T, d, heads, d_head, where, input, x_name] = x;
+  const core::Stage* hidden = x.find(core::stage_id::mlp_hidden, -1);
+  const std::string wide = hidden ? std::to_string(hidden->data().cols()) : "4 × d";
+  const bool last = t.find(core::StageKey{-1, -1, core::stage_id::ln_f}) != nullptr;
+  const std::string next = last ? "the final LayerNorm" : "block " + std::to_string(l + 1);
+  StepText s;
+  switch (step) {
+    case Step::LayerNorm2:
+      s.title = "LayerNorm before the MLP (ln_2)";
+      s.plain =
+          "The residual after attention is normalised again, row by row: mean 0, variance 1, "
+          "then the learned scale and shift. As in chapter 4, each sub-layer of the block reads "
+          "a normalised copy while the stream itself keeps its scale.";
+      s.formula = "ln_2 = (a − mean) / √(var + ε) · γ₂ + β₂,  a = x + attn";
+      s.shapes = sym(x.find(core::stage_id::attn_output, -1), Wording::Model) + " → " +
+                 sym(x.find(core::stage_id::ln_2, -1), Wording::Model);
+      break;
+    case Step::MlpHidden:
+      s.title = "Feed forward, first layer (c_fc): " + std::to_string(d) + " → " + wide;
+      s.plain =
+          "Each token on its own (no token reads another here) goes through a linear layer "
+          "that widens it to " +
+          wide +
+          " columns: the book's FeedForward expands by four so the next step has room to mix "
+          "features.";
+      s.formula = "h = ln_2 · W_fc + b_fc";
+      s.shapes = sym(x.find(core::stage_id::ln_2, -1), Wording::Model) + " → " +
+                 sym(hidden, Wording::Model);
+      break;
+    case Step::Activation:
+      s.title = "GELU";
+      s.plain =
+          "Each value goes through GELU, the smooth cousin of ReLU that chapter 4 uses: large "
+          "positive values pass almost unchanged, large negative ones become almost 0, and "
+          "small negative ones stay slightly negative. Compare the two maps: the blue cells "
+          "fade.";
+      s.formula = "GELU(h) ≈ 0.5 · h · (1 + tanh(√(2/π) · (h + 0.044715 · h³)))";
+      s.shapes = sym(hidden, Wording::Model) + " → " +
+                 sym(x.find(core::stage_id::mlp_activation, -1), Wording::Model);
+      break;
+    case Step::MlpOutput:
+      s.title = "Feed forward, second layer (c_proj): " + wide + " → " + std::to_string(d);
+      s.plain = "A second linear layer brings each token back to the residual stream's " +
+                std::to_string(d) + " columns: what the MLP adds to it.";
+      s.formula = "mlp = GELU(h) · W_proj + b_proj";
+      s.shapes = sym(x.find(core::stage_id::mlp_activation, -1), Wording::Model) + " → " +
+                 sym(x.find(core::stage_id::mlp_output, -1), Wording::Model);
+      break;
+    case Step::BlockOutput:
+      s.title = "The second shortcut: the block's output";
+      s.plain =
+          "The MLP's output is added to the residual after attention, the second shortcut "
+          "connection of chapter 4's TransformerBlock. The sum is what " +
+          next + " reads.";
+      s.formula = "x' = (x + attn) + mlp";
+      s.shapes = sym(x.find(core::stage_id::attn_output, -1), Wording::Model) + " + " +
+                 sym(x.find(core::stage_id::mlp_output, -1), Wording::Model) + " → " +
+                 sym(x.find(core::stage_id::block_output, -1), Wording::Model);
+      break;
+    case Step::FinalNorm:
+      s.title = "The final LayerNorm (ln_f)";
+      s.plain =
+          "After the last block, GPTModel normalises every row once more (final_norm in the "
+          "book) before the output head reads it.";
+      s.formula = "ln_f = LayerNorm(x_" + std::to_string(l + 1) + ")";
+      s.shapes = sym(x.find(core::stage_id::block_output, -1), Wording::Model) + " → " +
+                 sym(t.find(core::StageKey{-1, -1, core::stage_id::ln_f}), Wording::Model);
+      break;
+    case Step::Logits:
+      s.title = "Logits: a score for every token of the vocabulary";
+      s.plain =
+          "The output head (out_head in the book; GPT-2 reuses the token embeddings) turns "
+          "the chosen token's row of ln_f into one score per vocabulary entry. The softmax of "
+          "these scores is the next-token distribution; the largest wins in greedy decoding.";
+      s.formula = "logits = ln_f[i] · W_headᵀ";
+      s.shapes = sym(t.find(core::StageKey{-1, -1, core::stage_id::ln_f}), Wording::Model) +
+                 " row → " +
+                 sym(t.find(core::StageKey{-1, -1, core::stage_id::logits}), Wording::Model);
+      break;
+    default:  // the other groups' steps
+      break;
+  }
+  return s;
+}
+
 }  // namespace
 
 StepText describe_model_step(Step step, const core::Trace& t, int head) {
@@ -250,6 +339,14 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
     case Step::OutProj:
     case Step::Residual:
       return describe_block_output(step, x);
+    case Step::LayerNorm2:
+    case Step::MlpHidden:
+    case Step::Activation:
+    case Step::MlpOutput:
+    case Step::BlockOutput:
+    case Step::FinalNorm:
+    case Step::Logits:
+      return describe_block_mlp(step, x);
     case Step::SplitHeads:
     case Step::Dropout: {
       StepText s;

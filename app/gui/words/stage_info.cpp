@@ -393,6 +393,13 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       return describe_weights_to_output(step, x);
     case Step::LayerNorm:
     case Step::Residual:
+    case Step::LayerNorm2:
+    case Step::MlpHidden:
+    case Step::Activation:
+    case Step::MlpOutput:
+    case Step::BlockOutput:
+    case Step::FinalNorm:
+    case Step::Logits:
       break;  // a model's steps only
   }
   return {};

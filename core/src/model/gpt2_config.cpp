@@ -51,7 +51,8 @@ BlockDescription gpt2_block(const Gpt2Config& c) {
       .with(Scale)
       .with(Heads)
       .with(OutProj)
-      .with(Residual);
+      .with(Residual)
+      .with(Mlp);
   b.recipe.split_heads = true;
   b.recipe.fused_qkv = true;
   b.recipe.norm = NormKind::LayerNorm;

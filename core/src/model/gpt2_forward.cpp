@@ -455,6 +455,28 @@ std::shared_ptr<const RowMatrix> ModelRun::layer_stage(int layer, std::string_vi
     return std::make_shared<RowMatrix>(b.ln_1.apply(x, c.layer_norm_epsilon));
   if (id == stage_id::block_output)
     return std::make_shared<RowMatrix>(used(residual_[static_cast<std::size_t>(layer) + 1]));
+  if (id == stage_id::ln_2 || id == stage_id::mlp_hidden || id == stage_id::mlp_activation ||
+      id == stage_id::mlp_output) {
+    // The MLP half of the block, from the residual after attention, as
+    // forward_layer computes it.
+    auto attn = cache_->get({layer, -1, std::string(stage_id::attn_output)});
+    if (!attn) attn = layer_stage(layer, stage_id::attn_output);
+    auto normed = std::make_shared<RowMatrix>(b.ln_2.apply(*attn, c.layer_norm_epsilon));
+    auto hidden = std::make_shared<RowMatrix>();
+    b.fc.apply(*normed, *hidden);
+    auto activated = std::make_shared<RowMatrix>(*hidden);
+    detail::activate(*activated, c.activation_function);
+    auto out = std::make_shared<RowMatrix>();
+    b.fc_proj.apply(*activated, *out);
+    cache_->put({layer, -1, stage_id::ln_2}, normed);
+    cache_->put({layer, -1, stage_id::mlp_hidden}, hidden);
+    cache_->put({layer, -1, stage_id::mlp_activation}, activated);
+    cache_->put({layer, -1, stage_id::mlp_output}, out);
+    if (id == stage_id::ln_2) return normed;
+    if (id == stage_id::mlp_hidden) return hidden;
+    if (id == stage_id::mlp_activation) return activated;
+    return out;
+  }
   if (id != stage_id::concat && id != stage_id::output && id != stage_id::attn_output)
     return nullptr;
   const Eigen::Index hd = c.head_dim();

@@ -90,10 +90,9 @@ std::optional<ModelScope> model_stage_scope(std::string_view stage) {
   return s->model_scope;
 }
 
-BlockStages attention_block_stages() {
+BlockStages block_stages() {
   BlockStages b;
   for (const StageInfo& s : stage_catalogue()) {
-    if (s.id == stage_id::block_output) break;  // the MLP's half: the next block's input
     if (s.model_scope == ModelScope::Head)
       b.heads.push_back(s.id);
     else if (s.model_scope == ModelScope::Layer)

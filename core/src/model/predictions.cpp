@@ -197,6 +197,14 @@ std::vector<int> generate_greedy(const std::shared_ptr<const Gpt2Model>& model,
   return generate(model, std::move(ids), n_tokens, Sampling{});
 }
 
+RowMatrix position_logits(ModelRun& run, int position) {
+  check_position(run, position);
+  const RowMatrix row = run.stage({-1, -1, stage_id::ln_f})->middleRows(position, 1);
+  RowMatrix logits;
+  head_logits(run.model(), row, logits);
+  return logits;
+}
+
 TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   TextLoss loss;
   const int T = run.num_tokens();

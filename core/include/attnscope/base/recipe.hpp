@@ -26,6 +26,7 @@ enum class BlockPart : unsigned char {
   Heads,       // several heads, their contexts side by side
   OutProj,     // the output projection of the heads' contexts
   Residual,    // the block's input added to the attention's output
+  Mlp,         // a model's feed-forward half: ln_2, fc, activation, proj, the second residual
   Rotary,      // queries and keys rotated by position (RoPE)
   QkNorm,      // each head's queries and keys normalised (Qwen3, Gemma 3)
   KvGroups,    // several query heads sharing one K/V head (grouped-query)

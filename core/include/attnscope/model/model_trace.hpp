@@ -29,15 +29,15 @@ struct ModelStageSelection {
 // inputs, dropout and parameters).
 std::optional<ModelScope> model_stage_scope(std::string_view id);
 
-// The stages of a block's attention as the stepper walks it, in the
-// catalogue's order: the layer stages before the heads (ln_1), the head
-// stages (queries ... context), and the layer stages after them up to the
-// residual after attention (concat, output, attn_output). block_output, the
-// MLP's, is the next block's input (block_input_key).
+// The stages of a whole block as the stepper walks it, in the catalogue's
+// order: the layer stages before the heads (ln_1), the head stages (queries
+// ... context), and the layer stages after them: the heads put together
+// (concat, output, attn_output), then the MLP half (ln_2, mlp_hidden,
+// mlp_activation, mlp_output) and block_output, the next block's input.
 struct BlockStages {
   std::vector<std::string_view> before_heads, heads, after_heads;
 };
-BlockStages attention_block_stages();
+BlockStages block_stages();
 
 // The keys of the selection in pipeline order (run stages before and after
 // the layers as the forward makes them). Throws ParseError naming a stage

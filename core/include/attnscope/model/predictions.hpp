@@ -69,6 +69,10 @@ class BookSampler {
 std::vector<int> generate(const std::shared_ptr<const Gpt2Model>& model, std::vector<int> ids,
                           int n_tokens, const Sampling& s);
 
+// The logits (1 x vocab) after token `position`: its row of LN_f(x_L)
+// through the LM head. Throws std::invalid_argument outside 0..T-1.
+RowMatrix position_logits(ModelRun& run, int position);
+
 // The cross-entropy of the text (the book's calc_loss_batch with the text as
 // inputs shifted by one as targets): per_token[i] = -log p(token i + 1 |
 // tokens 0..i), natural log. A one-token text has nothing to predict: no
