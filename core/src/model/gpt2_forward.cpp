@@ -482,18 +482,17 @@ std::vector<std::shared_ptr<const RowMatrix>> ModelRun::layer_weights(int layer)
     if (!maps[static_cast<std::size_t>(h)]) missing.push_back(h);
   }
   if (missing.empty()) return maps;
-  // As the forward makes them (its whole maps, bit for bit).
+  // As head_stage makes them (bit for bit), a head per thread.
   const detail::ThreadShare share;
   const auto qkv = used(qkv_[static_cast<std::size_t>(layer)]);
   const Eigen::Index T = qkv.rows();
-  const float bound = tiled_rows(T) ? gemm::max_abs(qkv.data(), qkv.size()) : -1.0f;
   const float scale = score_scale(c, layer);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::size_t k = 0; k < missing.size(); ++k) {
     const int h = missing[k];
     auto w = std::make_shared<RowMatrix>(T, T);
     RowMatrix context(T, c.head_dim());  // not kept
-    head_rows(qkv, bound, c.n_embd, c.head_dim(), h, 0, scale, *w, 0, 0, context, {});
+    head_rows(qkv, -1.0f, c.n_embd, c.head_dim(), h, 0, scale, *w, 0, 0, context, {});
     maps[static_cast<std::size_t>(h)] = std::move(w);
   }
   return maps;
