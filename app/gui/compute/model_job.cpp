@@ -15,28 +15,29 @@ namespace {
 
 namespace id = core::stage_id;
 
-// At most this many tokens are appended to the run on screen; a longer
-// extension (a paste) runs the forward once instead.
-constexpr std::size_t kMostAppended = 16;
-
-// The run for job.ids: `kept` extended or reused when it can be, else new
+// The run for job.ids: `kept` edited or reused when it can be, else new
 // (the old one freed first: two runs of a 1024-token text never coexist).
+// An edit keeps the rows before its first changed token (ModelRun::retext);
+// the tokens kept are counted in `kept_tokens`.
 std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept,
-                                        bool& appended, bool& reused) {
-  appended = false;
+                                        int& kept_tokens, bool& reused) {
+  kept_tokens = 0;
   reused = false;
   if (const auto& base = kept; base && &base->model() == job.model.get()) {
-    const std::vector<int>& had = base->ids();
-    if (had == job.ids) {
+    if (base->ids() == job.ids) {
       reused = true;
+      kept_tokens = base->num_tokens();
       return base;
     }
-    if (had.size() < job.ids.size() && job.ids.size() - had.size() <= kMostAppended &&
-        std::equal(had.begin(), had.end(), job.ids.begin())) {
-      for (std::size_t k = had.size(); k < job.ids.size(); ++k) base->append(job.ids[k]);
-      appended = true;
-      return base;
+    try {
+      kept_tokens = base->retext(job.ids);
+    } catch (...) {
+      // Refused ids leave the run as it was, but a forward that ran out of
+      // memory halfway does not: the next job starts afresh either way.
+      kept.reset();
+      throw;
     }
+    return base;
   }
   kept.reset();
   kept = std::make_shared<core::ModelRun>(job.model, job.ids,
@@ -94,15 +95,11 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   const auto n = static_cast<std::size_t>(o->layers * o->heads);
   o->thumbs.resize(n);
   o->patterns.resize(n);
-  // Last layer first: the forward made those maps last, so they are the
-  // ones its cache still holds. A layer's maps are scored on every thread.
-  std::vector<std::shared_ptr<const core::RowMatrix>> maps(static_cast<std::size_t>(o->heads));
+  // A layer's maps at once (those the run's cache lacks are computed on
+  // every thread and not cached: the cached ones stay for the next edit),
+  // then scored on every thread.
   for (int l = o->layers - 1; l >= 0; --l) {
-    for (int h = 0; h < o->heads; ++h) {
-      maps[static_cast<std::size_t>(h)] = run.stage({l, h, id::weights});
-      if (!maps[static_cast<std::size_t>(h)])
-        throw std::logic_error("the run has no weights for a head");
-    }
+    const std::vector<std::shared_ptr<const core::RowMatrix>> maps = run.layer_weights(l);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int h = 0; h < o->heads; ++h) {
       const core::RowMatrix& w = *maps[static_cast<std::size_t>(h)];
@@ -160,7 +157,7 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   // The last overview's numbers carry over only for the same model (the kept
   // run holds it, so the address is that model's).
   const bool same_model = kept.run && &kept.run->model() == job.model.get();
-  r.run = run_for(job, kept.run, r.appended, reused);
+  r.run = run_for(job, kept.run, r.kept_tokens, reused);
   r.trace = model_layer_trace(*r.run, job.layer, job.head, job.next_at);
   if (reused && kept.overview) {
     // The same text and model: every head's thumbnail and scores stand;

@@ -4,11 +4,13 @@
 // view draws (thumbnails, pattern scores, next tokens).
 //
 // A job starts from the last job's run, which the worker keeps (the UI
-// holds only traces and overviews, so one run is alive at a time): when the
-// new ids extend its ids by a few tokens, those are appended
-// (ModelRun::append: one row per layer); when they are equal, the run is
-// reused (a change of layer, head or position); otherwise it is freed and
-// the forward runs again.
+// holds only traces and overviews, which share no memory the run changes,
+// so one run is alive at a time): when the ids are equal, the run is
+// reused (a change of layer, head or position); when they differ, the run
+// is edited in place (ModelRun::retext: the rows before the first changed
+// token stay, every layer runs the rest, so typing at the end of a long
+// text costs a row or two per layer, and a change of the first token the
+// whole forward); for another model it is freed and a new one runs.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +79,9 @@ struct ModelResult {
   std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run)
   std::shared_ptr<core::Trace> trace;   // one block (Trace::layer)
   std::shared_ptr<const ModelOverview> overview;
-  bool appended = false;  // the run was extended, not recomputed
+  // The tokens whose rows the last job's run already held (0: the forward
+  // ran over the whole text; num_tokens(): nothing was recomputed).
+  int kept_tokens = 0;
 };
 
 // What the worker keeps between model jobs: the last job's run and its

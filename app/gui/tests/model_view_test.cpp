@@ -224,27 +224,57 @@ TEST(ModelJob, ThePatternScoresAreTheMeansOfTheEnginesWeights) {
   EXPECT_EQ(o.next.front().id, r.run->next_tokens(1).front().id);
 }
 
-TEST(ModelJob, ExtendingTheTextAppendsToTheRunOnScreen) {
+TEST(ModelJob, AnEditOfTheTextEditsTheRunOnScreen) {
   KeptRun kept;
   const ModelResult first = run_model_job(job_for("Every effort moves"), kept);
   EXPECT_EQ(kept.run, first.run);
+  EXPECT_EQ(first.kept_tokens, 0);
   ModelJob more = job_for("Every effort moves you forward");
   more.induction = first.overview->induction;
   const ModelResult r = run_model_job(more, kept);
-  EXPECT_TRUE(r.appended);
+  EXPECT_EQ(r.kept_tokens, 3);
   EXPECT_EQ(r.run, first.run);
   // The same numbers as a run of the whole text from scratch.
   const ModelResult fresh = run(job_for("Every effort moves you forward"));
-  EXPECT_FALSE(fresh.appended);
-  const core::RowMatrix a = *r.run->stage({1, 2, id::weights});
-  const core::RowMatrix b = *fresh.run->stage({1, 2, id::weights});
-  ASSERT_EQ(a.rows(), b.rows());
-  EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-5f);
-  // An edit that is not an extension runs the forward again.
+  EXPECT_EQ(fresh.kept_tokens, 0);
+  auto expect_fresh = [&](const ModelResult& edited, const std::string& text) {
+    const ModelResult whole = run(job_for(text));
+    ASSERT_EQ(edited.run->ids(), whole.run->ids());
+    for (int h = 0; h < 3; ++h) {
+      const core::RowMatrix a = *edited.run->stage({1, h, id::weights});
+      const core::RowMatrix b = *whole.run->stage({1, h, id::weights});
+      ASSERT_EQ(a.rows(), b.rows());
+      EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-5f) << text;
+    }
+    ASSERT_EQ(edited.overview->next.size(), whole.overview->next.size());
+    EXPECT_EQ(edited.overview->next.front().id, whole.overview->next.front().id) << text;
+    for (std::size_t k = 0; k < whole.overview->thumbs.size(); ++k)
+      EXPECT_LT((edited.overview->thumbs[k].data() - whole.overview->thumbs[k].data())
+                    .cwiseAbs()
+                    .maxCoeff(),
+                1e-5f)
+          << text;
+  };
+  expect_fresh(r, "Every effort moves you forward");
+  // Other edits keep the tokens before the first they change, in the same run.
+  const ModelResult last = run_model_job(job_for("Every effort moves you backward"), kept);
+  EXPECT_EQ(last.run, first.run);
+  EXPECT_EQ(last.kept_tokens, 4);
+  expect_fresh(last, "Every effort moves you backward");
   const ModelResult shorter = run_model_job(job_for("Every effort"), kept);
-  EXPECT_FALSE(shorter.appended);
   EXPECT_EQ(kept.run, shorter.run);
+  EXPECT_EQ(shorter.kept_tokens, 2);
   EXPECT_EQ(shorter.run->num_tokens(), 2);
+  expect_fresh(shorter, "Every effort");
+  const ModelResult other = run_model_job(job_for("Some effort"), kept);
+  EXPECT_EQ(other.kept_tokens, 0);
+  expect_fresh(other, "Some effort");
+  // Ids the model cannot read are refused; the next job starts afresh.
+  ModelJob bad = job_for("Some effort");
+  bad.ids.push_back(1 << 30);
+  EXPECT_THROW(run_model_job(bad, kept), std::invalid_argument);
+  EXPECT_FALSE(kept.run);
+  EXPECT_EQ(run_model_job(job_for("Some effort"), kept).kept_tokens, 0);
 }
 
 TEST(ModelJob, ALayerOrHeadChangeKeepsTheOverview) {

@@ -178,24 +178,75 @@ struct ModelRun::Cache {
     entries.erase(it);
   }
 
-  // Rows of a head's weights that appends computed after its whole map was
-  // cached: blocks (new rows x the length then), joined below the map by
-  // ModelRun::settle when someone asks for it. Not counted in `bytes`.
-  std::map<std::pair<int, int>, std::vector<std::shared_ptr<const RowMatrix>>> pending;
+  // Rows of a head's weights computed after its whole map was cached (by
+  // append or retext), joined below the map's valid top-left square by
+  // ModelRun::settle when someone asks for it. Each block is rows x the
+  // text's length then; a row's columns past its own position are zero, so
+  // a block's first rows stay valid when a later edit cuts it. Not counted
+  // in `bytes`.
+  struct Rows {
+    std::shared_ptr<const RowMatrix> matrix;
+    Eigen::Index rows = 0;  // the valid rows of matrix, from its first
+  };
+  struct Pending {
+    Eigen::Index base_rows = 0;  // the cached map's valid rows (and columns)
+    std::vector<Rows> blocks;    // the rows after those, in order
+    Eigen::Index covered() const {
+      Eigen::Index n = base_rows;
+      for (const Rows& b : blocks) n += b.rows;
+      return n;
+    }
+  };
+  std::map<std::pair<int, int>, Pending> pending;
 
+  // Rows the cached map of head (layer, h) and its pending blocks hold (-1: no map).
+  Eigen::Index covered(int layer, int h) const {
+    auto it = entries.find({layer, h, std::string(stage_id::weights)});
+    if (it == entries.end()) return -1;
+    auto p = pending.find({layer, h});
+    return p == pending.end() ? it->second.matrix->rows() : p->second.covered();
+  }
   // Rows [r0, r0 + rows.rows()) of head (layer, h)'s weights: pending when
   // the cached map and the rows already pending end at r0; otherwise the
   // head's map is dropped, to be recomputed whole when asked for.
   void add_rows(int layer, int h, Eigen::Index r0, std::shared_ptr<const RowMatrix> rows) {
     const Key key{layer, h, std::string(stage_id::weights)};
     auto it = entries.find(key);
-    Eigen::Index covered = it == entries.end() ? -1 : it->second.matrix->rows();
-    auto& list = pending[{layer, h}];
-    for (const auto& block : list) covered += block->rows();
-    if (covered == r0)
-      list.push_back(std::move(rows));
-    else
+    if (covered(layer, h) != r0) {
       erase(key);
+      return;
+    }
+    auto [p, fresh] = pending.try_emplace({layer, h});
+    if (fresh) p->second.base_rows = it->second.matrix->rows();
+    const Eigen::Index n = rows->rows();
+    p->second.blocks.push_back(Rows{std::move(rows), n});
+  }
+  // Every head's map keeps its rows before `row` only (retext: the text
+  // changes from there on).
+  void cut_weights(Eigen::Index row) {
+    for (auto& [key, entry] : entries) {
+      if (std::get<2>(key) != stage_id::weights) continue;
+      const std::pair<int, int> head{std::get<0>(key), std::get<1>(key)};
+      auto it = pending.find(head);
+      if (it == pending.end()) {
+        if (entry.matrix->rows() <= row) continue;  // the map is before the change
+        it = pending.emplace(head, Pending{entry.matrix->rows(), {}}).first;
+      }
+      Pending& p = it->second;
+      Eigen::Index left = row;  // rows still to keep
+      p.base_rows = std::min(p.base_rows, left);
+      left -= p.base_rows;
+      for (Rows& b : p.blocks) {
+        b.rows = std::min(b.rows, left);
+        left -= b.rows;
+      }
+      std::erase_if(p.blocks, [](const Rows& b) { return b.rows == 0; });
+    }
+  }
+  void clear() {
+    entries.clear();
+    pending.clear();
+    bytes = 0;
   }
   // Drops every entry but the attention weights (which append extends).
   void keep_only_weights() {
@@ -210,10 +261,7 @@ struct ModelRun::Cache {
   }
 };
 
-ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids, Options options)
-    : model_(std::move(model)), cache_(std::make_unique<Cache>()) {
-  cache_->budget = options.cache_bytes;
-  const Gpt2Config& c = model_->config();
+void ModelRun::check_ids(const Gpt2Config& c, const std::vector<int>& ids) {
   if (ids.empty()) throw std::invalid_argument("the text has no tokens: type something");
   if (static_cast<int>(ids.size()) > c.n_positions)
     throw std::invalid_argument(
@@ -224,21 +272,31 @@ ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids,
       throw std::invalid_argument("token id " + std::to_string(id) +
                                   " is outside the vocabulary (0.." +
                                   std::to_string(c.vocab_size - 1) + ")");
+}
+
+ModelRun::ModelRun(std::shared_ptr<const Gpt2Model> model, std::vector<int> ids, Options options)
+    : model_(std::move(model)), cache_(std::make_unique<Cache>()) {
+  cache_->budget = options.cache_bytes;
+  const Gpt2Config& c = model_->config();
+  check_ids(c, ids);
   // resize leaves the rows unwritten, so the pages past T are never touched.
   residual_.resize(static_cast<std::size_t>(c.n_layer) + 1);
   for (RowMatrix& r : residual_) r.resize(c.n_positions, c.n_embd);
   qkv_.resize(static_cast<std::size_t>(c.n_layer));
   for (RowMatrix& r : qkv_) r.resize(c.n_positions, 3 * c.n_embd);
-  for (int id : ids) {
-    ids_.push_back(id);
-    tokens_.push_back(detail::token_text(model_->tokenizer(), id));
-  }
+  for (int id : ids) tokens_.push_back(detail::token_text(model_->tokenizer(), id));
+  ids_ = std::move(ids);
+  forward_from(0);
+}
+
+void ModelRun::forward_from(int first_row) {
   const Gpt2Model::Weights& w = model_->weights();
   const auto T = static_cast<Eigen::Index>(ids_.size());
   RowMatrix& x = residual_[0];
-  for (Eigen::Index t = 0; t < T; ++t)
+  for (Eigen::Index t = first_row; t < T; ++t)
     x.row(t) = w.wte.map().row(ids_[static_cast<std::size_t>(t)]) + w.wpe.map().row(t);
-  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, 0);
+  if (first_row < T)
+    for (int l = 0; l < model_->config().n_layer; ++l) forward_layer(l, first_row);
   finish();
 }
 
@@ -321,17 +379,34 @@ void ModelRun::append(int id) {
   const Gpt2Config& c = model_->config();
   if (id < 0 || id >= c.vocab_size)
     throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
-  const auto T = static_cast<Eigen::Index>(ids_.size());
+  const auto T = static_cast<int>(ids_.size());
   if (T + 1 > c.n_positions)
     throw std::invalid_argument(
         "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
   ids_.push_back(id);
   tokens_.push_back(detail::token_text(model_->tokenizer(), id));
   cache_->keep_only_weights();
-  const Gpt2Model::Weights& w = model_->weights();
-  residual_[0].row(T) = w.wte.map().row(id) + w.wpe.map().row(T);
-  for (int l = 0; l < c.n_layer; ++l) forward_layer(l, static_cast<int>(T));
-  finish();
+  forward_from(T);
+}
+
+int ModelRun::retext(std::vector<int> ids) {
+  std::lock_guard lock(mutex_);
+  check_ids(model_->config(), ids);
+  const auto common = std::mismatch(ids.begin(), ids.end(), ids_.begin(), ids_.end());
+  const auto first = static_cast<int>(common.first - ids.begin());
+  if (ids.size() == ids_.size() && first == num_tokens()) return first;  // the same text
+  tokens_.resize(static_cast<std::size_t>(first));
+  for (auto it = common.first; it != ids.end(); ++it)
+    tokens_.push_back(detail::token_text(model_->tokenizer(), *it));
+  ids_ = std::move(ids);
+  if (first == 0) {
+    cache_->clear();  // a fresh run's: every map made whole again
+  } else {
+    cache_->keep_only_weights();
+    cache_->cut_weights(first);
+  }
+  forward_from(first);
+  return first;
 }
 
 std::vector<NextToken> ModelRun::next_tokens(int k) const {
@@ -369,22 +444,58 @@ std::shared_ptr<const RowMatrix> ModelRun::stage(const StageKey& key) {
   return made;
 }
 
+std::vector<std::shared_ptr<const RowMatrix>> ModelRun::layer_weights(int layer) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  if (layer < 0 || layer >= c.n_layer)
+    throw std::invalid_argument("layer " + std::to_string(layer) +
+                                " is not one of the model's 0.." + std::to_string(c.n_layer - 1));
+  std::vector<std::shared_ptr<const RowMatrix>> maps(static_cast<std::size_t>(c.n_head));
+  std::vector<int> missing;
+  for (int h = 0; h < c.n_head; ++h) {
+    settle(layer, h);
+    maps[static_cast<std::size_t>(h)] = cache_->get({layer, h, std::string(stage_id::weights)});
+    if (!maps[static_cast<std::size_t>(h)]) missing.push_back(h);
+  }
+  if (missing.empty()) return maps;
+  // As head_stage makes them (bit for bit), a head per thread.
+  const detail::ThreadShare share;
+  const auto qkv = used(qkv_[static_cast<std::size_t>(layer)]);
+  const Eigen::Index T = qkv.rows();
+  const float scale = score_scale(c, layer);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::size_t k = 0; k < missing.size(); ++k) {
+    const int h = missing[k];
+    auto w = std::make_shared<RowMatrix>(T, T);
+    RowMatrix context(T, c.head_dim());  // not kept
+    head_rows(qkv, -1.0f, c.n_embd, c.head_dim(), h, 0, scale, *w, 0, 0, context, {});
+    maps[static_cast<std::size_t>(h)] = std::move(w);
+  }
+  return maps;
+}
+
 void ModelRun::settle(int layer, int head) {
   auto it = cache_->pending.find({layer, head});
   if (it == cache_->pending.end()) return;
-  const std::vector<std::shared_ptr<const RowMatrix>> blocks = std::move(it->second);
+  const Cache::Pending pending = std::move(it->second);
   cache_->pending.erase(it);
   const Cache::Key key{layer, head, std::string(stage_id::weights)};
   const std::shared_ptr<const RowMatrix> base = cache_->get(key);
   if (!base) return;
   const auto T = static_cast<Eigen::Index>(ids_.size());
+  if (pending.covered() != T) {  // not expected: recompute the map whole rather than guess
+    cache_->erase(key);
+    return;
+  }
   auto whole = std::make_shared<RowMatrix>(T, T);
-  Eigen::Index row = base->rows();
-  whole->topLeftCorner(row, row) = *base;
+  Eigen::Index row = pending.base_rows;
+  whole->topLeftCorner(row, row) = base->topLeftCorner(row, row);
   whole->topRightCorner(row, T - row).setZero();
-  for (const auto& block : blocks) {
-    const Eigen::Index n = block->rows(), keys = block->cols();
-    whole->block(row, 0, n, keys) = *block;
+  for (const Cache::Rows& block : pending.blocks) {
+    // Row i's weights end at column i: a block made when the text was longer
+    // than T is zero past column T, one made when it was shorter ends early.
+    const Eigen::Index n = block.rows, keys = std::min(block.matrix->cols(), T);
+    whole->block(row, 0, n, keys) = block.matrix->topLeftCorner(n, keys);
     whole->block(row, keys, n, T - keys).setZero();
     row += n;
   }

@@ -158,7 +158,22 @@ class ModelRun final {
 
   // Appends one token and computes only its position in every layer (the
   // keys and values of the others are kept): the cost of one row, not T.
+  // Throws std::invalid_argument, the run unchanged, for an id outside the
+  // vocabulary or a text that already fills n_positions.
   void append(int id);
+  // Makes the run's text `ids`, recomputing only what the change reaches.
+  // Attention is causal: the rows before the first position where `ids`
+  // and ids() differ keep their residuals and Q | K | V, and every layer
+  // runs the rows from there on (an append's cost times the new rows). The
+  // cached attention maps keep their rows before that position and take the
+  // new ones below them (settled into a T x T map when asked for); every
+  // other cached stage goes. A text that differs from the first token on is
+  // a full forward; the same text, nothing. Returns the first recomputed
+  // position: ids.size() when none was (the same text, or a text that only
+  // lost its end). Throws std::invalid_argument as the constructor does, the
+  // run unchanged. An error during the forward itself (std::bad_alloc)
+  // leaves the run unusable, as with append: drop it.
+  int retext(std::vector<int> ids);
 
   const Gpt2Model& model() const { return *model_; }
   const std::vector<int>& ids() const { return ids_; }
@@ -167,6 +182,13 @@ class ModelRun final {
   int num_layers() const;
   int num_heads() const;
   std::shared_ptr<const RowMatrix> stage(const StageKey& key);
+  // The attention weights of every head of `layer` (each T x T), as stage()
+  // gives them, for a look at them all: the cached maps with their pending
+  // rows joined, the others computed on all threads and not cached (a scan
+  // of every head through a cache too small for them all would evict the
+  // maps the next edit extends). Throws std::invalid_argument for a layer
+  // the model does not have.
+  std::vector<std::shared_ptr<const RowMatrix>> layer_weights(int layer);
   // The last position's logits (1 x vocab).
   const RowMatrix& logits() const { return logits_; }
   // The k most likely next tokens after the last position, most likely first.
@@ -181,6 +203,10 @@ class ModelRun final {
 
  private:
   struct Cache;
+  // The ids' problem as the constructor and retext throw it, if any.
+  static void check_ids(const Gpt2Config& c, const std::vector<int>& ids);
+  // Rows [first_row, T) of x_0, then of every layer, then the logits.
+  void forward_from(int first_row);
   void forward_layer(int layer, int first_row);
   void finish();
   std::shared_ptr<const RowMatrix> compute(const StageKey& key);
