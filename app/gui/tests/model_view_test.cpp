@@ -25,6 +25,8 @@
 #include "state/app_state.hpp"
 #include "state/session.hpp"
 #include "state/step.hpp"
+#include "state/view_scale.hpp"
+#include "teach/teach.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::gui {
@@ -505,6 +507,59 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
   state.set_source(Source::Model);
   frames(2);
   EXPECT_TRUE(state.showing_model());
+}
+
+TEST_F(ModelApp, TheWalkthroughRunsTheBooksClassesAndLeaveReturnsToTheModel) {
+  state.model.layer = 1;
+  state.head = 2;
+  state.model.view = ModelView::Head;
+  state.step = Step::Softmax;
+  state.mark_dirty();
+  frames(2);
+  ASSERT_TRUE(state.showing_model());
+  start_walkthrough(state, 0);
+  frames(3);
+  // The book's words over the book's numbers: the chapter-3 classes on its six tokens.
+  EXPECT_EQ(state.source, Source::Inputs);
+  ASSERT_TRUE(state.trace);
+  EXPECT_FALSE(state.showing_model());
+  EXPECT_EQ(state.trace->config.variant, core::Variant::Simple);
+  EXPECT_EQ(state.step, Step::Scores);
+  const auto books = core::book_matrices_for_stage(*state.trace, id::scores);
+  ASSERT_FALSE(books.empty());
+  for (const core::BookMatrix* b : books)
+    EXPECT_TRUE(core::check_book(*b, state.trace.get()).matches) << b->name;
+  // Set up this step again, after the learner moved on: back to the step's stage.
+  state.step = Step::Context;
+  state.teach.walk_apply = state.teach.walk_step;
+  frames(3);
+  EXPECT_EQ(state.step, Step::Scores);
+  EXPECT_FALSE(state.showing_model());
+  // Leave: the model view as it was.
+  leave_walkthrough(state, true);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Model);
+  ASSERT_TRUE(state.showing_model()) << state.error;
+  EXPECT_EQ(state.model.layer, 1);
+  EXPECT_EQ(state.trace->layer, 1);
+  EXPECT_EQ(state.head, 2);
+  EXPECT_EQ(state.step, Step::Softmax);
+  EXPECT_EQ(state.model.view, ModelView::Head);
+}
+
+TEST_F(ModelApp, LeavingAWalkthroughStartedOnTypedTextReturnsToTheText) {
+  state.set_source(Source::Text);
+  frames(2);
+  ASSERT_EQ(state.source, Source::Text);
+  const std::vector<std::string> tokens = state.trace->tokens;
+  start_walkthrough(state, 3);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Inputs);
+  leave_walkthrough(state, true);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Text);
+  EXPECT_EQ(state.origin, InputOrigin::Text);
+  EXPECT_EQ(state.trace->tokens, tokens);
 }
 
 TEST_F(ModelApp, ASessionKeepsTheModelsPathTextAndSelectionNotItsWeights) {
