@@ -259,9 +259,8 @@ void draw_head_view(AppState& state) {
   auto row_y = [&](int i) { return origin.y + line_h * (static_cast<float>(i) + 0.5f); };
   int hovered_row = -1;
   for (int i = 0; i < T; ++i) {
-    std::string label = core::printable_token(i < static_cast<int>(m.typed.tokens.size())
-                                                  ? m.typed.tokens[static_cast<std::size_t>(i)].text
-                                                  : t.tokens[static_cast<std::size_t>(i)]);
+    // The run's tokens: the text box may hold a text that was refused since.
+    const std::string& label = t.tokens[static_cast<std::size_t>(i)];
     const float w = ImGui::CalcTextSize(label.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
     ImGui::PushID(i);
@@ -344,11 +343,8 @@ void draw_token_focus(AppState& state) {
   const ModelState& m = state.model;
   const int T = t.num_tokens();
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
-  auto name = [&](int i) {
-    return core::printable_token(i < static_cast<int>(m.typed.tokens.size())
-                                     ? m.typed.tokens[static_cast<std::size_t>(i)].text
-                                     : t.tokens[static_cast<std::size_t>(i)]);
-  };
+  // The run's tokens, not the text box's (it may hold a refused text).
+  auto name = [&](int i) { return t.tokens[static_cast<std::size_t>(i)]; };
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::Text("Token %d \"%s\"", q, name(q).c_str());
   if (state.ui.font_heading) ImGui::PopFont();

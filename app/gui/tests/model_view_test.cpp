@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include "attnscope/base/stages.hpp"
@@ -302,6 +304,9 @@ class ModelApp : public ::testing::Test {
   int frame() { return headless_frame(state); }
   void frames(int n) { headless_frames(state, n); }
   void click(ImVec2 p) { headless_click(state, p); }
+  // A window tall enough for the whole Model panel (the next tokens at its
+  // foot are clipped, not drawn, below a 1000 px window's edge).
+  void tall() { ImGui::GetIO().DisplaySize = ImVec2(1600, 2400); }
   AppState state;
 };
 
@@ -398,6 +403,40 @@ TEST_F(ModelApp, AppendingATokenThatEndsInsideACharacterKeepsTheTextUtf8) {
             core::Gpt2Tokenizer::builtin().encode(state.model.typed.text).size());
 }
 
+TEST_F(ModelApp, NextTokenPercentagesTellTheRowsApart) {
+  // An untrained model spreads its probability over the whole vocabulary:
+  // at two decimals every row read "0.00 %".
+  const ModelOverview& o = *state.model.overview;
+  ASSERT_EQ(o.next.size(), 10u);
+  std::set<double> distinct;
+  for (const core::NextToken& t : o.next) distinct.insert(t.probability);
+  ASSERT_GT(distinct.size(), 5u);
+  tall();
+  frames(2);
+  const std::string shown = squeezed(headless_text());
+  std::set<std::string> printed;
+  const std::regex percent(R"(([0-9]+\.[0-9]+)%)");
+  for (auto it = std::sregex_iterator(shown.begin(), shown.end(), percent);
+       it != std::sregex_iterator(); ++it)
+    printed.insert((*it)[1]);
+  EXPECT_GE(printed.size(), distinct.size()) << shown;
+  EXPECT_EQ(printed.count("0.00"), 0u) << shown;
+}
+
+TEST_F(ModelApp, ANewlineTokenIsShownAsAnEscapeInTheNextTokenList) {
+  auto overview = std::make_shared<ModelOverview>(*state.model.overview);
+  overview->next.front() = {198, "\n", 0.5};  // GPT-2's "\n"
+  overview->next[1] = {197, "\t", 0.25};
+  overview->next_last = overview->next;
+  state.model.overview = overview;
+  tall();
+  frames(2);
+  const std::string shown = headless_text();
+  EXPECT_NE(shown.find(R"("\n")"), std::string::npos) << shown;
+  EXPECT_NE(shown.find(R"("\t")"), std::string::npos) << shown;
+  EXPECT_NE(shown.find(R"(Append "\n")"), std::string::npos) << shown;
+}
+
 TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
   state.model.next_at = 2;
   state.mark_dirty();
@@ -426,6 +465,26 @@ TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   frames(2);
   EXPECT_TRUE(state.error.empty()) << state.error;
   EXPECT_NE(state.trace, shown);
+}
+
+TEST_F(ModelApp, ARefusedTextLeavesEveryViewOnTheTokensThatRan) {
+  ASSERT_EQ(state.trace->tokens.size(), 6u);  // "Your journey starts with one step"
+  std::string longer = "Zebras";
+  for (int k = 0; k < 70; ++k) longer += " word";
+  state.model.typed.text = longer;
+  state.model_text_changed();
+  frames(2);
+  ASSERT_NE(state.error.find("64 at most"), std::string::npos) << state.error;
+  state.model.view = ModelView::Tokens;
+  tall();
+  frames(2);
+  // The head view's right panel and the next-token header name the sixth
+  // token of the run (" step"), not the text box's sixth (" word").
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("Token5\"step\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("aftertoken5\"step\""), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("Token5\"word\""), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("aftertoken5\"word\""), std::string::npos) << shown;
 }
 
 TEST_F(ModelApp, AMalformedModelFolderGivesItsMessageAndKeepsTheModel) {
