@@ -327,6 +327,25 @@ TEST_F(ModelApp, EveryViewAndEveryStepDraws) {
   }
 }
 
+TEST_F(ModelApp, OneHeadsConcatShowsThatHeadsSliceBesideTheConcatenation) {
+  // Every head's context in the inputs' column left GPT-2's 12 boxes too
+  // small for their cells: titles over empty boxes.
+  state.model.view = ModelView::Head;
+  state.head = 1;
+  state.step = Step::Concat;
+  frames(3);
+  const StepMatrices m = step_matrices(Step::Concat, *state.trace, state.head);
+  ASSERT_EQ(m.outputs.size(), 1u);
+  EXPECT_EQ(m.outputs[0]->id, id::concat);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0]->id, id::context);
+  EXPECT_EQ(m.inputs[0]->head, 1);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("head 1's context")), std::string::npos) << shown;
+  EXPECT_NE(shown.find(squeezed("columns 8 to 15 of the concatenation")), std::string::npos)
+      << shown;
+}
+
 TEST_F(ModelApp, ClickingAThumbnailOpensThatHead) {
   state.model.view = ModelView::Model;
   frames(2);
