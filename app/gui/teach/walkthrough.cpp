@@ -136,7 +136,8 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "CausalAttention packs the projections, the scaling, the mask buffer and dropout into "
        "one module. With seed 123 and dropout 0.0 it prints the book's context_vecs for the "
        "first item of the batch.",
-       "Raise dropout in the controls and watch the badge report how far the output moves.",
+       "Raise dropout in the controls: the output changes, and the badge says the book printed "
+       "it at dropout 0.0. Switch the controls to eval and it matches again.",
        nullptr},
       {"3.6.1", "Stacking heads: the wrapper", Variant::MultiheadWrapper, 2, 2, 123, 0.0,
        Step::Concat, core::stage_id::output, 1, 2,

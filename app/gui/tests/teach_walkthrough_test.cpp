@@ -4,6 +4,7 @@
 // the edits they make (weights, embeddings) reaching the engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "attnscope/book/teach.hpp"
@@ -100,6 +101,27 @@ TEST_F(Teach, AnEditDuringTheWalkthroughTurnsTheBadgeIntoADifference) {
       EXPECT_NEAR(c.max_diff, 0.4975f, 1e-4f) << b->name;
     }
   }
+}
+
+TEST_F(Teach, ABookBadgeAtAnotherDropoutSaysWhichTheBookPrintedAt) {
+  const auto& steps = walkthrough_steps();
+  int k = 0;
+  while (k < static_cast<int>(steps.size()) &&
+         std::string(steps[static_cast<std::size_t>(k)].title) != "The CausalAttention class")
+    ++k;
+  ASSERT_LT(k, static_cast<int>(steps.size()));
+  start_walkthrough(state, k);
+  frames(3);
+  state.config.dropout = 0.5;
+  state.mark_dirty();
+  frames(3);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("printed at dropout 0.0; you have 0.5")), std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find("offby"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("bookΔ"), std::string::npos) << shown;
+}
+
 }
 
 TEST_F(Teach, EveryLearnWindowDrawsInEveryVariant) {
