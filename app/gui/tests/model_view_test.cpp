@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "attnscope/base/stages.hpp"
+#include "attnscope/book/teach.hpp"
 #include "attnscope/io/io.hpp"
 #include "compute/model_job.hpp"
 #include "export/files.hpp"
@@ -392,6 +393,23 @@ TEST_F(ModelApp, PageDownAndBracketsChangeLayerAndHead) {
   EXPECT_EQ(state.head, 0) << "clamped at the first head";
   frames(2);
   EXPECT_EQ(state.trace->layer, 1);
+TEST_F(ModelApp, TheNormalisationLabDrawsNegativeNaiveWeightsOnAScaleCentredOnZero) {
+  // A model's scores have both signs: division by the sum gives negative
+  // "weights", which the weights' scale (0 up) draws like small positive ones.
+  const auto n = core::compare_normalisation(*state.trace, state.head);
+  ASSERT_TRUE(n);
+  ASSERT_GT(n->negative_naive, 0);
+  state.model.view = ModelView::Model;  // no stage panel: its scores have a centred scale too
+  state.teach.show_normalisation = true;
+  state.ui.row_scale = figure::RowScale::On;  // the bar's ends in words: "row max", ...
+  frames(3);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("centredon0"), std::string::npos) << shown;
+  // The colour bar of a scale centred on 0 ends at minus its top.
+  const bool centred =
+      shown.find("−rowmax") != std::string::npos || shown.find("-rowmax") != std::string::npos ||
+      shown.find("−max") != std::string::npos || shown.find("-max") != std::string::npos;
+  EXPECT_TRUE(centred) << shown;
 }
 
 TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {

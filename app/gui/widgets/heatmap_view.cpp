@@ -362,7 +362,7 @@ float draw_title(const HeatmapFrame& f, const HeatmapSpec& spec, HeatmapResult& 
 // The stage's scale, colormap and texture (coloured in the background when
 // it is new: TextureCache::get).
 HeatmapColouring colour_stage(AppState& state, const HeatmapFrame& f, const HeatmapSpec& spec) {
-  const ScaleKind kind = scale_kind_for(f.st.id);
+  const ScaleKind kind = spec.kind ? *spec.kind : scale_kind_for(f.st.id);
   const Colormap map = kind == ScaleKind::Sequential ? sequential_map(state.ui.palette)
                                                      : diverging_map(state.ui.palette);
   // A tile (no zoom) needs no more texels than it has pixels: the smallest
