@@ -316,14 +316,22 @@ void draw_head_scores(AppState& state) {
   ImGui::Spacing();
   for (core::PatternKind k : core::kPatternKinds) {
     const double v = pattern_value(o, k, index);
-    // Where this head stands among all of them on this score.
-    int below = 0;
-    for (int j = 0; j < o.layers * o.heads; ++j) below += pattern_value(o, k, j) < v ? 1 : 0;
-    ImGui::Text("%s: %.3f", std::string(core::pattern_name(k)).c_str(), v);
+    // Where this head stands among all of them on this score, as printed:
+    // heads strictly lower, and those showing the same number apart.
+    constexpr int kDecimals = 3;
+    const HeadRank rank = head_rank(o, k, index, kDecimals);
+    ImGui::Text("%s: %.*f", std::string(core::pattern_name(k)).c_str(), kDecimals, v);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    text_wrapped(state, "Higher than " + std::to_string(below) + " of the other " +
-                            std::to_string(o.layers * o.heads - 1) + " heads. " +
-                            std::string(core::pattern_explanation(k)));
+    const std::string standing =
+        rank.tied == rank.others ? "The same as all the other " + std::to_string(rank.others) +
+                                       " heads (to " + std::to_string(kDecimals) + " decimals). "
+        : rank.tied > 0
+            ? "Higher than " + std::to_string(rank.lower) + " of the other " +
+                  std::to_string(rank.others) + " heads, tied with " + std::to_string(rank.tied) +
+                  " (to " + std::to_string(kDecimals) + " decimals). "
+            : "Higher than " + std::to_string(rank.lower) + " of the other " +
+                  std::to_string(rank.others) + " heads. ";
+    text_wrapped(state, standing + std::string(core::pattern_explanation(k)));
     ImGui::PopStyleColor();
   }
   ImGui::Spacing();

@@ -393,6 +393,32 @@ TEST_F(ModelApp, PageDownAndBracketsChangeLayerAndHead) {
   EXPECT_EQ(state.head, 0) << "clamped at the first head";
   frames(2);
   EXPECT_EQ(state.trace->layer, 1);
+}
+
+TEST_F(ModelApp, APatternRankCountsOnlyLowerHeadsAndNamesTies) {
+  // Layer 0, head 0 prints 0.900 like heads 1, 2 (0.89999) and 4: higher than
+  // the two below it, tied with those three, not "higher than 3".
+  auto overview = std::make_shared<ModelOverview>(*state.model.overview);
+  ASSERT_EQ(overview->patterns.size(), 6u);
+  const double previous[] = {0.9, 0.9, 0.89999, 0.2, 0.9, 0.1};
+  for (std::size_t k = 0; k < 6; ++k) overview->patterns[k].previous_token = previous[k];
+  state.model.overview = overview;
+  state.model.view = ModelView::Model;
+  state.model.layer = 0;
+  state.head = 0;
+  const HeadRank r = head_rank(*overview, core::PatternKind::PreviousToken, 0, 3);
+  EXPECT_EQ(r.lower, 2);
+  EXPECT_EQ(r.tied, 3);
+  EXPECT_EQ(r.others, 5);
+  frames(2);
+  ASSERT_EQ(state.model.hovered, -1);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("Higher than 2 of the other 5 heads, tied with 3")),
+            std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find(squeezed("Higher than 3 of the other 5 heads")), std::string::npos) << shown;
+}
+
 TEST_F(ModelApp, TheNormalisationLabDrawsNegativeNaiveWeightsOnAScaleCentredOnZero) {
   // A model's scores have both signs: division by the sum gives negative
   // "weights", which the weights' scale (0 up) draws like small positive ones.
