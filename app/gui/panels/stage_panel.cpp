@@ -286,7 +286,8 @@ void draw_row_scale_toggle(AppState& state) {
         "On: each row on its own range (weights: 0 to the row's largest; scores:\n"
         "-max to +max of the row's |values|), so the keys one query favours\n"
         "stand out even when its weights are all ~1/T.\n"
-        "Auto (until you choose): on from T = %ld tokens, off below.\n"
+        "Auto (until you choose): on for a model's heads (as All heads shows them)\n"
+        "and from T = %ld tokens, off below.\n"
         "Also in View and on the R key; exports follow it.",
         figure::kAutoRowScaleTokens);
 }

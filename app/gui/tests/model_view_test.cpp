@@ -419,6 +419,33 @@ TEST_F(ModelApp, APatternRankCountsOnlyLowerHeadsAndNamesTies) {
   EXPECT_EQ(shown.find(squeezed("Higher than 3 of the other 5 heads")), std::string::npos) << shown;
 }
 
+TEST_F(ModelApp, AHeadOpenedFromAllHeadsKeepsItsRowScale) {
+  // All heads draws each head row by row; One head under Auto did so only
+  // from 128 tokens, so a short text's head looked flat there.
+  ASSERT_EQ(state.ui.row_scale, figure::RowScale::Auto);
+  ASSERT_LT(state.trace->num_tokens(), figure::kAutoRowScaleTokens);
+  state.model.view = ModelView::Head;
+  state.step = Step::Softmax;
+  frames(2);
+  const core::Stage* w = state.trace->find(id::weights, state.head);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *w), ScaleScope::Row);
+  EXPECT_TRUE(rows_on_own_scale(state));  // the step card's checkbox shows it
+  // R: an explicit choice, the same in both views (one scale).
+  toggle_row_scale(state);
+  EXPECT_EQ(state.ui.row_scale, figure::RowScale::Off);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *w), ScaleScope::Matrix);
+  // The book's six tokens stay on one scale under Auto.
+  state.ui.row_scale = figure::RowScale::Auto;
+  state.set_source(Source::Inputs);
+  state.config.variant = core::Variant::Causal;
+  state.mark_dirty();
+  frames(2);
+  const core::Stage* book = state.trace->find(id::weights);
+  ASSERT_NE(book, nullptr);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *book), ScaleScope::Matrix);
+}
+
 TEST_F(ModelApp, TheNormalisationLabDrawsNegativeNaiveWeightsOnAScaleCentredOnZero) {
   // A model's scores have both signs: division by the sum gives negative
   // "weights", which the weights' scale (0 up) draws like small positive ones.

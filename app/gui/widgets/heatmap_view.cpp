@@ -745,8 +745,9 @@ void draw_scale(const AppState& state, const HeatmapFrame& f, const HeatmapSpec&
   // Row scope: a line that says so (and whether it is automatic, and
   // that R changes it), ending under the bar's labels.
   if (c.scope != ScaleScope::Row) return;
-  const std::string note = pick_title(figure::row_scope_notes(state.ui.row_scale, f.uni),
-                                      f.box_max.x - f.box_min.x - 4 * px, f.uni);
+  const std::string note =
+      pick_title(figure::row_scope_notes(state.ui.row_scale, f.uni, f.tr.is_model()),
+                 f.box_max.x - f.box_min.x - 4 * px, f.uni);
   const float w = ImGui::CalcTextSize(note.c_str()).x;
   const float y = std::max(took.bottom, std::min(g.img_max.y, area_max.y) +
                                             (spec.bands.empty() ? 0 : line_h + 4 * px)) +
