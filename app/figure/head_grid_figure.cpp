@@ -119,10 +119,25 @@ Scene layout_head_grid(const HeadGrid& g, const TextMeasure& measure) {
                         Anchor::End, 0, false, "row-label"});
     if (!ordered) continue;
     const std::vector<int> order = row_order(g, l);
-    for (int k = 0; k < g.heads; ++k)  // which head each tile is, in its corner
-      sc.texts.push_back({std::to_string(order[k]), left + step * static_cast<float>(k) + 2,
-                          y + kSmallSize * 0.6f + 1, kSmallSize * 0.8f, Rgba8{255, 255, 255, 255},
-                          Anchor::Start, 0, true, "head-label"});
+    // Which head each tile is, in its corner: white on a dark plate, as on
+    // screen, since a tile's corner can be any colour of the map (the first
+    // key of a causal map, its largest weight, is the map's brightest).
+    const float size = kSmallSize * 0.8f, cy = y + kSmallSize * 0.6f + 1;
+    for (int k = 0; k < g.heads; ++k) {
+      const std::string number = std::to_string(order[k]);
+      const float x = left + step * static_cast<float>(k) + 2;
+      sc.rects.push_back({x - 1,
+                          cy - size * 0.65f,
+                          measure(number, size) * 1.1f + 3,
+                          size * 1.3f,
+                          Rgba8{0, 0, 0, 190},
+                          false,
+                          false,
+                          {},
+                          "head-label-plate"});
+      sc.texts.push_back(
+          {number, x, cy, size, Rgba8{255, 255, 255, 255}, Anchor::Start, 0, true, "head-label"});
+    }
   }
   if (!ordered)
     for (int k = 0; k < g.heads; ++k)

@@ -366,9 +366,12 @@ std::optional<RowScale> parse_row_scale(std::string_view id) {
   return std::nullopt;
 }
 
-std::vector<std::string> row_scope_notes(RowScale setting, bool unicode) {
+std::vector<std::string> row_scope_notes(RowScale setting, bool unicode, bool model) {
   const std::string base = kRowScopeNote;
   if (setting != RowScale::Auto) return {base + " (R to change)", base, "row scale"};
+  if (model)
+    return {base + " (auto for a model, R to change)", base + " (auto, R to change)", base,
+            "row scale"};
   const std::string at =
       std::string(unicode ? "T \xE2\x89\xA5 " : "T >= ") + std::to_string(kAutoRowScaleTokens);
   return {base + " (auto at " + at + ", R to change)", base + " (auto, R to change)", base,

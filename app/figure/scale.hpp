@@ -141,8 +141,9 @@ BarLabels bar_labels(const ValueRange& range, ScaleKind kind, ScaleScope scope, 
 inline constexpr const char* kRowScopeNote = "each row on its own scale";
 // The notes the app shows beside its colour bar in Row scope, widest first:
 // whether the setting is Auto (so the learner knows why the scale changed at
-// T >= kAutoRowScaleTokens) and that R changes it.
-std::vector<std::string> row_scope_notes(RowScale setting, bool unicode = true);
+// T >= kAutoRowScaleTokens, or for a model's heads at any length when
+// `model`) and that R changes it.
+std::vector<std::string> row_scope_notes(RowScale setting, bool unicode = true, bool model = false);
 
 // How many decimals fit in a cell: 4 (torch's print), 2 when only that fits,
 // or 0 meaning "print nothing".

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attnscope/base/stages.hpp"
 #include "attnscope/book/teach.hpp"
 #include "attnscope/io/weights.hpp"
 #include "test_support.hpp"
@@ -107,6 +108,39 @@ TEST(TeachBook, AnEditedEmbeddingShowsTheLargestDifference) {
   EXPECT_FALSE(c.matches);
   // x_2 · x_2 grows by 2·0.87·0.25 + 0.25² = 0.4975, the largest change.
   EXPECT_NEAR(c.max_diff, 0.4975f, 1e-4f);
+}
+
+TEST(TeachBook, AnotherDropoutIsNamedNotMeasured) {
+  // The book printed CausalAttention's context_vecs at dropout 0.0; at 0.5
+  // in training the difference is the dropout's, not worth a number.
+  Config c = config_for(Variant::Causal, 2, 123);
+  c.dropout = 0.5;
+  const Trace t = run_attention(c, book_inputs());
+  int checked = 0;
+  for (const BookMatrix* b : book_matrices_for_stage(t, stage_id::context)) {
+    const BookCheck check = check_book(*b, &t);
+    EXPECT_TRUE(check.dropout_differs) << b->name;
+    EXPECT_FALSE(check.matches) << b->name;
+    EXPECT_EQ(check.book_dropout, 0.0);
+    EXPECT_EQ(check.run_dropout, 0.5);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  const StageBookCheck stage = check_book_stage(t, stage_id::context);
+  EXPECT_TRUE(stage.dropout_differs);
+  EXPECT_EQ(stage.run_dropout, 0.5);
+  // The weights come before the dropout: still the book's.
+  for (const BookMatrix* b : book_matrices_for_stage(t, stage_id::weights)) {
+    EXPECT_FALSE(check_book(*b, &t).dropout_differs) << b->name;
+  }
+  // In eval mode nothing is dropped: the book's numbers again.
+  c.training = false;
+  const Trace eval = run_attention(c, book_inputs());
+  for (const BookMatrix* b : book_matrices_for_stage(eval, stage_id::context)) {
+    const BookCheck check = check_book(*b, &eval);
+    EXPECT_FALSE(check.dropout_differs) << b->name;
+    EXPECT_TRUE(check.matches) << b->name;
+  }
 }
 
 TEST(TeachBook, OtherRunsAreNotCheckedAgainstTheBook) {

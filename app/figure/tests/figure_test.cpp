@@ -333,6 +333,36 @@ TEST(Theme, TheHeadGridsGapsAreTheThemesBackground) {
   EXPECT_EQ(attr_of(scene_svg(sc), "title", "fill"), hex(theme_colors(Theme::Dark).text));
 }
 
+TEST(HeadGridLayout, SortedHeadNumbersSitOnADarkPlateAsOnScreen) {
+  // Every tile at the map's top in its corner (the brightest colour):
+  // white numbers must have a dark plate under them to be read.
+  HeadGrid g;
+  g.layers = 2;
+  g.heads = 3;
+  g.maps.assign(6, core::RowMatrix::Ones(8, 8));
+  g.order = {{2, 0, 1}, {1, 2, 0}};
+  const Scene sc = layout_head_grid(g);
+  int numbers = 0;
+  for (const TextItem& t : sc.texts) {
+    if (t.role != "head-label") continue;
+    ++numbers;
+    const float w = estimate_text_width(t.text, t.size);
+    bool plated = false;
+    for (const RectItem& r : sc.rects)
+      if (r.role == "head-label-plate" && r.x <= t.x && r.x + r.w >= t.x + w &&
+          r.y <= t.y - t.size * 0.5f && r.y + r.h >= t.y + t.size * 0.5f) {
+        plated = true;
+        // Dark and mostly opaque: white reads on it whatever the tile's colour.
+        EXPECT_LT(r.fill.r + r.fill.g + r.fill.b, 100) << t.text;
+        EXPECT_GE(r.fill.a, 160) << t.text;
+      }
+    EXPECT_TRUE(plated) << "head " << t.text << " has no plate";
+  }
+  EXPECT_EQ(numbers, 6);
+  // The plates are drawn in the SVG too.
+  EXPECT_NE(scene_svg(sc).find("class=\"head-label-plate\""), std::string::npos);
+}
+
 TEST(Layout, SizeIsWholePixelsAndHoldsGridAndColourBar) {
   const Scene sc = layout_heatmap(small());
   EXPECT_GT(sc.width, 0);

@@ -97,7 +97,8 @@ void draw_menu_bar(AppState& state) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "Scores and weights: each row on its own scale from T = %ld tokens, where one shared\n"
-          "scale draws almost every weight (~1/T) in one flat colour; one scale per matrix below.",
+          "scale draws almost every weight (~1/T) in one flat colour; one scale per matrix below.\n"
+          "A model's heads at any length, as its All heads view draws them.",
           figure::kAutoRowScaleTokens);
     if (ImGui::BeginMenu("UI scale")) {
       for (float s : {0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f}) {

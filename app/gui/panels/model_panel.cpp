@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "attnscope/text/tokenizer.hpp"
 #include "imgui.h"
@@ -182,6 +183,9 @@ void draw_text(AppState& state) {
   ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
                       m.max_tokens());
   error_text(state, m.typed.error);
+  if (!m.typed.error.empty() && state.showing_model())
+    ImGui::TextDisabled("The views still show the last text that ran (%d tokens).",
+                        state.trace->num_tokens());
   if (m.typed.tokens.empty()) return;
   const int shown = m.query < 0 ? static_cast<int>(m.typed.tokens.size()) - 1 : m.query;
   // As tall as the chips need (their widths summed over the row's width),
@@ -235,24 +239,28 @@ void draw_selection(AppState& state) {
 
 void draw_next_tokens(AppState& state) {
   ModelState& m = state.model;
-  if (!m.overview || m.typed.tokens.empty()) return;
+  if (!m.overview || !state.showing_model()) return;
   const ModelOverview& o = *m.overview;
   section("Next token");
   const int last = o.tokens - 1;
-  const std::string after =
-      o.next_at < static_cast<int>(m.typed.tokens.size())
-          ? core::printable_token(m.typed.tokens[static_cast<std::size_t>(o.next_at)].text)
-          : "";
-  ImGui::TextDisabled("after token %d \"%s\"%s", o.next_at, after.c_str(),
+  // The run's token: the text box may hold a text refused since.
+  const std::vector<std::string>& ran = state.trace->tokens;
+  const std::string after = o.next_at >= 0 && o.next_at < static_cast<int>(ran.size())
+                                ? ran[static_cast<std::size_t>(o.next_at)]
+                                : "";
+  ImGui::TextDisabled("after token %d \"%s\"%s", o.next_at, token_label(after).c_str(),
                       o.next_at == last ? " (the last)" : "");
   const float bar_w = ImGui::GetContentRegionAvail().x * 0.45f;
+  // As many decimals as tell the rows apart (an untrained model's are all
+  // near 1 / vocabulary); tokens on one line each, control characters escaped.
+  std::vector<double> probabilities;
+  for (const core::NextToken& t : o.next) probabilities.push_back(t.probability);
+  const std::vector<std::string> pct = percent_texts(probabilities);
   for (std::size_t k = 0; k < o.next.size(); ++k) {
     const core::NextToken& t = o.next[k];
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%.2f %%", 100.0 * t.probability);
-    ImGui::ProgressBar(static_cast<float>(t.probability), ImVec2(bar_w, 0), pct);
+    ImGui::ProgressBar(static_cast<float>(t.probability), ImVec2(bar_w, 0), pct[k].c_str());
     ImGui::SameLine();
-    ImGui::Text("\"%s\"", t.token.c_str());
+    ImGui::Text("\"%s\"", token_label(t.token).c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("token id %d", t.id);
   }
   if (o.next_at != last && ImGui::Button("Show the last position")) {
@@ -261,10 +269,14 @@ void draw_next_tokens(AppState& state) {
     state.mark_dirty();
   }
   if (!o.next_last.empty()) {
-    const std::string label = "Append \"" + o.next_last[0].token + "\"";
-    ImGui::BeginDisabled(state.computing());
+    const std::string label = "Append \"" + token_label(o.next_last[0].token) + "\"";
+    // Only onto the text that ran: a refused text is not what it follows.
+    const bool refused = !m.typed.error.empty();
+    ImGui::BeginDisabled(state.computing() || refused);
     if (ImGui::Button(label.c_str())) state.append_top_token();
     ImGui::EndDisabled();
+    if (refused && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip("The text box holds a text that did not run; fix it first");
     help(
         "Add the most likely next token to the text (greedy decoding, as the book's "
         "generate_text_simple) and watch the attention change. A token that stops inside a "

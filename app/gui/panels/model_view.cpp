@@ -259,9 +259,8 @@ void draw_head_view(AppState& state) {
   auto row_y = [&](int i) { return origin.y + line_h * (static_cast<float>(i) + 0.5f); };
   int hovered_row = -1;
   for (int i = 0; i < T; ++i) {
-    std::string label = core::printable_token(i < static_cast<int>(m.typed.tokens.size())
-                                                  ? m.typed.tokens[static_cast<std::size_t>(i)].text
-                                                  : t.tokens[static_cast<std::size_t>(i)]);
+    // The run's tokens: the text box may hold a text that was refused since.
+    const std::string& label = t.tokens[static_cast<std::size_t>(i)];
     const float w = ImGui::CalcTextSize(label.c_str()).x;
     ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
     ImGui::PushID(i);
@@ -317,14 +316,22 @@ void draw_head_scores(AppState& state) {
   ImGui::Spacing();
   for (core::PatternKind k : core::kPatternKinds) {
     const double v = pattern_value(o, k, index);
-    // Where this head stands among all of them on this score.
-    int below = 0;
-    for (int j = 0; j < o.layers * o.heads; ++j) below += pattern_value(o, k, j) < v ? 1 : 0;
-    ImGui::Text("%s: %.3f", std::string(core::pattern_name(k)).c_str(), v);
+    // Where this head stands among all of them on this score, as printed:
+    // heads strictly lower, and those showing the same number apart.
+    constexpr int kDecimals = 3;
+    const HeadRank rank = head_rank(o, k, index, kDecimals);
+    ImGui::Text("%s: %.*f", std::string(core::pattern_name(k)).c_str(), kDecimals, v);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    text_wrapped(state, "Higher than " + std::to_string(below) + " of the other " +
-                            std::to_string(o.layers * o.heads - 1) + " heads. " +
-                            std::string(core::pattern_explanation(k)));
+    const std::string standing =
+        rank.tied == rank.others ? "The same as all the other " + std::to_string(rank.others) +
+                                       " heads (to " + std::to_string(kDecimals) + " decimals). "
+        : rank.tied > 0
+            ? "Higher than " + std::to_string(rank.lower) + " of the other " +
+                  std::to_string(rank.others) + " heads, tied with " + std::to_string(rank.tied) +
+                  " (to " + std::to_string(kDecimals) + " decimals). "
+            : "Higher than " + std::to_string(rank.lower) + " of the other " +
+                  std::to_string(rank.others) + " heads. ";
+    text_wrapped(state, standing + std::string(core::pattern_explanation(k)));
     ImGui::PopStyleColor();
   }
   ImGui::Spacing();
@@ -344,11 +351,8 @@ void draw_token_focus(AppState& state) {
   const ModelState& m = state.model;
   const int T = t.num_tokens();
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
-  auto name = [&](int i) {
-    return core::printable_token(i < static_cast<int>(m.typed.tokens.size())
-                                     ? m.typed.tokens[static_cast<std::size_t>(i)].text
-                                     : t.tokens[static_cast<std::size_t>(i)]);
-  };
+  // The run's tokens, not the text box's (it may hold a refused text).
+  auto name = [&](int i) { return t.tokens[static_cast<std::size_t>(i)]; };
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::Text("Token %d \"%s\"", q, name(q).c_str());
   if (state.ui.font_heading) ImGui::PopFont();

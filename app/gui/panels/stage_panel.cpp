@@ -195,6 +195,10 @@ void draw_one(AppState& state, const core::Stage& s, const std::string& slot, Im
   spec.mark_row = m.mark_row;
   spec.mark_col = m.mark_col;
   spec.title_reserve = stage_book_badge_width(state, s);  // teach/teach.hpp
+  // A model's Concat shows one head's context (the text says where it goes).
+  if (state.step == Step::Concat && state.trace->is_model() && s.id == core::stage_id::context &&
+      s.head >= 0)
+    spec.title = "head " + std::to_string(s.head) + "'s context";
   const HeatmapResult r = draw_heatmap(state, spec, size);
   if (spec.title_reserve > 0) stage_book_badge(state, s, r.title_end);
   if (r.clicked) state.pinned = CellRef{s.id, s.head, r.row, r.col};
@@ -336,7 +340,8 @@ void draw_row_scale_toggle(AppState& state) {
         "On: each row on its own range (weights: 0 to the row's largest; scores:\n"
         "-max to +max of the row's |values|), so the keys one query favours\n"
         "stand out even when its weights are all ~1/T.\n"
-        "Auto (until you choose): on from T = %ld tokens, off below.\n"
+        "Auto (until you choose): on for a model's heads (as All heads shows them)\n"
+        "and from T = %ld tokens, off below.\n"
         "Also in View and on the R key; exports follow it.",
         figure::kAutoRowScaleTokens);
 }

@@ -285,7 +285,8 @@ void add_view_and_output_flags(CLI::App& app, LaunchOptions& o, std::string& siz
   const run_flags::FigureFlagOptions figure_flags = run_flags::add_figure_flags(app, o.figure);
   figure_flags.row_scale->description(
       figure_flags.row_scale->get_description() +
-      "; without this flag or --no-row-scale: automatic, on for scores and weights from T = 128");
+      "; without this flag or --no-row-scale: automatic, on for scores and weights from T = 128 "
+      "and for a model's heads");
   app.add_flag("--no-row-scale", o.no_row_scale, "one colour scale per heatmap, also at T >= 128")
       ->excludes(figure_flags.row_scale);
   app.add_option("--scale", o.scale,

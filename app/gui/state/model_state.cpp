@@ -2,6 +2,7 @@
 #include "state/model_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "attnscope/io/io.hpp"
@@ -132,6 +133,22 @@ double pattern_value(const ModelOverview& o, core::PatternKind kind, int index) 
       return o.induction && at < o.induction->size() ? (*o.induction)[at] : 0.0;
   }
   return 0.0;
+}
+
+HeadRank head_rank(const ModelOverview& o, core::PatternKind kind, int index, int decimals) {
+  const double unit = std::pow(10.0, decimals);
+  // As printed: two scores that print alike are tied (NaN ties with nothing).
+  auto printed = [&](int k) { return std::round(pattern_value(o, kind, k) * unit); };
+  const double v = printed(index);
+  HeadRank r;
+  for (int k = 0; k < o.layers * o.heads; ++k) {
+    if (k == index) continue;
+    ++r.others;
+    const double w = printed(k);
+    r.lower += w < v ? 1 : 0;
+    r.tied += w == v ? 1 : 0;
+  }
+  return r;
 }
 
 std::vector<int> heads_in_order(const ModelOverview& o, int layer, const PatternChoice& choice) {

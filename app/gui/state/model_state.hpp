@@ -155,6 +155,14 @@ struct ModelState {
 // The score of one head for `kind`, from the overview (layer-major index).
 double pattern_value(const ModelOverview& o, core::PatternKind kind, int index);
 
+// Where head `index` stands among all the heads on score `kind`, the
+// scores compared as a view prints them, to `decimals` places: the heads
+// strictly below it, those that print the same (ties), and all the others.
+struct HeadRank {
+  int lower = 0, tied = 0, others = 0;
+};
+HeadRank head_rank(const ModelOverview& o, core::PatternKind kind, int index, int decimals);
+
 // The heads of `layer` in the order the model view shows them: 0..H-1, or
 // by the chosen score, highest first.
 std::vector<int> heads_in_order(const ModelOverview& o, int layer, const PatternChoice& choice);

@@ -277,7 +277,13 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       break;
     case Step::Concat:
       add(m.outputs, r.has(core::BlockPart::OutProj) ? id::concat : id::output, -1);
-      for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, id::context, k);
+      // A model's heads (12 of T x 64 in GPT-2) would share the inputs' column
+      // in boxes too small for their cells: its focused head's context, the
+      // slice the concat's band of that head holds; the heads grid has them all.
+      if (t.is_model())
+        add(m.inputs, id::context, h);
+      else
+        for (int k = 0; k < t.heads_shown(); ++k) add(m.inputs, id::context, k);
       break;
     case Step::OutProj:
       add(m.outputs, id::output, -1);

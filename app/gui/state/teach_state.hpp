@@ -54,7 +54,8 @@ struct TeachState {
 
   // Compare: run A as pinned; B is always the current trace.
   std::shared_ptr<const core::Trace> compare_a;
-  int compare_pins = 0;  // bumps on every pin (texture slot)
+  std::string compare_a_inputs;  // what made A's inputs, as the panel names them ("" unknown)
+  int compare_pins = 0;          // bumps on every pin (texture slot)
   std::string compare_stage = core::stage_id::weights;
   int compare_head = 0;
 

@@ -18,8 +18,10 @@ bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
 
 // How `stage` of `trace` is coloured: View > Colour each row on its own scale
-// (state.ui.row_scale) resolved for it by figure::scale_scope. Exports use
-// it too, so that they look like the screen.
+// (state.ui.row_scale) resolved for it by figure::scale_scope. Auto colours
+// a model's token-by-token matrices row by row at any length, as the model
+// view's All heads draws them. Exports use it too, so that they look like
+// the screen.
 ScaleScope heatmap_scope(const AppState& state, const core::Trace& trace, const core::Stage& stage);
 // Whether the token-by-token matrices (scores, weights) are coloured row by
 // row now: the View menu's check mark and the step card's checkbox.

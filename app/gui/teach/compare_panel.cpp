@@ -1,9 +1,11 @@
 // compare_panel.cpp: pin the current run as A, change anything, and see the
 // current run B beside it with B − A for any stage. Numbers: core::compare_stage.
 #include <algorithm>
+#include <string>
 
 #include "attnscope/analysis/inspect.hpp"
 #include "attnscope/base/stages.hpp"
+#include "attnscope/text/tokenizer.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
 #include "widgets/widgets.hpp"
@@ -12,17 +14,63 @@
 namespace attnscope::gui {
 
 namespace {
+
+// The run's settings: a seed only where one makes something (weights; the
+// dropout mask is drawn after them).
 std::string describe(const core::Trace& t) {
   if (t.is_model()) return t.model + ", layer " + std::to_string(t.layer);
   std::string s(core::variant_book_name(t.config.variant));
-  if (core::has_weights(t.config.variant)) s += ", d_out " + std::to_string(t.config.d_out);
-  s += ", seed " + std::to_string(t.config.seed);
+  if (core::has_weights(t.config.variant)) {
+    s += ", d_out " + std::to_string(t.config.d_out);
+    s += ", seed " + std::to_string(t.config.seed);
+  }
   if (core::has_heads(t.config.variant)) s += ", " + std::to_string(t.config.num_heads) + " heads";
   if (core::is_causal(t.config.variant))
     s += ", dropout " + num(static_cast<float>(t.config.dropout), 2);
   if (t.explicit_weights) s += ", edited weights";
   return s;
 }
+
+// The text's first 40 bytes in quotes ("..." after them when there are more;
+// a character cut there shows as U+FFFD).
+std::string quoted_start(const std::string& text) {
+  constexpr std::size_t kBytes = 40;
+  if (text.size() <= kBytes) return "\"" + text + "\"";
+  return "\"" + core::decode_utf8_replace(text.substr(0, kBytes)) + "...\"";
+}
+
+// What made the inputs of the run on screen: a model's text, or the
+// chapter-3 inputs' origin.
+std::string describe_inputs(const AppState& state) {
+  if (state.model_source()) return {};  // a model's text is in its trace (describe_text)
+  switch (state.origin) {
+    case InputOrigin::Preset:
+      return "inputs: preset " + state.preset;
+    case InputOrigin::Random:
+      return "inputs: random, seed " + std::to_string(state.input_seed);
+    case InputOrigin::Imported:
+      return "inputs: imported";
+    case InputOrigin::Edited:
+      return "inputs: edited by hand";
+    case InputOrigin::Text:
+      return "inputs: typed text " + quoted_start(state.text_source.typed.text);
+  }
+  return {};
+}
+
+// A model run's text.
+std::string describe_text(const core::Trace& t) { return "text " + quoted_start(t.text); }
+
+// What differs between two runs whose descriptions read the same.
+std::string what_differs(const core::Trace& a, const core::Trace& b) {
+  const core::Stage* ia = a.find(a.block_input_key());
+  const core::Stage* ib = b.find(b.block_input_key());
+  if (a.tokens != b.tokens || !ia || !ib || ia->data().rows() != ib->data().rows() ||
+      ia->data().cols() != ib->data().cols() || ia->data() != ib->data())
+    return "inputs changed since A";
+  return "the same settings and inputs as A";
+}
+
 }  // namespace
 
 void draw_compare(AppState& state) {
@@ -34,6 +82,7 @@ void draw_compare(AppState& state) {
   }
   if (ImGui::Button("Pin the current run as A")) {
     ts.compare_a = state.trace;
+    ts.compare_a_inputs = describe_inputs(state);
     ++ts.compare_pins;
   }
   if (!ts.compare_a) {
@@ -47,8 +96,18 @@ void draw_compare(AppState& state) {
   const core::Trace& b = *state.trace;
   // The two runs on lines of their own, wrapped: side by side they run past
   // the window's edge.
-  text_wrapped(state, "A: " + describe(a));
-  text_wrapped(state, "B: " + describe(b));
+  // Each names its settings and what made its inputs, so that runs that
+  // differ in their inputs only read differently too.
+  auto full = [](const core::Trace& t, const std::string& inputs) {
+    std::string s = describe(t);
+    if (t.is_model()) return s + ", " + describe_text(t);
+    return inputs.empty() ? s : s + "; " + inputs;
+  };
+  const std::string la = full(a, ts.compare_a_inputs);
+  std::string lb = full(b, describe_inputs(state));
+  if (lb == la) lb += " (" + what_differs(a, b) + ")";
+  text_wrapped(state, "A: " + la);
+  text_wrapped(state, "B: " + lb);
   // Stages both runs have.
   std::vector<std::pair<std::string, int>> common;
   for (const core::Stage& s : b.stages)

@@ -38,10 +38,15 @@ void draw_normalisation(AppState& state) {
                "keeps the scores' proportions and breaks when a score is negative or the sum is "
                "near 0; softmax, exp(ω) / Σ exp(ω), is always positive and favours large scores "
                "more. (Unscaled scores here, as in the book's §3.3.1.)");
-  if (n->negative_naive > 0)
+  // Negative naive weights need a scale with a 0 in the middle: on the
+  // weights' own scale (0 up) they would look like small positive ones.
+  const bool negative = n->negative_naive > 0;
+  if (negative)
     text_wrapped(state, std::to_string(n->negative_naive) +
                             " naive weights are negative here: a negative score (or row sum) "
-                            "breaks division by the sum; softmax stays positive.");
+                            "breaks division by the sum; softmax stays positive. The left map "
+                            "is drawn on a scale centred on 0, so the negative weights take "
+                            "the colours below its middle.");
   const float w = (ImGui::GetContentRegionAvail().x - 10) / 2.0f;
   const ImVec2 box(w, std::min(w * 0.8f, ImGui::GetFontSize() * 18.0f));
   HeatmapSpec naive_spec;
@@ -50,6 +55,7 @@ void draw_normalisation(AppState& state) {
   naive_spec.stage = &naive_stage;
   naive_spec.title = "ω / Σω (row by row)";
   naive_spec.pin_row = row;
+  if (negative) naive_spec.kind = figure::ScaleKind::Diverging;
   const HeatmapResult rn = draw_heatmap(state, naive_spec, box);
   ImGui::SameLine();
   HeatmapSpec soft_spec;

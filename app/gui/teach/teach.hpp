@@ -46,6 +46,11 @@ void leave_walkthrough(AppState& state, bool restore);
 
 // What leave_walkthrough restores.
 struct WalkReturn {
+  // The source and what made the inputs: a model or typed text is shown again.
+  Source source = Source::Inputs;
+  InputOrigin origin = InputOrigin::Preset;
+  int layer = 0;                      // the model's layer ...
+  ModelView view = ModelView::Model;  // ... and view (the head is `head`)
   core::Inputs inputs;
   core::Config config;
   std::string preset;

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "attnscope/io/io.hpp"
 #include "imgui_internal.h"  // RenderCheckMark
@@ -12,11 +14,40 @@ namespace attnscope::gui {
 
 std::string num(float v, int decimals) { return core::fixed_text(v, decimals); }
 
+namespace {
+
+// A dropout setting as the controls show it ("0.5"), with more digits only
+// when it has them.
+std::string dropout_setting(double p) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f", p);
+  if (std::abs(std::strtod(s, nullptr) - p) > 1e-12) std::snprintf(s, sizeof s, "%g", p);
+  return s;
+}
+
+std::string book_dropout_note(double book_dropout, double run_dropout) {
+  return "printed at dropout " + dropout_setting(book_dropout) + "; you have " +
+         dropout_setting(run_dropout);
+}
+
+std::string dropout_tooltip(double book_dropout, double run_dropout) {
+  return "The book printed this with its class at dropout " + dropout_setting(book_dropout) +
+         ". This run drops each weight with probability " + dropout_setting(run_dropout) +
+         " (training mode), so its numbers differ from the book's whatever else is the same. "
+         "Set dropout to " +
+         dropout_setting(book_dropout) + " or switch to eval to compare.";
+}
+
+}  // namespace
+
 void book_badge(const core::BookMatrix& book, const core::BookCheck& check) {
   const std::string name = std::string(book.name) + " §" + std::string(book.section);
-  const std::string tail = !check.comparable ? "  shape differs"
-                           : check.matches   ? ""
-                                             : "  off by " + num(check.max_diff, 4);
+  // Another dropout makes any difference meaningless: name the two settings.
+  const std::string tail = check.dropout_differs
+                               ? ": " + book_dropout_note(check.book_dropout, check.run_dropout)
+                           : !check.comparable ? "  shape differs"
+                           : check.matches     ? ""
+                                               : "  off by " + num(check.max_diff, 4);
   const float h = ImGui::GetTextLineHeight();
   const float mark = check.matches ? h : 0.0f;
   const ImVec2 pad(5, 1);
@@ -33,9 +64,13 @@ void book_badge(const core::BookMatrix& book, const core::BookCheck& check) {
   dl->AddText(ImVec2(p.x + pad.x * 2 + mark, p.y + pad.y), IM_COL32_WHITE, label.c_str());
   ImGui::Dummy(size);
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip(check.matches ? "Every cell equals the book's printed value to 4 decimals."
-                                    : "The largest difference from the book's printed value: "
-                                      "something differs from the book's run (an edit?).");
+    ImGui::SetTooltip("%s", check.dropout_differs
+                                ? dropout_tooltip(check.book_dropout, check.run_dropout).c_str()
+                            : check.matches ? "Every cell equals the book's printed value to 4 "
+                                              "decimals."
+                                            : "The largest difference from the book's printed "
+                                              "value: something differs from the book's run (an "
+                                              "edit?).");
 }
 
 namespace {
@@ -52,6 +87,8 @@ TitleBadge title_badge(const AppState& state, const core::Stage& s) {
   b.check = core::check_book_stage(*state.trace, s.id);
   if (b.check.count == 0) return b;
   b.label = b.check.matches ? "book"
+            : b.check.dropout_differs
+                ? "book " + book_dropout_note(b.check.book_dropout, b.check.run_dropout)
             : std::isfinite(b.check.max_diff)
                 ? (state.ui.unicode ? "book Δ " : "book diff ") + num(b.check.max_diff, 4)
                 : std::string("book: differs");
@@ -85,9 +122,12 @@ void stage_book_badge(const AppState& state, const core::Stage& s, ImVec2 at) {
   dl->AddText(ImVec2(x, at.y), IM_COL32_WHITE, b.label.c_str());
   if (ImGui::IsMouseHoveringRect(at, end) && ImGui::IsWindowHovered())
     ImGui::SetTooltip(
-        "%s", (std::string(b.check.matches ? "Equals the book's printed values to 4 decimals: "
-                                           : "Largest difference from the book's printed "
-                                             "values: ") +
+        "%s", (std::string(b.check.matches ? "Equals the book's printed values to 4 "
+                                             "decimals: "
+                           : b.check.dropout_differs
+                               ? dropout_tooltip(b.check.book_dropout, b.check.run_dropout) + "\n"
+                               : "Largest difference from the book's "
+                                 "printed values: ") +
                b.check.names)
                   .c_str());
 }

@@ -136,7 +136,8 @@ const std::vector<WalkStep>& walkthrough_steps() {
        "CausalAttention packs the projections, the scaling, the mask buffer and dropout into "
        "one module. With seed 123 and dropout 0.0 it prints the book's context_vecs for the "
        "first item of the batch.",
-       "Raise dropout in the controls and watch the badge report how far the output moves.",
+       "Raise dropout in the controls: the output changes, and the badge says the book printed "
+       "it at dropout 0.0. Switch the controls to eval and it matches again.",
        nullptr},
       {"3.6.1", "Stacking heads: the wrapper", Variant::MultiheadWrapper, 2, 2, 123, 0.0,
        Step::Concat, core::stage_id::output, 1, 2,
@@ -174,6 +175,9 @@ void apply_walk_step(AppState& state, int k) {
   const WalkStep& s = steps[static_cast<std::size_t>(k)];
   state.teach.walk_step = k;
   state.load_preset("book");  // the book's six tokens, as printed
+  // The book's classes on them, also when a model was shown: its words are
+  // about these numbers (set_source keeps the model loaded for Leave).
+  if (state.source != Source::Inputs) state.set_source(Source::Inputs);
   core::Config c;
   c.variant = s.variant;
   c.d_out = s.d_out;
@@ -218,6 +222,10 @@ void start_walkthrough(AppState& state, int k) {
   TeachState& t = state.teach;
   if (!t.walk_active) {
     auto back = std::make_shared<WalkReturn>();
+    back->source = state.source;
+    back->origin = state.origin;
+    back->layer = state.model.layer;
+    back->view = state.model.view;
     back->inputs = state.inputs;
     back->config = state.config;
     back->preset = state.preset;
@@ -244,9 +252,19 @@ void leave_walkthrough(AppState& state, bool restore) {
   t.walk_return.reset();
   if (!restore || !back) return;
   state.inputs = back->inputs;
+  state.origin = back->origin;
   state.config = back->config;
   state.preset = back->preset;
   state.explicit_parameters = back->explicit_parameters;
+  // The inputs are back as they were, so the source needs no re-embedding;
+  // a model's text is encoded again (set_source) and its view restored.
+  if (back->source == Source::Model)
+    state.set_source(Source::Model);
+  else
+    state.source = back->source;
+  state.model.layer = back->layer;
+  state.select_layer(back->layer);  // clamped, should another model have come in meanwhile
+  state.model.view = back->view;
   state.step = back->step;
   state.head = back->head;
   state.pinned = back->pinned;

@@ -5,6 +5,12 @@
 // Then frames of the whole UI, and clicks, as the fixtures drive them.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
 #include "imgui.h"
 #include "platform/fonts.hpp"
 #include "shell/ui.hpp"
@@ -48,6 +54,68 @@ inline void headless_click(AppState& state, ImVec2 p) {
   headless_frame(state);
   io.MouseDown[0] = false;
   headless_frame(state);
+}
+
+// The text the last frame drew, read back from its vertices: every glyph
+// quad (a vertex with a glyph's top-left texture corner, the third after it
+// with its bottom-right one) becomes its character, in drawing order. A new
+// line starts where the glyphs' line moves or the pen goes back, a space
+// where the pen skipped ahead (spaces draw no quad; compare across words
+// with squeezed). ImGui::Text, draw-list AddText, button labels and
+// tooltips alike; clipped glyphs are left out.
+inline std::string headless_text() {
+  std::map<std::pair<float, float>, const ImFontGlyph*> glyph_at;
+  for (const ImFont* font : ImGui::GetIO().Fonts->Fonts)
+    for (const ImFontGlyph& g : font->Glyphs)
+      if (g.Visible) glyph_at.emplace(std::make_pair(g.U0, g.V0), &g);
+  auto utf8 = [](unsigned c) {
+    std::string s;
+    if (c < 0x80) {
+      s += static_cast<char>(c);
+    } else if (c < 0x800) {
+      s += static_cast<char>(0xC0 | (c >> 6));
+      s += static_cast<char>(0x80 | (c & 0x3F));
+    } else {
+      s += static_cast<char>(0xE0 | (c >> 12));
+      s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      s += static_cast<char>(0x80 | (c & 0x3F));
+    }
+    return s;
+  };
+  std::string out;
+  const ImDrawData* data = ImGui::GetDrawData();
+  if (!data) return out;
+  float last_x = 0, last_y = -1e9f;
+  for (int l = 0; l < data->CmdListsCount; ++l) {
+    const ImVector<ImDrawVert>& v = data->CmdLists[l]->VtxBuffer;
+    for (int i = 0; i + 2 < v.Size; ++i) {
+      const auto it = glyph_at.find(std::make_pair(v[i].uv.x, v[i].uv.y));
+      if (it == glyph_at.end()) continue;
+      const ImFontGlyph& g = *it->second;
+      if (v[i + 2].uv.x != g.U1 || v[i + 2].uv.y != g.V1) continue;
+      // Where the pen was (the line's top, the glyph's start): glyphs sit
+      // at their offsets from it (fonts drawn at their own size).
+      const float top = v[i].pos.y - g.Y0, pen = v[i].pos.x - g.X0;
+      if (std::abs(top - last_y) > 1.0f || pen < last_x - 1.0f)
+        out += '\n';
+      else if (pen > last_x + 1.0f)
+        out += ' ';
+      out += utf8(g.Codepoint);
+      last_x = pen + g.AdvanceX;
+      last_y = top;
+      i += 3;
+    }
+  }
+  return out;
+}
+
+// `s` without spaces and line breaks: headless_text() sees no space glyphs,
+// only gaps, and wrapped text breaks wherever the panel is narrow.
+inline std::string squeezed(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '\n') out += c;
+  return out;
 }
 
 }  // namespace attnscope::gui

@@ -10,9 +10,12 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include "attnscope/base/stages.hpp"
+#include "attnscope/book/teach.hpp"
 #include "attnscope/io/io.hpp"
 #include "compute/model_job.hpp"
 #include "export/files.hpp"
@@ -25,6 +28,8 @@
 #include "state/app_state.hpp"
 #include "state/session.hpp"
 #include "state/step.hpp"
+#include "state/view_scale.hpp"
+#include "teach/teach.hpp"
 #include "temp_dir.hpp"
 
 namespace attnscope::gui {
@@ -345,6 +350,9 @@ class ModelApp : public ::testing::Test {
   int frame() { return headless_frame(state); }
   void frames(int n) { headless_frames(state, n); }
   void click(ImVec2 p) { headless_click(state, p); }
+  // A window tall enough for the whole Model panel (the next tokens at its
+  // foot are clipped, not drawn, below a 1000 px window's edge).
+  void tall() { ImGui::GetIO().DisplaySize = ImVec2(1600, 2400); }
   AppState state;
 };
 
@@ -363,6 +371,25 @@ TEST_F(ModelApp, EveryViewAndEveryStepDraws) {
     state.model.view = ModelView::Model;
     EXPECT_GT(frame(), 1000) << core::pattern_key(k);
   }
+}
+
+TEST_F(ModelApp, OneHeadsConcatShowsThatHeadsSliceBesideTheConcatenation) {
+  // Every head's context in the inputs' column left GPT-2's 12 boxes too
+  // small for their cells: titles over empty boxes.
+  state.model.view = ModelView::Head;
+  state.head = 1;
+  state.step = Step::Concat;
+  frames(3);
+  const StepMatrices m = step_matrices(Step::Concat, *state.trace, state.head);
+  ASSERT_EQ(m.outputs.size(), 1u);
+  EXPECT_EQ(m.outputs[0]->id, id::concat);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0]->id, id::context);
+  EXPECT_EQ(m.inputs[0]->head, 1);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("head 1's context")), std::string::npos) << shown;
+  EXPECT_NE(shown.find(squeezed("columns 8 to 15 of the concatenation")), std::string::npos)
+      << shown;
 }
 
 TEST_F(ModelApp, ClickingAThumbnailOpensThatHead) {
@@ -413,6 +440,76 @@ TEST_F(ModelApp, PageDownAndBracketsChangeLayerAndHead) {
   EXPECT_EQ(state.trace->layer, 1);
 }
 
+TEST_F(ModelApp, APatternRankCountsOnlyLowerHeadsAndNamesTies) {
+  // Layer 0, head 0 prints 0.900 like heads 1, 2 (0.89999) and 4: higher than
+  // the two below it, tied with those three, not "higher than 3".
+  auto overview = std::make_shared<ModelOverview>(*state.model.overview);
+  ASSERT_EQ(overview->patterns.size(), 6u);
+  const double previous[] = {0.9, 0.9, 0.89999, 0.2, 0.9, 0.1};
+  for (std::size_t k = 0; k < 6; ++k) overview->patterns[k].previous_token = previous[k];
+  state.model.overview = overview;
+  state.model.view = ModelView::Model;
+  state.model.layer = 0;
+  state.head = 0;
+  const HeadRank r = head_rank(*overview, core::PatternKind::PreviousToken, 0, 3);
+  EXPECT_EQ(r.lower, 2);
+  EXPECT_EQ(r.tied, 3);
+  EXPECT_EQ(r.others, 5);
+  frames(2);
+  ASSERT_EQ(state.model.hovered, -1);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("Higher than 2 of the other 5 heads, tied with 3")),
+            std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find(squeezed("Higher than 3 of the other 5 heads")), std::string::npos) << shown;
+}
+
+TEST_F(ModelApp, AHeadOpenedFromAllHeadsKeepsItsRowScale) {
+  // All heads draws each head row by row; One head under Auto did so only
+  // from 128 tokens, so a short text's head looked flat there.
+  ASSERT_EQ(state.ui.row_scale, figure::RowScale::Auto);
+  ASSERT_LT(state.trace->num_tokens(), figure::kAutoRowScaleTokens);
+  state.model.view = ModelView::Head;
+  state.step = Step::Softmax;
+  frames(2);
+  const core::Stage* w = state.trace->find(id::weights, state.head);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *w), ScaleScope::Row);
+  EXPECT_TRUE(rows_on_own_scale(state));  // the step card's checkbox shows it
+  // R: an explicit choice, the same in both views (one scale).
+  toggle_row_scale(state);
+  EXPECT_EQ(state.ui.row_scale, figure::RowScale::Off);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *w), ScaleScope::Matrix);
+  // The book's six tokens stay on one scale under Auto.
+  state.ui.row_scale = figure::RowScale::Auto;
+  state.set_source(Source::Inputs);
+  state.config.variant = core::Variant::Causal;
+  state.mark_dirty();
+  frames(2);
+  const core::Stage* book = state.trace->find(id::weights);
+  ASSERT_NE(book, nullptr);
+  EXPECT_EQ(heatmap_scope(state, *state.trace, *book), ScaleScope::Matrix);
+}
+
+TEST_F(ModelApp, TheNormalisationLabDrawsNegativeNaiveWeightsOnAScaleCentredOnZero) {
+  // A model's scores have both signs: division by the sum gives negative
+  // "weights", which the weights' scale (0 up) draws like small positive ones.
+  const auto n = core::compare_normalisation(*state.trace, state.head);
+  ASSERT_TRUE(n);
+  ASSERT_GT(n->negative_naive, 0);
+  state.model.view = ModelView::Model;  // no stage panel: its scores have a centred scale too
+  state.teach.show_normalisation = true;
+  state.ui.row_scale = figure::RowScale::On;  // the bar's ends in words: "row max", ...
+  frames(3);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("centredon0"), std::string::npos) << shown;
+  // The colour bar of a scale centred on 0 ends at minus its top.
+  const bool centred =
+      shown.find("−rowmax") != std::string::npos || shown.find("-rowmax") != std::string::npos ||
+      shown.find("−max") != std::string::npos || shown.find("-max") != std::string::npos;
+  EXPECT_TRUE(centred) << shown;
+}
+
 TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {
   const std::size_t before = state.model.typed.tokens.size();
   const int top = state.model.overview->next_last.front().id;
@@ -439,6 +536,40 @@ TEST_F(ModelApp, AppendingATokenThatEndsInsideACharacterKeepsTheTextUtf8) {
   EXPECT_TRUE(state.error.empty()) << state.error;
   EXPECT_EQ(state.model.typed.tokens.size(),
             core::Gpt2Tokenizer::builtin().encode(state.model.typed.text).size());
+}
+
+TEST_F(ModelApp, NextTokenPercentagesTellTheRowsApart) {
+  // An untrained model spreads its probability over the whole vocabulary:
+  // at two decimals every row read "0.00 %".
+  const ModelOverview& o = *state.model.overview;
+  ASSERT_EQ(o.next.size(), 10u);
+  std::set<double> distinct;
+  for (const core::NextToken& t : o.next) distinct.insert(t.probability);
+  ASSERT_GT(distinct.size(), 5u);
+  tall();
+  frames(2);
+  const std::string shown = squeezed(headless_text());
+  std::set<std::string> printed;
+  const std::regex percent(R"(([0-9]+\.[0-9]+)%)");
+  for (auto it = std::sregex_iterator(shown.begin(), shown.end(), percent);
+       it != std::sregex_iterator(); ++it)
+    printed.insert((*it)[1]);
+  EXPECT_GE(printed.size(), distinct.size()) << shown;
+  EXPECT_EQ(printed.count("0.00"), 0u) << shown;
+}
+
+TEST_F(ModelApp, ANewlineTokenIsShownAsAnEscapeInTheNextTokenList) {
+  auto overview = std::make_shared<ModelOverview>(*state.model.overview);
+  overview->next.front() = {198, "\n", 0.5};  // GPT-2's "\n"
+  overview->next[1] = {197, "\t", 0.25};
+  overview->next_last = overview->next;
+  state.model.overview = overview;
+  tall();
+  frames(2);
+  const std::string shown = headless_text();
+  EXPECT_NE(shown.find(R"("\n")"), std::string::npos) << shown;
+  EXPECT_NE(shown.find(R"("\t")"), std::string::npos) << shown;
+  EXPECT_NE(shown.find(R"(Append "\n")"), std::string::npos) << shown;
 }
 
 TEST_F(ModelApp, NextTokensFollowTheClickedPosition) {
@@ -526,6 +657,26 @@ TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   EXPECT_NE(state.trace, shown);
 }
 
+TEST_F(ModelApp, ARefusedTextLeavesEveryViewOnTheTokensThatRan) {
+  ASSERT_EQ(state.trace->tokens.size(), 6u);  // "Your journey starts with one step"
+  std::string longer = "Zebras";
+  for (int k = 0; k < 70; ++k) longer += " word";
+  state.model.typed.text = longer;
+  state.model_text_changed();
+  frames(2);
+  ASSERT_NE(state.error.find("64 at most"), std::string::npos) << state.error;
+  state.model.view = ModelView::Tokens;
+  tall();
+  frames(2);
+  // The head view's right panel and the next-token header name the sixth
+  // token of the run (" step"), not the text box's sixth (" word").
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("Token5\"step\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("aftertoken5\"step\""), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("Token5\"word\""), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("aftertoken5\"word\""), std::string::npos) << shown;
+}
+
 TEST_F(ModelApp, AMalformedModelFolderGivesItsMessageAndKeepsTheModel) {
   core::testing::TempDir dir;
   const std::filesystem::path folder = dir.path() / "broken";
@@ -605,6 +756,59 @@ TEST_F(ModelApp, BackToChapterThreeRunsTheBooksClasses) {
   state.set_source(Source::Model);
   frames(2);
   EXPECT_TRUE(state.showing_model());
+}
+
+TEST_F(ModelApp, TheWalkthroughRunsTheBooksClassesAndLeaveReturnsToTheModel) {
+  state.model.layer = 1;
+  state.head = 2;
+  state.model.view = ModelView::Head;
+  state.step = Step::Softmax;
+  state.mark_dirty();
+  frames(2);
+  ASSERT_TRUE(state.showing_model());
+  start_walkthrough(state, 0);
+  frames(3);
+  // The book's words over the book's numbers: the chapter-3 classes on its six tokens.
+  EXPECT_EQ(state.source, Source::Inputs);
+  ASSERT_TRUE(state.trace);
+  EXPECT_FALSE(state.showing_model());
+  EXPECT_EQ(state.trace->config.variant, core::Variant::Simple);
+  EXPECT_EQ(state.step, Step::Scores);
+  const auto books = core::book_matrices_for_stage(*state.trace, id::scores);
+  ASSERT_FALSE(books.empty());
+  for (const core::BookMatrix* b : books)
+    EXPECT_TRUE(core::check_book(*b, state.trace.get()).matches) << b->name;
+  // Set up this step again, after the learner moved on: back to the step's stage.
+  state.step = Step::Context;
+  state.teach.walk_apply = state.teach.walk_step;
+  frames(3);
+  EXPECT_EQ(state.step, Step::Scores);
+  EXPECT_FALSE(state.showing_model());
+  // Leave: the model view as it was.
+  leave_walkthrough(state, true);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Model);
+  ASSERT_TRUE(state.showing_model()) << state.error;
+  EXPECT_EQ(state.model.layer, 1);
+  EXPECT_EQ(state.trace->layer, 1);
+  EXPECT_EQ(state.head, 2);
+  EXPECT_EQ(state.step, Step::Softmax);
+  EXPECT_EQ(state.model.view, ModelView::Head);
+}
+
+TEST_F(ModelApp, LeavingAWalkthroughStartedOnTypedTextReturnsToTheText) {
+  state.set_source(Source::Text);
+  frames(2);
+  ASSERT_EQ(state.source, Source::Text);
+  const std::vector<std::string> tokens = state.trace->tokens;
+  start_walkthrough(state, 3);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Inputs);
+  leave_walkthrough(state, true);
+  frames(3);
+  EXPECT_EQ(state.source, Source::Text);
+  EXPECT_EQ(state.origin, InputOrigin::Text);
+  EXPECT_EQ(state.trace->tokens, tokens);
 }
 
 TEST_F(ModelApp, ASessionKeepsTheModelsPathTextAndSelectionNotItsWeights) {

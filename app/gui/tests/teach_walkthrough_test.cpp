@@ -4,6 +4,7 @@
 // the edits they make (weights, embeddings) reaching the engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "attnscope/book/teach.hpp"
@@ -100,6 +101,58 @@ TEST_F(Teach, AnEditDuringTheWalkthroughTurnsTheBadgeIntoADifference) {
       EXPECT_NEAR(c.max_diff, 0.4975f, 1e-4f) << b->name;
     }
   }
+}
+
+TEST_F(Teach, ABookBadgeAtAnotherDropoutSaysWhichTheBookPrintedAt) {
+  const auto& steps = walkthrough_steps();
+  int k = 0;
+  while (k < static_cast<int>(steps.size()) &&
+         std::string(steps[static_cast<std::size_t>(k)].title) != "The CausalAttention class")
+    ++k;
+  ASSERT_LT(k, static_cast<int>(steps.size()));
+  start_walkthrough(state, k);
+  frames(3);
+  state.config.dropout = 0.5;
+  state.mark_dirty();
+  frames(3);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(squeezed("printed at dropout 0.0; you have 0.5")), std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find("offby"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("bookΔ"), std::string::npos) << shown;
+}
+
+TEST_F(Teach, CompareNamesWhatDiffersAndNoSeedWithoutWeights) {
+  state.config.variant = core::Variant::Simple;
+  state.mark_dirty();
+  frames(2);
+  state.teach.show_compare = true;
+  frames(1);
+  // Click "Pin the current run as A", the window's first item; then edit an embedding.
+  const ImGuiWindow* w = ImGui::FindWindowByName("Compare runs");
+  ASSERT_NE(w, nullptr);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  headless_click(state, ImVec2(w->Pos.x + style.WindowPadding.x + 10,
+                               w->Pos.y + w->TitleBarHeight() + style.WindowPadding.y +
+                                   ImGui::GetFrameHeight() * 0.5f));
+  ASSERT_EQ(state.teach.compare_a, state.trace) << "the pin button was not hit";
+  state.inputs.embeddings(1, 1) += 0.25f;
+  state.inputs_replaced(InputOrigin::Edited);
+  frames(3);
+  const std::string shown = squeezed(headless_text());
+  const std::size_t at = shown.find("PinthecurrentrunasA");
+  ASSERT_NE(at, std::string::npos) << shown;
+  const std::size_t a = shown.find("A:", at), b = shown.find("B:", a);
+  const std::size_t end = std::min(shown.find("B−A", b), shown.find("B-A", b));
+  ASSERT_NE(end, std::string::npos) << shown;
+  const std::string line_a = shown.substr(a + 2, b - a - 2),
+                    line_b = shown.substr(b + 2, end - b - 2);
+  EXPECT_NE(line_a, line_b);
+  EXPECT_NE(line_a.find("preset"), std::string::npos) << line_a;
+  EXPECT_NE(line_b.find("edited"), std::string::npos) << line_b;
+  // Simplified self-attention has no weights: no seed makes anything in it.
+  EXPECT_EQ(line_a.find("seed"), std::string::npos) << line_a;
+  EXPECT_EQ(line_b.find("seed"), std::string::npos) << line_b;
 }
 
 TEST_F(Teach, EveryLearnWindowDrawsInEveryVariant) {

@@ -364,7 +364,7 @@ float draw_title(const HeatmapFrame& f, const HeatmapSpec& spec, HeatmapResult& 
 // The stage's scale, colormap and texture (coloured in the background when
 // it is new: TextureCache::get).
 HeatmapColouring colour_stage(AppState& state, const HeatmapFrame& f, const HeatmapSpec& spec) {
-  const ScaleKind kind = scale_kind_for(f.st.id);
+  const ScaleKind kind = spec.kind ? *spec.kind : scale_kind_for(f.st.id);
   const Colormap map = kind == ScaleKind::Sequential ? sequential_map(state.ui.palette)
                                                      : diverging_map(state.ui.palette);
   // A tile (no zoom) needs no more texels than it has pixels: the smallest
@@ -747,8 +747,9 @@ void draw_scale(const AppState& state, const HeatmapFrame& f, const HeatmapSpec&
   // Row scope: a line that says so (and whether it is automatic, and
   // that R changes it), ending under the bar's labels.
   if (c.scope != ScaleScope::Row) return;
-  const std::string note = pick_title(figure::row_scope_notes(state.ui.row_scale, f.uni),
-                                      f.box_max.x - f.box_min.x - 4 * px, f.uni);
+  const std::string note =
+      pick_title(figure::row_scope_notes(state.ui.row_scale, f.uni, f.tr.is_model()),
+                 f.box_max.x - f.box_min.x - 4 * px, f.uni);
   const float w = ImGui::CalcTextSize(note.c_str()).x;
   const float y = std::max(took.bottom, std::min(g.img_max.y, area_max.y) +
                                             (spec.bands.empty() ? 0 : line_h + 4 * px)) +

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct HeatmapSpec {
   int pin_row = -1, pin_col = -1;      // the pinned cell, outlined
   int mark_row = -1, mark_col = -1;    // a related row / column, outlined faintly
   float title_reserve = 0;             // px kept free after the title (a caller's badge)
+  // The scale's kind when not the stage id's (scale_kind_for): a matrix
+  // that holds what the id's scale cannot show (negative "weights").
+  std::optional<figure::ScaleKind> kind;
 };
 
 struct HeatmapResult {

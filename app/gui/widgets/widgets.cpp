@@ -2,7 +2,9 @@
 #include "widgets/widgets.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/text/tokenizer.hpp"
@@ -55,6 +57,57 @@ void text_wrapped(const AppState& state, const std::string& text) {
 
 // A token as a chip: its text with spaces shown as "·", a colour per
 // position, the id and byte span on hover.
+std::string token_label(std::string_view token) {
+  std::string out;
+  for (const char ch : token) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> percent_texts(const std::vector<double>& probabilities) {
+  constexpr int kFewest = 2, kMost = 12;
+  auto print = [&](int decimals) {
+    std::vector<std::string> out;
+    for (double p : probabilities) {
+      char s[64];
+      std::snprintf(s, sizeof s, "%.*f %%", decimals, 100.0 * p);
+      out.emplace_back(s);
+    }
+    return out;
+  };
+  auto zero = [](int decimals) {
+    char s[64];
+    std::snprintf(s, sizeof s, "%.*f %%", decimals, 0.0);
+    return std::string(s);
+  };
+  for (int d = kFewest;; ++d) {
+    std::vector<std::string> out = print(d);
+    bool apart = true;
+    for (std::size_t i = 0; i < out.size() && apart; ++i) {
+      if (probabilities[i] > 0 && out[i] == zero(d)) apart = false;
+      for (std::size_t j = i + 1; j < out.size() && apart; ++j)
+        if (probabilities[i] != probabilities[j] && out[i] == out[j]) apart = false;
+    }
+    if (apart || d == kMost) return out;
+  }
+}
+
 bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool selected) {
   std::string shown = core::printable_token(t.text);
   for (std::size_t at = 0; (at = shown.find(' ', at)) != std::string::npos;)

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "state/app_state.hpp"
 
@@ -20,6 +22,17 @@ std::string display(const AppState& state, const std::string& text);
 // position, the id and byte span on hover; wraps before max_x (a window
 // x position). `selected` draws a frame round it. True when clicked.
 bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool selected = false);
+
+// A token's printable text (core::printable_token) for a label on one line:
+// control characters as escapes ("\n", "\t", "\r", "\x1b", ...) and "\" as
+// "\\", so that a newline token does not break the line and stays apart from
+// the token made of a backslash and an n (shown "\\n").
+std::string token_label(std::string_view token);
+
+// The probabilities as percentages ("12.34 %"), all with the same decimals:
+// two at least, more until no two different probabilities print alike and
+// none above 0 prints as 0 (at most 12: beyond that float rounding differs).
+std::vector<std::string> percent_texts(const std::vector<double>& probabilities);
 
 // One editable number that must stay finite (an embedding or weight cell): a
 // DragFloat ("%.4f"; Ctrl+click or double-click types a value). ImGui applies

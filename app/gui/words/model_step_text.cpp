@@ -203,7 +203,10 @@ StepText describe_block_output(Step step, const BlockStepContext& x) {
       s.plain = "The " + std::to_string(heads) + " heads' context vectors, each " +
                 std::to_string(d_head) +
                 " wide, are put next to each other: " + std::to_string(heads) + " × " +
-                std::to_string(d_head) + " = " + std::to_string(d) + " columns again.";
+                std::to_string(d_head) + " = " + std::to_string(d) +
+                " columns again. On the left, head " + std::to_string(h) + "'s part: columns " +
+                std::to_string(h * d_head) + " to " + std::to_string((h + 1) * d_head - 1) +
+                " of the concatenation; the grid below shows every head's.";
       s.formula = "concat = [Z_0 | Z_1 | … | Z_" + std::to_string(heads - 1) + "]";
       s.shapes = sym(x.find(id::concat, -1), Wording::Model);
       break;

@@ -257,8 +257,26 @@ std::optional<RowMatrix> book_value(const BookMatrix& book, const Trace* trace) 
   return m;
 }
 
+double applied_dropout(const Trace& trace) {
+  const Config& c = trace.config;
+  return !trace.is_model() && is_causal(c.variant) && c.training ? c.dropout : 0.0;
+}
+
+bool after_dropout(const BookMatrix& book) {
+  if (book.source != BookSource::Stage) return false;
+  for (std::string_view id :
+       {stage_id::dropped_weights, stage_id::context, stage_id::concat, stage_id::output})
+    if (book.stage == id) return true;
+  return false;
+}
+
 BookCheck check_book(const BookMatrix& book, const Trace* trace) {
   BookCheck check;
+  if (trace && after_dropout(book) && applied_dropout(*trace) != book.run.dropout) {
+    check.dropout_differs = true;
+    check.book_dropout = book.run.dropout;
+    check.run_dropout = applied_dropout(*trace);
+  }
   const auto value = book_value(book, trace);
   if (!value || value->rows() != book.printed.rows() || value->cols() != book.printed.cols())
     return check;
@@ -273,7 +291,7 @@ BookCheck check_book(const BookMatrix& book, const Trace* trace) {
                         : std::abs(a - b);
     check.max_diff = std::max(check.max_diff, d);
   }
-  check.matches = check.max_diff <= kBookTolerance;
+  check.matches = check.max_diff <= kBookTolerance && !check.dropout_differs;
   return check;
 }
 
@@ -284,6 +302,11 @@ StageBookCheck check_book_stage(const Trace& trace, std::string_view stage_id) {
     const BookCheck c = check_book(*b, &trace);
     ++s.count;
     s.matches = s.matches && c.matches;
+    if (c.dropout_differs) {
+      s.dropout_differs = true;
+      s.book_dropout = c.book_dropout;
+      s.run_dropout = c.run_dropout;
+    }
     s.max_diff =
         std::max(s.max_diff, c.comparable ? c.max_diff : std::numeric_limits<float>::infinity());
     if (!s.names.empty()) s.names += ", ";

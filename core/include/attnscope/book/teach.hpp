@@ -43,6 +43,10 @@ struct BookRun {
   int d_out = 2;
   int num_heads = 1;
   std::uint64_t seed = 123;
+  // The dropout the book's class had when it printed the tensor: 0.0 for
+  // every tensor read off a stage (the 3.5.2 dropout examples apply their
+  // own nn.Dropout(0.5) to ones or to the weights, whatever the run's is).
+  double dropout = 0.0;
 };
 
 struct BookMatrix {
@@ -73,7 +77,19 @@ struct BookCheck {
   bool comparable = false;  // book_value existed with the printed shape
   bool matches = false;     // every cell rounds to the printed value (±0.5e-4)
   float max_diff = 0;  // largest |app − printed| (∞ when a printed −∞ is finite or back)
+  // The run drops weights at another rate than the book's class did
+  // (book_dropout, run_dropout) and the tensor comes after the dropout: its
+  // difference says nothing about an edit, so it does not match and a view
+  // names the two settings instead of max_diff.
+  bool dropout_differs = false;
+  double book_dropout = 0.0, run_dropout = 0.0;
 };
+// The dropout `trace` applies to its weights: its config's in training
+// mode for the variants with dropout, else 0.
+double applied_dropout(const Trace& trace);
+// True when `book`'s tensor is computed after the dropout (dropped weights,
+// context vectors, the heads' concatenation, the output).
+bool after_dropout(const BookMatrix& book);
 // Compares the app's value with the printed one. Printed −∞ cells compare
 // equal only to −∞; the finite cells by their difference.
 BookCheck check_book(const BookMatrix& book, const Trace* trace);
@@ -89,6 +105,9 @@ struct StageBookCheck {
   bool matches = false;  // all of them match
   float max_diff = 0;    // largest difference over all of them
   std::string names;     // "attn_scores_2 §3.3.1, attn_scores §3.3.2"
+  // Some of them were printed at another dropout than the run's (BookCheck).
+  bool dropout_differs = false;
+  double book_dropout = 0.0, run_dropout = 0.0;
 };
 StageBookCheck check_book_stage(const Trace& trace, std::string_view stage_id);
 
