@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attnscope/base/stages.hpp"
-#include "attnscope/text/tokenizer.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "panels/panels.hpp"
 #include "teach/teach.hpp"
 #include "widgets/heatmap_view.hpp"
@@ -136,43 +136,30 @@ std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
 // A row of vocabulary scores (the logits: 1 × 50257) is no picture: its
 // largest entries as a table, each with its token and softmax probability.
 void draw_vocab_scores(AppState& state, const core::Stage& s, ImVec2 size) {
+  if (!state.model.model) return;  // only a model's run has a vocabulary
   const core::RowMatrix& m = s.data();
-  const Eigen::Index V = m.cols();
   constexpr int kShown = 15;
-  std::vector<int> order(static_cast<std::size_t>(V));
-  for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
-  const auto top = std::min<std::ptrdiff_t>(kShown, static_cast<std::ptrdiff_t>(V));
-  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) {
-    return m(0, a) > m(0, b) || (m(0, a) == m(0, b) && a < b);
-  });
-  const float largest = m.maxCoeff();
-  double sum = 0.0;
-  for (Eigen::Index j = 0; j < V; ++j) sum += std::exp(static_cast<double>(m(0, j) - largest));
-  const core::Gpt2Tokenizer* tok = state.model.model ? &state.model.model->tokenizer() : nullptr;
+  const std::vector<core::NextToken> top = core::top_tokens(*state.model.model, m, kShown);
   ImGui::BeginChild("##vocab_scores", size, false);
   const int at = state.model.overview ? state.model.overview->next_at : -1;
-  ImGui::Text("logits after token %d (1 × %lld): the %d largest", at, static_cast<long long>(V),
-              kShown);
+  ImGui::Text("logits after token %d (1 × %lld): the %d largest", at,
+              static_cast<long long>(m.cols()), kShown);
   if (ImGui::BeginTable("##vocab", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
     ImGui::TableSetupColumn("token");
     ImGui::TableSetupColumn("id");
     ImGui::TableSetupColumn("logit");
     ImGui::TableSetupColumn("softmax");
     ImGui::TableHeadersRow();
-    for (std::ptrdiff_t k = 0; k < top; ++k) {
-      const int id = order[static_cast<std::size_t>(k)];
+    for (const core::NextToken& t : top) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      const std::string text = tok && static_cast<std::size_t>(id) < tok->vocab_size()
-                                   ? core::printable_token(tok->token_bytes(id))
-                                   : "<" + std::to_string(id) + ">";
-      ImGui::Text("\"%s\"", text.c_str());
+      ImGui::Text("\"%s\"", t.token.c_str());
       ImGui::TableNextColumn();
-      ImGui::Text("%d", id);
+      ImGui::Text("%d", t.id);
       ImGui::TableNextColumn();
-      ImGui::Text("%.3f", static_cast<double>(m(0, id)));
+      ImGui::Text("%.3f", static_cast<double>(m(0, t.id)));
       ImGui::TableNextColumn();
-      ImGui::Text("%.3g %%", 100.0 * std::exp(static_cast<double>(m(0, id) - largest)) / sum);
+      ImGui::Text("%.3g %%", 100.0 * t.probability);
     }
     ImGui::EndTable();
   }
