@@ -228,6 +228,10 @@ ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& f, Program program, 
     made.ids = cmd.add_option("--ids", f.ids,
                               "with --model: token ids instead of --text, e.g. 15496,11,995")
                    ->needs(made.path);
+    cmd.add_flag("--keep-last", f.keep_last,
+                 "with --model: keep the last n_positions tokens of a longer text (else it is "
+                 "refused)")
+        ->needs(made.path);
     return made;
   }
   made.path = cmd.add_option("MODEL", f.path,

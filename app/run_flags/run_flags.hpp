@@ -134,7 +134,7 @@ struct ModelFlags {
   std::optional<std::string> path;    // MODEL (CliModel) or --model PATH (App)
   std::optional<std::string> config;  // --config FILE (CliModel) or --model-config FILE (App)
   std::optional<std::string> ids;     // --ids 1,2,3: token ids instead of a text
-  bool keep_last = false;             // --keep-last: keep the last n_positions tokens (CliModel)
+  bool keep_last = false;             // --keep-last: keep the last n_positions tokens
 
   // The tokens the model reads: --ids, or the text's tokens (`text`: the
   // --text / --text-file given with these flags), with at most n_positions

@@ -173,6 +173,40 @@ void draw_checkpoint(AppState& state) {
 // ---------------------------------------------------------------------------
 // 3. Text
 
+// Keep the last tokens: offered when the text is refused for its length,
+// and a note (with the way back) while it is on.
+void draw_keep_last(AppState& state) {
+  ModelState& m = state.model;
+  const std::string limit = std::to_string(m.max_tokens());
+  if (m.too_long && !m.keep_last) {
+    if (ImGui::Button(("Keep the last " + limit + " tokens").c_str())) {
+      m.keep_last = true;
+      state.model_text_changed();
+    }
+    help(
+        "Read only the end of the text, as the book's generate crops its input to "
+        "context_size; the first tokens drop out of every view");
+    return;
+  }
+  if (!m.keep_last) return;
+  if (m.dropped > 0) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_PlotHistogram));
+    ImGui::TextWrapped(
+        "Keeping the last %s tokens: the first %d of the text's %d are not read (token 0 "
+        "below is token %d of the text).",
+        limit.c_str(), m.dropped, m.dropped + m.max_tokens(), m.dropped);
+    ImGui::PopStyleColor();
+  } else {
+    ImGui::TextDisabled("Keep the last %s tokens is on: a longer text drops its first tokens.",
+                        limit.c_str());
+  }
+  if (ImGui::SmallButton("Read the whole text")) {
+    m.keep_last = false;
+    state.model_text_changed();
+  }
+  help("Turn keeping the last tokens off: a text longer than the model's context is refused");
+}
+
 void draw_text(AppState& state) {
   ModelState& m = state.model;
   section("Text");
@@ -183,6 +217,7 @@ void draw_text(AppState& state) {
   ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
                       m.max_tokens());
   error_text(state, m.typed.error);
+  draw_keep_last(state);
   if (!m.typed.error.empty() && state.showing_model())
     ImGui::TextDisabled("The views still show the last text that ran (%d tokens).",
                         state.trace->num_tokens());

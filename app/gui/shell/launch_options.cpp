@@ -169,12 +169,14 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
     throw core::ParseError("give the model's text with one of " + o.text.flag() +
                            " and --ids, not both");
   if (o.text.given()) m.typed.text = o.text.read();
+  m.keep_last = o.model.keep_last;
   state.open_model(*o.model.path);
   state.poll_model_loader(true);
   if (!m.model) throw core::ParseError("--model: " + m.load_error);
   if (o.model.ids) apply_ids_flag(*o.model.ids, state);
   if (!m.typed.error.empty())
-    throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.typed.error);
+    throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.typed.error +
+                           (m.too_long ? " (--keep-last keeps them)" : ""));
   const core::Gpt2Config& c = m.model->config();
   if (o.layer) {
     if (*o.layer < 0 || *o.layer >= c.n_layer)

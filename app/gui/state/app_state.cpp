@@ -336,7 +336,14 @@ void AppState::set_source(Source s) {
 }
 
 void AppState::model_text_changed() {
+  const int dropped_before = model.dropped;
   model.encode_text();
+  // Tokens dropped from the front (keep_last) move the clicked token left.
+  const int shift = model.dropped - dropped_before;
+  if (shift != 0) {
+    if (model.query >= 0) model.query = model.query >= shift ? model.query - shift : -1;
+    if (model.next_at >= 0) model.next_at = model.next_at >= shift ? model.next_at - shift : -1;
+  }
   const int n = static_cast<int>(model.typed.tokens.size());
   if (model.query >= n) model.query = -1;
   if (model.next_at >= n) model.next_at = -1;
@@ -390,9 +397,12 @@ std::optional<int> AppState::sample_token() {
 }
 
 bool AppState::append_token(int id) {
-  if (static_cast<int>(model.typed.tokens.size()) >= model.max_tokens()) {
+  if (static_cast<int>(model.typed.tokens.size()) >= model.max_tokens() && !model.keep_last) {
     model.typed.error = "The text fills the model's " + std::to_string(model.max_tokens()) +
-                        " positions; there is no room for another token.";
+                        " positions; there is no room for another token. Keep its last " +
+                        std::to_string(model.max_tokens()) +
+                        " tokens to go on (the first ones drop out).";
+    model.too_long = true;
     return false;
   }
   // The text box holds text, not bytes: a token that stops inside a

@@ -104,13 +104,22 @@ void ModelState::remember(const std::string& p) {
 }
 
 void ModelState::encode_text() {
+  dropped = 0;
+  too_long = false;
   if (!typed.encode(model ? model->tokenizer() : core::Gpt2Tokenizer::builtin())) return;
   const std::size_t n = typed.tokens.size();
-  if (n == 0)
+  const auto limit = static_cast<std::size_t>(max_tokens());
+  if (n == 0) {
     typed.error = "Type some text: the model needs at least one token.";
-  else if (static_cast<int>(n) > max_tokens())
+  } else if (n > limit && keep_last) {
+    dropped = static_cast<int>(n - limit);
+    typed.tokens.erase(typed.tokens.begin(), typed.tokens.begin() + dropped);
+  } else if (n > limit) {
+    too_long = true;
     typed.error = "The text is " + std::to_string(n) + " tokens; the model reads " +
-                  std::to_string(max_tokens()) + " at most. Shorten it.";
+                  std::to_string(limit) + " at most. Shorten it, or keep its last " +
+                  std::to_string(limit) + " tokens.";
+  }
 }
 
 int ModelState::max_tokens() const { return model ? model->config().n_positions : 1024; }

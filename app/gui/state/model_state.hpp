@@ -122,6 +122,13 @@ struct ModelState {
 
   // The text and its tokens (encoded on every edit, with the model's tokenizer).
   TypedText typed{"The attention mechanism lets every token look back at the tokens before it."};
+  // Keep the last max_tokens() tokens of a longer text instead of refusing
+  // it (as the book's generate crops to context_size). `dropped` counts the
+  // tokens left out of `typed.tokens` by the last encode; `too_long` says the
+  // last encode refused the text for its length (the panel offers keep_last).
+  bool keep_last = false;
+  int dropped = 0;
+  bool too_long = false;
 
   // Selection (the head is AppState::head, the step AppState::step).
   int layer = 0;
@@ -146,7 +153,8 @@ struct ModelState {
   void remember(const std::string& p);
   // Re-encodes the typed text with the model's tokenizer (GPT-2's own
   // without a model); its error tells invalid UTF-8, an empty text, or more
-  // tokens than the model's n_positions.
+  // tokens than the model's n_positions (with keep_last, those first tokens
+  // are dropped from typed.tokens instead).
   void encode_text();
   // The most tokens the model reads (1024 without a model).
   int max_tokens() const;

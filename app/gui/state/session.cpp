@@ -46,6 +46,7 @@ json model_view_of(const ModelState& m) {
             {"view", std::string(model_view_id(m.view))},
             {"query", m.query},
             {"next_at", m.next_at},
+            {"keep_last", m.keep_last},
             {"recent", m.recent},
             {"sort", m.pattern.sort}};
   if (m.pattern.kind) j["pattern"] = std::string(core::pattern_key(*m.pattern.kind));
@@ -61,6 +62,7 @@ void read_model_view(const json& j, ModelState& m, bool preferences) {
   m.view = parse_model_view(j.value("view", std::string("model"))).value_or(ModelView::Model);
   m.query = std::max(-1, j.value("query", -1));
   m.next_at = std::max(-1, j.value("next_at", -1));
+  m.keep_last = j.value("keep_last", false);
   if (preferences) {
     m.recent = j.value("recent", std::vector<std::string>{});
     if (m.recent.size() > ModelState::kRecent) m.recent.resize(ModelState::kRecent);

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "imgui.h"
 #include "platform/fonts.hpp"
@@ -56,14 +58,19 @@ inline void headless_click(AppState& state, ImVec2 p) {
   headless_frame(state);
 }
 
-// The text the last frame drew, read back from its vertices: every glyph
+// One glyph the last frame drew: its character (UTF-8), where the pen was
+// (x, and the line's top) and where it went on to.
+struct DrawnGlyph {
+  std::string text;
+  float pen = 0, top = 0, advance = 0;
+};
+
+// The glyphs the last frame drew, read back from its vertices: every glyph
 // quad (a vertex with a glyph's top-left texture corner, the third after it
-// with its bottom-right one) becomes its character, in drawing order. A new
-// line starts where the glyphs' line moves or the pen goes back, a space
-// where the pen skipped ahead (spaces draw no quad; compare across words
-// with squeezed). ImGui::Text, draw-list AddText, button labels and
-// tooltips alike; clipped glyphs are left out.
-inline std::string headless_text() {
+// with its bottom-right one) becomes its character, in drawing order.
+// ImGui::Text, draw-list AddText, button labels and tooltips alike; clipped
+// glyphs are left out.
+inline std::vector<DrawnGlyph> headless_glyphs() {
   std::map<std::pair<float, float>, const ImFontGlyph*> glyph_at;
   for (const ImFont* font : ImGui::GetIO().Fonts->Fonts)
     for (const ImFontGlyph& g : font->Glyphs)
@@ -82,10 +89,9 @@ inline std::string headless_text() {
     }
     return s;
   };
-  std::string out;
+  std::vector<DrawnGlyph> out;
   const ImDrawData* data = ImGui::GetDrawData();
   if (!data) return out;
-  float last_x = 0, last_y = -1e9f;
   for (int l = 0; l < data->CmdListsCount; ++l) {
     const ImVector<ImDrawVert>& v = data->CmdLists[l]->VtxBuffer;
     for (int i = 0; i + 2 < v.Size; ++i) {
@@ -95,18 +101,49 @@ inline std::string headless_text() {
       if (v[i + 2].uv.x != g.U1 || v[i + 2].uv.y != g.V1) continue;
       // Where the pen was (the line's top, the glyph's start): glyphs sit
       // at their offsets from it (fonts drawn at their own size).
-      const float top = v[i].pos.y - g.Y0, pen = v[i].pos.x - g.X0;
-      if (std::abs(top - last_y) > 1.0f || pen < last_x - 1.0f)
-        out += '\n';
-      else if (pen > last_x + 1.0f)
-        out += ' ';
-      out += utf8(g.Codepoint);
-      last_x = pen + g.AdvanceX;
-      last_y = top;
+      out.push_back({utf8(g.Codepoint), v[i].pos.x - g.X0, v[i].pos.y - g.Y0, g.AdvanceX});
       i += 3;
     }
   }
   return out;
+}
+
+// The text the last frame drew (headless_glyphs in order). A new line
+// starts where the glyphs' line moves or the pen goes back, a space where
+// the pen skipped ahead (spaces draw no quad; compare across words with
+// squeezed).
+inline std::string headless_text() {
+  std::string out;
+  float last_x = 0, last_y = -1e9f;
+  for (const DrawnGlyph& g : headless_glyphs()) {
+    if (std::abs(g.top - last_y) > 1.0f || g.pen < last_x - 1.0f)
+      out += '\n';
+    else if (g.pen > last_x + 1.0f)
+      out += ' ';
+    out += g.text;
+    last_x = g.pen + g.advance;
+    last_y = g.top;
+  }
+  return out;
+}
+
+// Where the last frame drew `label` (spaces ignored): the middle of its
+// first glyph's line box, to click a button by its label; nullopt if it was
+// not drawn.
+inline std::optional<ImVec2> headless_text_at(const std::string& label) {
+  std::string want;
+  for (char c : label)
+    if (c != ' ') want += c;
+  const std::vector<DrawnGlyph> glyphs = headless_glyphs();
+  for (std::size_t i = 0; i < glyphs.size(); ++i) {
+    std::string run;
+    for (std::size_t k = i; k < glyphs.size() && run.size() < want.size(); ++k)
+      run += glyphs[k].text;
+    if (run == want)
+      return ImVec2(glyphs[i].pen + glyphs[i].advance * 0.5f,
+                    glyphs[i].top + ImGui::GetFontSize() * 0.5f);
+  }
+  return std::nullopt;
 }
 
 // `s` without spaces and line breaks: headless_text() sees no space glyphs,

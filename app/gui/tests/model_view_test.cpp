@@ -657,6 +657,51 @@ TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   EXPECT_NE(state.trace, shown);
 }
 
+TEST_F(ModelApp, ATooLongTextOffersToKeepItsLastTokensAndSaysWhatItDropped) {
+  std::string longer = "Hello";
+  for (int k = 0; k < 69; ++k) longer += " word";  // 70 tokens, 64 positions
+  for (int k = 0; k < 5; ++k) longer += " end";    // 75
+  state.model.typed.text = longer;
+  state.model_text_changed();
+  tall();
+  frames(2);
+  ASSERT_NE(state.error.find("keep its last 64"), std::string::npos) << state.error;
+  const auto button = headless_text_at("Keep the last 64 tokens");
+  ASSERT_TRUE(button) << headless_text();
+  click(*button);
+  frames(3);
+  EXPECT_TRUE(state.model.keep_last);
+  EXPECT_TRUE(state.error.empty()) << state.error;
+  ASSERT_TRUE(state.showing_model());
+  // The run reads the last 64 tokens: "Hello" and ten " word"s drop out.
+  std::vector<int> kept = ids_of(longer);
+  ASSERT_EQ(kept.size(), 75u);
+  kept.erase(kept.begin(), kept.begin() + 11);
+  EXPECT_EQ(state.model.dropped, 11);
+  ASSERT_EQ(state.trace->num_tokens(), 64);
+  EXPECT_EQ(state.model.overview->ids, kept);
+  EXPECT_EQ(state.trace->tokens.front(), " word");
+  EXPECT_EQ(state.trace->tokens.back(), " end");
+  const std::string note = squeezed(headless_text());
+  EXPECT_NE(note.find("Keepingthelast64tokens:thefirst11ofthetext's75arenotread"),
+            std::string::npos)
+      << note;
+  // Appending goes on past the context, the first tokens dropping out.
+  ASSERT_TRUE(state.append_top_token());
+  frames(3);
+  EXPECT_EQ(state.model.dropped, 12);
+  EXPECT_EQ(state.trace->num_tokens(), 64);
+  // The session keeps the choice; Read the whole text turns it off and the
+  // text is refused again.
+  EXPECT_NE(session_json(state).find("\"keep_last\": true"), std::string::npos);
+  const auto off = headless_text_at("Read the whole text");
+  ASSERT_TRUE(off) << headless_text();
+  click(*off);
+  frames(2);
+  EXPECT_FALSE(state.model.keep_last);
+  EXPECT_NE(state.error.find("76 tokens"), std::string::npos) << state.error;
+}
+
 TEST_F(ModelApp, ARefusedTextLeavesEveryViewOnTheTokensThatRan) {
   ASSERT_EQ(state.trace->tokens.size(), 6u);  // "Your journey starts with one step"
   std::string longer = "Zebras";
@@ -982,6 +1027,23 @@ TEST(ModelFlags, TextFileIdsAndModelConfigOpenTheModelAsTextDoes) {
       refused, {"--model", tiny, "--model-config", config, "--config", config, "--text", "a"});
   EXPECT_NE(two.find("keep --model-config"), std::string::npos) << two;
   EXPECT_EQ(launch_model(refused, {"--ids", "64"}), "parse refused") << "--ids needs --model";
+}
+
+TEST(ModelFlags, KeepLastOpensATextLongerThanTheContextAtItsEnd) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "tiny");  // 16 positions
+  const std::string tiny = (dir.path() / "tiny").string();
+  std::string text = "Hello";
+  for (int k = 0; k < 19; ++k) text += " word";  // 20 tokens
+  AppState refused, kept;
+  const std::string why = launch_model(refused, {"--model", tiny, "--text", text});
+  EXPECT_NE(why.find("16 at most"), std::string::npos) << why;
+  EXPECT_NE(why.find("--keep-last"), std::string::npos) << why;
+  ASSERT_EQ(launch_model(kept, {"--model", tiny, "--text", text, "--keep-last"}), "");
+  EXPECT_TRUE(kept.model.keep_last);
+  EXPECT_EQ(kept.model.dropped, 4);
+  EXPECT_EQ(kept.model.typed.ids(), std::vector<int>(16, kept.model.typed.ids().back()));
+  EXPECT_EQ(launch_model(refused, {"--keep-last"}), "parse refused") << "--keep-last needs --model";
 }
 
 }  // namespace
