@@ -70,7 +70,8 @@ figure::FigureStyle figure_style(const AppState& state, const core::Trace& trace
 void notify(AppState& state, std::string message, std::string path, bool error) {
   Notice& n = state.files.notice;
   const std::uint64_t serial = n.serial + 1;
-  n = Notice{std::move(message), std::move(path), error, serial};
+  n = Notice{std::move(message), std::move(path), error, serial,
+             error ? Notice::kErrorSeconds : Notice::kSeconds};
 }
 
 namespace {

@@ -287,13 +287,18 @@ void draw_seed(AppState& state) {
   const std::uint64_t one = 1, hundred = 100;
   const float roll_w = ImGui::CalcTextSize("Roll").x + ImGui::GetStyle().FramePadding.x * 2;
   ImGui::SetNextItemWidth(ImGui::CalcItemWidth() - roll_w - ImGui::GetStyle().ItemSpacing.x);
-  if (ImGui::InputScalar("##seed", ImGuiDataType_U64, &c.seed, &one, &hundred, "%llu"))
+  // A typed seed applies on Enter, as the sliders' typed values do (not
+  // digit by digit, each a run); - and + apply at once.
+  if (ImGui::InputScalar("##seed", ImGuiDataType_U64, &c.seed, &one, &hundred, "%llu",
+                         ImGuiInputTextFlags_EnterReturnsTrue))
     state.mark_dirty();
   const bool seeded = weights || causal;
-  if (!seeded && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(
-        "The seed draws the weights (and the dropout mask): simplified "
-        "self-attention has neither, so it changes nothing.");
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", seeded ? "torch.manual_seed(seed): type one and press Enter, or "
+                                     "step it with - and + (Ctrl: by 100)"
+                                   : "The seed draws the weights (and the dropout mask): "
+                                     "simplified self-attention has neither, so it changes "
+                                     "nothing.");
   ImGui::SameLine();
   if (ImGui::Button("Roll")) {
     std::random_device rd;

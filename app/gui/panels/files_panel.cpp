@@ -515,8 +515,9 @@ void draw_file_windows(AppState& state) {
   }
 
   // -------------------------------------------------------------------------
-  // 4. The notice, bottom right, until dismissed or replaced; hidden while a
-  // window screenshot is pending, so that it never shows in one.
+  // 4. The notice, bottom right, until dismissed, replaced or its time is
+  // up; hidden while a window screenshot is pending, so that it never shows
+  // in one.
   // While an export runs its progress window stands there instead.
   if (!f.notice.message.empty() && f.screenshot_countdown == 0 && !f.exporting()) {
     ImGui::SetNextWindowPos(
@@ -539,6 +540,10 @@ void draw_file_windows(AppState& state) {
         ImGui::SameLine();
       }
       if (ImGui::Button("Dismiss")) f.notice.message.clear();
+      if (!ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows)) {
+        f.notice.seconds_left -= ImGui::GetIO().DeltaTime;
+        if (f.notice.seconds_left <= 0) f.notice.message.clear();
+      }
     }
     ImGui::End();
     ImGui::PopStyleColor();

@@ -51,6 +51,10 @@ struct Notice {
   std::string path;     // the file or folder written ("" for errors)
   bool error = false;
   std::uint64_t serial = 0;  // bumps on every new notice (tests, re-showing)
+  // Shown seconds left before it closes itself (the countdown stops while
+  // the pointer is over it): long enough to read, an error's longer.
+  float seconds_left = 0;
+  static constexpr float kSeconds = 8, kErrorSeconds = 20;
 };
 
 struct FilesState {

@@ -237,8 +237,7 @@ TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
 
 TEST_F(Headless, TheSavedNoticeIsHiddenWhileAWindowScreenshotIsPending) {
   frames(2);
-  state.files.notice.message = "Saved weights.png";
-  state.files.notice.path = "/tmp/weights.png";
+  notify(state, "Saved weights.png", "/tmp/weights.png", false);
   frame();
   const ImGuiWindow* notice = ImGui::FindWindowByName("##notice");
   ASSERT_NE(notice, nullptr);
@@ -554,6 +553,26 @@ TEST_F(Headless, TheWeightsShowTheBooksFourDecimalsAtTheDefaultWindow) {
   EXPECT_EQ(state.ui.views["out/0"].decimals, 2);
 }
 
+// A notice closes itself when its time is up, not while the pointer is on it.
+TEST_F(Headless, ANoticeClosesItselfUnlessThePointerIsOnIt) {
+  notify(state, "Saved a file", "/tmp/a file", false);
+  EXPECT_EQ(state.files.notice.seconds_left, Notice::kSeconds);
+  frames(30);  // half a second
+  ASSERT_FALSE(state.files.notice.message.empty());
+  EXPECT_LT(state.files.notice.seconds_left, Notice::kSeconds - 0.4f);
+  const auto at = headless_text_at("Saved a file");
+  ASSERT_TRUE(at) << headless_text();
+  state.files.notice.seconds_left = 0.05f;
+  ImGui::GetIO().MousePos = *at;
+  frames(20);
+  EXPECT_FALSE(state.files.notice.message.empty()) << "the pointer is on it";
+  ImGui::GetIO().MousePos = ImVec2(5, 500);
+  frames(10);
+  EXPECT_TRUE(state.files.notice.message.empty());
+  notify(state, "Could not save", "", true);
+  EXPECT_EQ(state.files.notice.seconds_left, Notice::kErrorSeconds);
+}
+
 // Typing into a slider after Ctrl+click: the value applies on Enter or when
 // the field loses focus, never digit by digit.
 class TypedSlider : public Headless {
@@ -624,6 +643,27 @@ TEST_F(TypedSlider, DigitsTypedIntoDOutRunNothingUntilEnter) {
   EXPECT_EQ(state.config.d_out, 12);
   EXPECT_EQ(state.trace->config.d_out, 12);
   EXPECT_TRUE(state.ui.typed_refusal.empty()) << state.ui.typed_refusal;
+}
+
+TEST_F(TypedSlider, ATypedSeedRunsNothingUntilEnter) {
+  const std::uint64_t seed_before = state.config.seed;
+  ASSERT_NE(seed_before, 4217u);
+  const auto version = state.trace_version;
+  const auto roll = headless_text_at("Roll");
+  ASSERT_TRUE(roll) << headless_text();
+  click(ImVec2(40, roll->y));  // the seed's field, left of its - and + buttons
+  ASSERT_NE(ImGui::GetCurrentContext()->ActiveId, 0u) << "the seed field took the click";
+  ImGuiIO& io = ImGui::GetIO();  // the click selected the old seed: typing replaces it
+  for (const char c : std::string("4217")) {
+    io.AddInputCharacter(static_cast<unsigned>(c));
+    frames(2);
+    EXPECT_EQ(state.config.seed, seed_before) << "typed so far, up to " << c;
+    EXPECT_EQ(state.trace_version, version) << "a run while typing";
+  }
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.seed, 4217u);
+  EXPECT_EQ(state.trace->config.seed, 4217u);
 }
 
 TEST_F(TypedSlider, ATypedDOutTooLargeIsRefusedAndThePreviousRunStays) {
