@@ -103,6 +103,15 @@ core::DataFormat data_format_of(ExportKind k) {
 // The class's id, or the model's name, for file names.
 std::string variant_of(const core::Trace& t) { return t.producer(); }
 
+// A stage's file name: <stage>[_h<head>]_<variant> for the chapter-3
+// classes, and as attnscope-cli model export names them for a model,
+// <stage>_l<layer>[_h<head>]_<model>.
+std::string stage_stem(const core::Trace& t, const core::Stage& stage,
+                       std::chrono::system_clock::time_point now) {
+  if (t.model.empty()) return core::export_stem(stage.id, stage.head, variant_of(t), now);
+  return core::export_stem(stage.id + "_l" + std::to_string(stage.layer), stage.head, t.model, now);
+}
+
 std::string png_bytes(const AppState& state, const core::Trace& trace, const core::Stage& stage,
                       int scale) {
   if (!state.files.render_png)
@@ -170,8 +179,7 @@ std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, 
   if (!state.trace) return std::nullopt;
   const std::shared_ptr<const core::Trace> trace = state.trace;  // the stage lives in it
   return save_export(
-      state, kind,
-      [&](auto now) { return core::export_stem(stage.id, stage.head, variant_of(*trace), now); },
+      state, kind, [&](auto now) { return stage_stem(*trace, stage, now); },
       [&] { return stage_bytes(state, *trace, stage, kind, scale); });
 }
 
@@ -321,7 +329,9 @@ bool start_export_all(AppState& state) {
     spec.data = state.files.all_format;
     const fs::path parent = ready_export_folder(state);
     spec.folder = core::create_new_folder(
-        parent, "attnscope_" + variant_of(*spec.trace) + "_" + core::timestamp_text(spec.time));
+        parent, "attnscope_" + variant_of(*spec.trace) +
+                    (spec.trace->model.empty() ? "" : "_l" + std::to_string(spec.trace->layer)) +
+                    "_" + core::timestamp_text(spec.time));
   } catch (const std::exception& e) {
     notify(state, std::string("Export failed: ") + e.what(), "", true);
     return false;

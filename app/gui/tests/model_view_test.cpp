@@ -923,6 +923,23 @@ TEST_F(ModelApp, TheModelViewExportsAsOneSvgFigure) {
       << state.files.notice.message;
 }
 
+TEST_F(ModelApp, AModelStagesFileIsNamedForTheModelLayerAndHead) {
+  core::testing::TempDir dir;
+  state.files.export_folder = dir.path();
+  state.select_layer(1);
+  state.select_head(2);
+  frames(3);
+  ASSERT_EQ(state.trace->layer, 1);
+  const core::Stage* weights = state.trace->find(id::weights, 2);
+  ASSERT_NE(weights, nullptr);
+  const auto path = export_stage(state, *weights, ExportKind::Csv, 1);
+  ASSERT_TRUE(path) << state.files.notice.message;
+  // As attnscope-cli model export names it: stage, layer, head, model.
+  const std::string want =
+      "weights_l1_h2_" + core::sanitize_file_component(state.trace->model) + "_";
+  EXPECT_EQ(path->filename().string().rfind(want, 0), 0u) << *path << " wanted " << want;
+}
+
 TEST_F(ModelApp, ExportAllWritesEveryHeadOfTheLayerAndTheSession) {
   core::testing::TempDir dir;
   state.files.export_folder = dir.path();
