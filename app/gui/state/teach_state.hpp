@@ -31,6 +31,10 @@ struct TeachState {
   // Learn windows placed so far (begin_learn_window cascades new ones by it).
   int learn_windows_placed = 0;
 
+  // Book check's Set up waiting for the learner to say the edited inputs
+  // (or imported weights) may be replaced.
+  std::optional<core::BookRun> book_set_up_asked;
+
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false, show_dropout = false,
        show_heads = false, show_compare = false, show_weights = false, show_embedding = false,

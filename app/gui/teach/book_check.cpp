@@ -28,6 +28,50 @@ void set_up_run(AppState& state, const core::BookRun& r) {
   state.mark_dirty();
 }
 
+// What Set up would replace that the learner made and cannot redraw: inputs
+// edited, imported or from a file, and weights imported or edited ("" when
+// none).
+std::string work_set_up_replaces(const AppState& state) {
+  const bool inputs = state.origin == InputOrigin::Edited || state.origin == InputOrigin::Imported;
+  const bool weights = state.explicit_parameters != nullptr;
+  if (inputs && weights) return "your edited inputs and your weights";
+  if (inputs) return "your edited inputs";
+  if (weights) return "your imported or edited weights";
+  return "";
+}
+
+// Set up, asking first when it would replace the learner's own inputs or
+// weights: Replace goes on, Cancel keeps everything.
+void ask_then_set_up(AppState& state) {
+  std::optional<core::BookRun>& asked = state.teach.book_set_up_asked;
+  if (!asked) return;
+  const std::string what = work_set_up_replaces(state);
+  if (what.empty()) {
+    set_up_run(state, *asked);
+    asked.reset();
+    return;
+  }
+  constexpr const char* kTitle = "Set up the book's run?##book_set_up";
+  if (!ImGui::IsPopupOpen(kTitle)) ImGui::OpenPopup(kTitle);
+  if (!ImGui::BeginPopupModal(kTitle, nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);
+  ImGui::TextWrapped("Set up runs %s on the book's six tokens with seeded weights: it replaces %s.",
+                     run_text(*asked).c_str(), what.c_str());
+  ImGui::TextDisabled("File > Save session keeps them first.");
+  ImGui::PopTextWrapPos();
+  if (ImGui::Button("Replace")) {
+    set_up_run(state, *asked);
+    asked.reset();
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGuiKey_Escape)) {
+    asked.reset();
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndPopup();
+}
+
 }  // namespace
 
 void draw_book_check(AppState& state) {
@@ -55,7 +99,7 @@ void draw_book_check(AppState& state) {
     } else {
       // The button first and the line wrapped after it: a run's description
       // can be wider than the window, and a button after it would be cut off.
-      if (ImGui::SmallButton("Set up")) set_up_run(state, b.run);
+      if (ImGui::SmallButton("Set up")) state.teach.book_set_up_asked = b.run;
       const float indent = ImGui::GetItemRectSize().x + ImGui::GetStyle().ItemSpacing.x;
       ImGui::SameLine();
       ImGui::Indent(indent);  // continuation lines start under the first word
@@ -67,6 +111,7 @@ void draw_book_check(AppState& state) {
     }
     ImGui::PopID();
   }
+  ask_then_set_up(state);
   ImGui::End();
 }
 

@@ -103,6 +103,42 @@ TEST_F(Teach, AnEditDuringTheWalkthroughTurnsTheBadgeIntoADifference) {
   }
 }
 
+TEST_F(Teach, BookChecksSetUpAsksBeforeReplacingEditedInputs) {
+  state.ui.welcome_dismissed = true;
+  state.teach.show_book = true;
+  state.config.variant = core::Variant::SelfAttentionV1;
+  state.inputs.embeddings(0, 0) = 0.5f;  // the learner's edit
+  state.inputs_replaced(InputOrigin::Edited);
+  ImGui::GetIO().DisplaySize = ImVec2(1600, 1400);  // the whole Book check window
+  frames(3);
+  const core::RowMatrix edited = state.inputs.embeddings;
+  // "Set u": a small button clips the descender of its "p".
+  auto set_up = headless_text_at("Set u");
+  ASSERT_TRUE(set_up) << headless_text();
+  headless_click(state, *set_up);
+  frames(2);
+  EXPECT_EQ(state.inputs.embeddings, edited) << "nothing replaced before the answer";
+  EXPECT_NE(squeezed(headless_text()).find("itreplacesyoureditedinputs"), std::string::npos)
+      << headless_text();
+  const auto cancel = headless_text_at("Cancel");
+  ASSERT_TRUE(cancel);
+  headless_click(state, *cancel);
+  frames(2);
+  EXPECT_EQ(state.inputs.embeddings, edited);
+  EXPECT_EQ(state.origin, InputOrigin::Edited);
+  set_up = headless_text_at("Set u");
+  ASSERT_TRUE(set_up);
+  headless_click(state, *set_up);
+  frames(2);
+  const auto replace = headless_text_at("Replace");
+  ASSERT_TRUE(replace) << headless_text();
+  headless_click(state, *replace);
+  frames(3);
+  EXPECT_EQ(state.origin, InputOrigin::Preset);
+  EXPECT_EQ(state.inputs.embeddings, core::find_preset("book")->embeddings);
+  EXPECT_NE(state.config.variant, core::Variant::SelfAttentionV1);
+}
+
 TEST_F(Teach, ABookBadgeAtAnotherDropoutSaysWhichTheBookPrintedAt) {
   const auto& steps = walkthrough_steps();
   int k = 0;
