@@ -43,6 +43,9 @@ LOGITS_REL_TOL = 1e-5  # times max(1, max |logit|)
 PROB_TOL = 1e-6        # absolute, plus 1e-5 relative
 
 TEXT_20 = "The attention mechanism lets every token look back at the tokens before it, as GPT-2 does."
+TEXT_40 = ("Attention lets each token of a sentence look back at the tokens before it, weigh them "
+           "by how well its query matches their keys, and sum their values into a new vector for "
+           "the next layer.")  # 40 of GPT-2's tokens
 
 
 def cli(*args, check=True):
@@ -147,18 +150,19 @@ def test_bare_state_dict_at_about_20_tokens(tmp):
 
 
 def test_qkv_bias_at_40_tokens(tmp):
-    ids = [(7919 * i + 13) % 50257 for i in range(40)]
-    script, T = script_matches(tmp, "book_pth_qkv_bias", ["--ids", ",".join(map(str, ids))], 0,
-                               3, 8)
-    assert T == 40
+    script, T = script_matches(tmp, "book_pth_qkv_bias", ["--text", TEXT_40], 0, 3, 8)
+    assert T == 40, f"the text has {T} tokens"
     assert '"qkv_bias": True' in script
-    assert f"ids = [\n    {ids[0]},  # " in script and f"\n    {ids[-1]},  # " in script, \
-        "the ids are not written as a list literal"
 
 
-def test_training_checkpoint(tmp):
-    _, T = script_matches(tmp, "book_checkpoint", ["--text", "Every effort moves you"], 0, 0, 3)
+def test_training_checkpoint_with_ids(tmp):
+    ids = [6109, 3626, 6100, 345]  # "Every effort moves you"
+    script, T = script_matches(tmp, "book_checkpoint", ["--ids", ",".join(map(str, ids))], 0, 0, 3)
     assert T == 4
+    literal = "ids = [\n" + "".join(f"    {i},  # " + '"' for i in ids[:1])
+    assert literal in script and "    345,  # \" you\"\n]" in script, \
+        "the ids are not written as a list literal with their tokens"
+    assert "#   Every effort moves you\n" in script, "the ids' text is not in a comment"
 
 
 def expect_refused(proc, *words):
@@ -196,7 +200,7 @@ def test_layer_and_head_out_of_range_are_refused(tmp):
 TESTS = [
     test_bare_state_dict_at_about_20_tokens,
     test_qkv_bias_at_40_tokens,
-    test_training_checkpoint,
+    test_training_checkpoint_with_ids,
     test_hugging_face_folder_is_refused,
     test_book_safetensors_is_refused,
     test_layer_and_head_out_of_range_are_refused,
