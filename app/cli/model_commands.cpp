@@ -1,4 +1,5 @@
-// model_commands.cpp: `attnscope-cli model info|list|trace|generate|lens|export|bench|patterns`.
+// model_commands.cpp: `attnscope-cli model
+// info|list|trace|generate|lens|export|bench|patterns|script`.
 #include "model_commands.hpp"
 
 #include <sys/resource.h>
@@ -21,6 +22,7 @@
 #include "attnscope/model/gpt2_config.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
+#include "attnscope/model/model_script.hpp"
 #include "attnscope/model/model_trace.hpp"
 #include "attnscope/model/predictions.hpp"
 #include "attnscope/text/tokenizer.hpp"
@@ -290,6 +292,37 @@ int run_model_export(const ModelCommands& c) {
 }
 
 // ---------------------------------------------------------------------------
+// script
+
+// The flag's value checked against what the model has, as the other
+// commands word it.
+void check_index(const char* flag, int value, int count, const char* what) {
+  if (value < 0 || value >= count)
+    throw core::ParseError(std::string(flag) + " " + std::to_string(value) + " is not a " + what +
+                           " of the model: it has " + std::to_string(count) + ", 0.." +
+                           std::to_string(count - 1));
+}
+
+int run_model_script(const ModelCommands& c) {
+  const std::optional<fs::path> config =
+      c.model.config ? std::optional<fs::path>(*c.model.config) : std::nullopt;
+  const core::ModelFiles files = core::locate_model(c.model.path.value_or(""), config);
+  // Refused before the load: a Hugging Face folder may be gigabytes.
+  if (const auto why = core::model_script_refusal(files)) throw core::ParseError(*why);
+  const auto model = load(c);
+  check_index("--layer", c.layer, model->config().n_layer, "layer");
+  check_index("--head", c.head, model->config().n_head, "head");
+  if (c.top < 1 || c.top > model->config().vocab_size)
+    throw core::ParseError("--top must be 1.." + std::to_string(model->config().vocab_size));
+  core::ModelScriptRun run;
+  run.ids = input_ids(c, *model);
+  run.layer = c.layer;
+  run.head = c.head;
+  run.top = c.top;
+  return print(core::model_script(*model, files, std::move(run)));
+}
+
+// ---------------------------------------------------------------------------
 // patterns
 
 int run_model_patterns(const ModelCommands& c) {
@@ -484,6 +517,16 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
                    "model's n_positions)")
       ->capture_default_str();
   c.patterns->add_option("--seed", c.seed, "seed of the random tokens")->capture_default_str();
+  c.script = c.cmd->add_subcommand(
+      "script",
+      "print the run as a PyTorch script (the book's GPTModel loading a .pth) that prints one "
+      "head's weights and the next tokens");
+  add_text_options(*c.script, c);
+  c.script->add_option("--layer", c.layer, "the layer whose head prints (0-based)")
+      ->capture_default_str();
+  c.script->add_option("--head", c.head, "the head whose weights print (0-based)")
+      ->capture_default_str();
+  c.script->add_option("--top", c.top, "next tokens printed")->capture_default_str();
 }
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
@@ -496,6 +539,7 @@ std::optional<int> run_model_commands(const ModelCommands& c) {
     if (c.exp->parsed()) return run_model_export(c);
     if (c.bench->parsed()) return run_model_bench(c);
     if (c.patterns->parsed()) return run_model_patterns(c);
+    if (c.script->parsed()) return run_model_script(c);
   } catch (const std::invalid_argument& e) {  // the engine's refusals of a run
     throw core::ParseError(e.what());
   }

@@ -12,6 +12,7 @@
 //   model export MODEL (--text T | ...) [selection] --format npy|csv|json|svg --out DIR
 //   model bench MODEL --tokens T [--repeat N] [--append]
 //   model patterns MODEL (--text T | ...) [--induction-n N] [--seed S]
+//   model script MODEL (--text T | ...) [--layer L] [--head H] [--top K]
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,7 +31,7 @@ namespace attnscope::cli {
 struct ModelCommands {
   CLI::App* cmd = nullptr;
   CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
-           *bench = nullptr, *patterns = nullptr, *lens = nullptr;
+           *bench = nullptr, *patterns = nullptr, *lens = nullptr, *script = nullptr;
   run_flags::ModelFlags model;      // MODEL (PATH for info), --config, --ids, --keep-last
   run_flags::TextFlags text;        // --text, --text-file: the text the model reads
   int next_at = -1;                 // --next-at: next tokens after this token (-1: last)
@@ -49,7 +50,8 @@ struct ModelCommands {
   int top_k = 0;                    // generate: 0 is no cut
   std::uint64_t sample_seed = 123;  // generate: torch.manual_seed before generate()
   int position = -1;                // lens: the token whose next token is read (-1: last)
-  int top = 5;                      // lens: tokens per layer
+  int top = 5;                      // lens: tokens per layer; script: next tokens printed
+  int layer = 0, head = 0;          // script: the head whose weights the script prints
   ExportOptions exp_options;
 };
 

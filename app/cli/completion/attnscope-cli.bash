@@ -16,7 +16,7 @@
 # A command -> the subcommands it takes.
 declare -gA _attnscope_cli_commands=(
   [attnscope-cli]="trace export code bench model tokenize"
-  [attnscope-cli model]="info list trace generate lens export bench patterns"
+  [attnscope-cli model]="info list trace generate lens export bench patterns script"
 )
 
 # What follows an option (second column of the option tables):
@@ -145,6 +145,10 @@ declare -gA _attnscope_cli_options=(
   [attnscope-cli model patterns]="$_attnscope_cli_help $_attnscope_cli_model_text_options
     --induction-n  free
     --seed         free"
+  [attnscope-cli model script]="$_attnscope_cli_help $_attnscope_cli_model_text_options
+    --layer        free
+    --head         free
+    --top          free"
 )
 
 # Sets `kind` (a local of the caller) to what follows `option` in command

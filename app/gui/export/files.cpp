@@ -15,6 +15,7 @@
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
 #include "attnscope/model/head_patterns.hpp"
+#include "attnscope/model/model_script.hpp"
 #include "export/export_job.hpp"
 #include "export/png.hpp"
 #include "figure/stage_figure.hpp"
@@ -249,12 +250,53 @@ std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int 
 // ---------------------------------------------------------------------------
 // The run as PyTorch code
 
+namespace {
+
+// The files the model on screen came from, as its load found them.
+core::ModelFiles model_files(const AppState& state) {
+  const ModelState& m = state.model;
+  return core::locate_model(
+      m.model_path, m.config.empty() ? std::nullopt : std::optional<fs::path>(fs::path(m.config)));
+}
+
+// The head of the trace on screen the script prints (the focused one).
+int model_script_head(const AppState& state) {
+  return std::clamp(state.head, 0, std::max(state.trace->heads_shown() - 1, 0));
+}
+
+// The model run on screen as the book's GPTModel script.
+std::string model_pytorch_script(const AppState& state) {
+  const ModelState& m = state.model;
+  if (!m.overview || m.overview->ids.empty())
+    throw std::runtime_error("the model's run is not on screen yet; try again in a moment");
+  core::ModelScriptRun run;
+  run.ids = m.overview->ids;
+  run.layer = state.trace->layer;
+  run.head = model_script_head(state);
+  run.top = kModelScriptTop;
+  try {
+    return core::model_script(*m.model, model_files(state), std::move(run));
+  } catch (const core::ParseError& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> pytorch_script_unavailable(const AppState& state) {
+  if (!state.trace) return "there is no run yet";
+  if (!state.showing_model()) return std::nullopt;
+  if (!state.model.model) return "no model is open";
+  try {
+    return core::model_script_refusal(model_files(state), state.model.model->format());
+  } catch (const core::ParseError& e) {  // the files moved or went since the load
+    return std::string(e.what());
+  }
+}
+
 std::string run_pytorch_script(const AppState& state) {
-  if (!state.trace) throw std::runtime_error("there is no run yet");
-  if (state.showing_model())
-    throw std::runtime_error(
-        "the run as PyTorch code is written for the chapter-3 classes; a model's numbers come "
-        "from attnscope-cli model trace (or Export all)");
+  if (const auto why = pytorch_script_unavailable(state)) throw std::runtime_error(*why);
+  if (state.showing_model()) return model_pytorch_script(state);
   const auto run = session_of_trace(state);  // the run on screen, with its weights
   if (!run)
     throw std::runtime_error(
@@ -277,16 +319,28 @@ std::optional<fs::path> save_run_as_python(AppState& state) {
   try {
     const std::string script = run_pytorch_script(state);
     const fs::path dir = ready_export_folder(state);
-    const fs::path path = core::write_new_file(
-        dir, core::export_stem("run", -1, variant_of(*state.trace), now), ".py", script);
+    std::string named = variant_of(*state.trace);
+    if (state.showing_model())
+      named += "_layer" + std::to_string(state.trace->layer) + "_head" +
+               std::to_string(model_script_head(state));
+    const fs::path path =
+        core::write_new_file(dir, core::export_stem("run", -1, named, now), ".py", script);
     remember_folder(state, dir);
-    notify(state, "Saved " + path.filename().string() + ": a PyTorch script that prints the output",
+    notify(state,
+           "Saved " + path.filename().string() + ": a PyTorch script that prints " +
+               pytorch_script_prints(state),
            path.string(), false);
     return path;
   } catch (const std::exception& e) {
     notify(state, std::string("Saving the run as .py failed: ") + e.what(), "", true);
     return std::nullopt;
   }
+}
+
+std::string pytorch_script_prints(const AppState& state) {
+  if (!state.trace || !state.showing_model()) return "the output";
+  return "layer " + std::to_string(state.trace->layer) + " head " +
+         std::to_string(model_script_head(state)) + "'s weights and the next tokens";
 }
 
 // ---------------------------------------------------------------------------

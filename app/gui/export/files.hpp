@@ -82,15 +82,29 @@ void cancel_export(AppState& state);
 // callers). Returns the folder, or nullopt after setting an error notice.
 std::optional<std::filesystem::path> export_all_stages(AppState& state);
 
-// The run on screen (the trace's config, inputs and weights) as one PyTorch
-// script that prints its output (core/pytorch_code.hpp). Throws
-// std::runtime_error when there is no run yet, or when the weights it ran
-// with were replaced since.
+// Why the run on screen has no PyTorch script, or nullopt when it has one:
+// no run yet, or a model other than the book's GPTModel saved as .pth (a
+// Hugging Face checkpoint: core::model_script_refusal's reason), or a model
+// whose files cannot be found again. The menu greys its items with this.
+std::optional<std::string> pytorch_script_unavailable(const AppState& state);
+// The run on screen as one PyTorch script: for the chapter-3 classes the
+// trace's config, inputs and weights, printing its output
+// (core/pytorch_code.hpp); for a .pth model the book's GPTModel loading the
+// file and running the text on screen, printing the weights of the layer
+// and head on screen and the next tokens (core/model_script.hpp). Throws
+// std::runtime_error with pytorch_script_unavailable's reason, or when the
+// weights a chapter-3 run used were replaced since.
 std::string run_pytorch_script(const AppState& state);
 // Writes run_pytorch_script into the export folder as
-// run_<variant>_<YYYYmmdd-HHMMSS>.py (-1, -2 ... when taken; never
-// overwritten). Returns the path, or nullopt after setting an error notice.
+// run_<variant>_<YYYYmmdd-HHMMSS>.py, for a model
+// run_<model>_layer<L>_head<H>_<YYYYmmdd-HHMMSS>.py (-1, -2 ... when taken;
+// never overwritten). Returns the path, or nullopt after setting an error notice.
 std::optional<std::filesystem::path> save_run_as_python(AppState& state);
+// What the script prints, for notices: "the output", or "layer 1 head 0's
+// weights and the next tokens".
+std::string pytorch_script_prints(const AppState& state);
+// Next tokens a model's script prints (the Model panel lists as many).
+inline constexpr int kModelScriptTop = 10;
 
 // Replaces the embeddings with a CSV, NPY or JSON file's (core formats.hpp).
 // Returns "" or the message (file name and problem); on error nothing changes.

@@ -150,19 +150,32 @@ void draw_file_menu_items(AppState& state) {
     ImGui::MenuItem(label.c_str(), nullptr, &state.files.native_dialogs);
   }
   ImGui::Separator();
-  const bool have_run = static_cast<bool>(state.trace);
-  if (ImGui::MenuItem("Copy run as PyTorch code", nullptr, false, have_run)) {
+  // Greyed where no script can be written, the reason on hover: no run yet,
+  // or a model that is not the book's GPTModel as .pth.
+  const std::optional<std::string> no_script = pytorch_script_unavailable(state);
+  const auto explain = [&] {
+    if (!no_script || !ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) return;
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32.0f);
+    ImGui::TextUnformatted(("No script: " + *no_script + ".").c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  };
+  if (ImGui::MenuItem("Copy run as PyTorch code", nullptr, false, !no_script)) {
     try {
       const std::string script = run_pytorch_script(state);
       ImGui::SetClipboardText(script.c_str());
       notify(state,
-             "Copied the run as PyTorch code to the clipboard: a script that prints its output", "",
-             false);
+             "Copied the run as PyTorch code to the clipboard: a script that prints " +
+                 pytorch_script_prints(state),
+             "", false);
     } catch (const std::exception& e) {
       notify(state, std::string("Copying the run as PyTorch code failed: ") + e.what(), "", true);
     }
   }
-  if (ImGui::MenuItem("Save run as .py", nullptr, false, have_run)) save_run_as_python(state);
+  explain();
+  if (ImGui::MenuItem("Save run as .py", nullptr, false, !no_script)) save_run_as_python(state);
+  explain();
 }
 
 void draw_theme_choice(AppState& state) {

@@ -966,6 +966,69 @@ TEST_F(ModelApp, ExportAllWritesEveryHeadOfTheLayerAndTheSession) {
   EXPECT_THROW(run_pytorch_script(state), std::runtime_error);
 }
 
+// The tiny model's weights as the book's GPTModel loaded from a .pth: the
+// file is a stand-in (the script is written from the config beside it and
+// the run on screen; nothing here reads the weights again).
+TEST_F(ModelApp, ABookPthRunCopiesAsTheBooksGPTModelScript) {
+  core::testing::TempDir dir;
+  const auto base = tiny_model();
+  std::ofstream(dir.path() / "model.pth") << "stand-in";
+  std::ofstream(dir.path() / "gpt_config.json")
+      << R"({"vocab_size": 50257, "context_length": 64, "emb_dim": 24, "n_heads": 3,
+             "n_layers": 2, "drop_rate": 0.1, "qkv_bias": true})";
+  state.model.model = std::make_shared<const core::Gpt2Model>(
+      std::shared_ptr<const core::Gpt2Model::Weights>(base, &base->weights()), "model.pth",
+      core::ModelFormat::Book,
+      std::shared_ptr<const core::Gpt2Tokenizer>(base, &base->tokenizer()));
+  state.model.model_path = (dir.path() / "model.pth").string();
+  state.model.layer = 1;
+  state.head = 2;
+  state.mark_dirty();
+  frames(2);
+  ASSERT_EQ(state.trace->layer, 1);
+  EXPECT_FALSE(pytorch_script_unavailable(state));
+  const std::string script = run_pytorch_script(state);
+  const std::vector<std::string> parts = {"class GPTModel(nn.Module)",
+                                          "LAYER = 1",
+                                          "HEAD = 2",
+                                          "\"qkv_bias\": True",
+                                          "\"emb_dim\": 24",
+                                          "PTH = \"" + (dir.path() / "model.pth").string() + "\"",
+                                          "#   Your journey starts with one step\n"};
+  for (const std::string& part : parts) EXPECT_NE(script.find(part), std::string::npos) << part;
+  for (int id : state.model.typed.ids())
+    EXPECT_NE(script.find("    " + std::to_string(id) + ",  # "), std::string::npos) << id;
+  state.files.export_folder = dir.path();
+  const auto saved = save_run_as_python(state);
+  ASSERT_TRUE(saved) << state.files.notice.message;
+  const std::string name = saved->filename().string();
+  EXPECT_EQ(name.rfind("run_model", 0), 0u) << name;
+  EXPECT_NE(name.find("_layer1_head2_"), std::string::npos) << name;
+  EXPECT_EQ(saved->extension(), ".py");
+  std::ifstream in(*saved);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+            script);
+}
+
+TEST_F(ModelApp, AHuggingFaceModelSaysWhyItHasNoScript) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "tiny");
+  state.model.model_path = (dir.path() / "tiny").string();
+  const auto why = pytorch_script_unavailable(state);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find(".pth"), std::string::npos) << *why;
+  EXPECT_NE(why->find("model trace"), std::string::npos) << *why;
+  try {
+    run_pytorch_script(state);
+    ADD_FAILURE() << "a Hugging Face model's run has no script";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), *why);
+  }
+  state.files.export_folder = dir.path();
+  EXPECT_FALSE(save_run_as_python(state));
+  EXPECT_NE(state.files.notice.message.find(*why), std::string::npos) << state.files.notice.message;
+}
+
 TEST(HeadGridFigure, TilesAreLaidOutInOrderWithGaps) {
   figure::HeadGrid g;
   g.layers = 2;

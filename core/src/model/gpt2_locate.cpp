@@ -185,6 +185,7 @@ BookConfig parse_book_config(std::string_view json_text, std::string_view source
     throw ParseError(where + ": \"n_heads\" is missing (the state_dict cannot say it)");
   if (j.contains("drop_rate") && !j["drop_rate"].is_number())
     throw ParseError(where + ": \"drop_rate\" must be a number (it is ignored: eval mode)");
+  if (j.contains("drop_rate")) b.drop_rate = j["drop_rate"].get<double>();
   if (j.contains("qkv_bias")) {
     if (!j["qkv_bias"].is_boolean())
       throw ParseError(where + ": \"qkv_bias\" must be true or false");

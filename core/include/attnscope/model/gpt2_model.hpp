@@ -79,6 +79,7 @@ std::vector<FoundModel> find_models();
 struct BookConfig {
   Gpt2Config config;
   bool qkv_bias = false;
+  double drop_rate = 0.1;  // read and kept for scripts; a trained model runs without dropout
 };
 BookConfig parse_book_config(std::string_view json_text, std::string_view source);
 
