@@ -14,6 +14,7 @@ xvfb-run for the app's screenshot. Standard library only.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,16 @@ def check_layout(prefix, app_id, gui):
             "share/man/man1/attnscope-cli.1.gz", "share/bash-completion/completions/attnscope-cli"]
     if gui:
         want += ["bin/attnscope", f"share/applications/{app_id}.desktop",
-                 f"share/metainfo/{app_id}.metainfo.xml",
+                 f"share/metainfo/{app_id}.metainfo.xml", f"share/mime/packages/{app_id}.xml",
                  f"share/icons/hicolor/scalable/apps/{app_id}.svg", "share/man/man1/attnscope.1.gz"]
+    # Every document a man page points to is installed where it says.
+    here = os.path.dirname(os.path.abspath(__file__))
+    for page in ("attnscope-cli", "attnscope") if gui else ("attnscope-cli",):
+        text = open(os.path.join(here, "..", "docs", "man", page + ".1")).read().replace("\\-", "-")
+        named = set(re.findall(r"/usr/share/doc/attnscope/([\w.-]+)", text))
+        check(named, f"{page}(1) names its documents")
+        want += [f"share/doc/attnscope/{name}" for name in named]
+    want.append("share/doc/attnscope/README.md")
     for rel in want:
         check(os.path.isfile(os.path.join(prefix, rel)), f"installed {rel}")
     for rel in ("bin/attnscope-cli", "bin/attnscope") if gui else ("bin/attnscope-cli",):
@@ -80,7 +89,18 @@ def check_desktop_files(prefix, app_id, work):
               + (r.stdout + r.stderr).strip().replace("\n", " | ")[:400])
     entry = dict(line.split("=", 1) for line in open(desktop).read().splitlines() if "=" in line)
     check(entry.get("Icon") == app_id, f"the launcher's Icon is {app_id}")
-    check(entry.get("Exec", "").split()[0] == "attnscope", "the launcher runs attnscope")
+    app = os.path.join(prefix, "bin", "attnscope")
+    check(entry.get("Exec", "").split() == [app, "%f"],
+          f"the launcher runs {app} by its full path (PREFIX/bin need not be on PATH): "
+          f"{entry.get('Exec')!r}")
+    check(entry.get("TryExec") == app, f"TryExec is {app}: {entry.get('TryExec')!r}")
+    types = entry.get("MimeType", "").split(";")
+    for t in ("application/json", "text/csv", "application/x-npy", "application/x-safetensors",
+              "application/x-pytorch-checkpoint"):
+        check(t in types, f"the launcher opens {t}: {entry.get('MimeType')!r}")
+    mime = open(os.path.join(prefix, "share/mime/packages", f"{app_id}.xml")).read()
+    for t in ("application/x-npy", "application/x-safetensors", "application/x-pytorch-checkpoint"):
+        check(f'type="{t}"' in mime, f"the MIME package defines {t}")
     check(entry.get("StartupWMClass") == "attnscope", "the launcher names the window's class")
     meta = open(metainfo).read()
     for part in (f"<launchable type=\"desktop-id\">{app_id}.desktop</launchable>",
@@ -125,14 +145,13 @@ def check_programs(prefix, work, gui, version, app_id):
     check(info[:2] == (1600, 1000) and info[2] > 20,
           f"the installed app takes a 1600 x 1000 screenshot on typed text (not blank): "
           f"{info} {r.stderr.strip()[:300]!r}")
-    if check(shutil.which("xdotool") is not None, "xdotool is installed (install-deps.sh)"):
-        launch_from_menu_entry(prefix, app_id, work)
 
 
 def launch_from_menu_entry(prefix, app_id, work):
     """Starts the app as a desktop's menu does: the entry's Exec line with %f
-    replaced by a file to open, the prefix's bin/ on PATH. The window must
-    appear with the entry's class and the app must quit cleanly on SIGTERM."""
+    replaced by a file to open, with a PATH that does not hold the prefix's
+    bin/. The window must appear with the entry's class and the app must quit
+    cleanly on SIGTERM."""
     desktop = os.path.join(prefix, "share/applications", f"{app_id}.desktop")
     entry = dict(line.split("=", 1) for line in open(desktop).read().splitlines() if "=" in line)
     csv = os.path.join(work, "menu-embeddings.csv")
@@ -140,7 +159,7 @@ def launch_from_menu_entry(prefix, app_id, work):
         f.write(",x,y,z\nattention,0.9,0.1,0.3\nis,0.2,0.8,0.5\nall,0.4,0.4,0.9\n")
     argv = [csv if word == "%f" else word for word in entry["Exec"].split()]
     env = clean_env(work)
-    env["PATH"] = os.path.join(prefix, "bin") + os.pathsep + env.get("PATH", "")
+    env["PATH"] = "/usr/bin:/bin"
     env["ATTNSCOPE_FILE_DIALOG"] = "builtin"
     proc = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -189,6 +208,10 @@ def check_package(build, work, app_id, version, gui):
               f"the .deb holds {rel}")
     root = os.path.join(work, "unpacked")
     run(["dpkg-deb", "-x", deb, root], work)
+    if gui:
+        entry = open(os.path.join(root, "usr/share/applications", f"{app_id}.desktop")).read()
+        check("Exec=/usr/bin/attnscope %f" in entry.splitlines(),
+              "the .deb's launcher runs /usr/bin/attnscope")
     env = clean_env(work)
     r = run([os.path.join(root, "usr/bin/attnscope-cli"), "--version"], work, env)
     check(r.returncode == 0 and f"data: {os.path.join(root, 'usr/share/attnscope')}" in r.stdout,
@@ -214,6 +237,11 @@ def main():
     check_layout(prefix, args.id, args.gui)
     if args.gui:
         check_desktop_files(prefix, args.id, work)
+        # The entry names the prefix it was installed to: started from there.
+        if not os.environ.get("DISPLAY"):
+            check(False, "a display to start the menu entry (run this test under xvfb-run)")
+        elif check(shutil.which("xdotool") is not None, "xdotool is installed (install-deps.sh)"):
+            launch_from_menu_entry(prefix, args.id, work)
     # A relocatable prefix: moved after installing, the programs still find their data.
     moved = os.path.join(work, "moved", "elsewhere")
     os.makedirs(os.path.dirname(moved))

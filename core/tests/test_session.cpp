@@ -101,7 +101,7 @@ TEST(Session, BadFilesSayWhatIsWrong) {
       {R"({"attnscope_session": 1, "run": {"preset": "book"}, "view": 3})",
        "view must be a JSON object"},
       {R"({"attnscope_session": 1, "run": {"preset": "book", "variant": "causal"}, "weights": {"W_query": [[1]]}})",
-       "W_query is 1x1"},
+       "W_query is 1 × 1"},
       {"{", "is not valid JSON"},
   };
   for (const auto& [text, expect] : cases) {

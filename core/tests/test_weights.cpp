@@ -250,7 +250,7 @@ TEST(ValidateParameters, AcceptsSeededParametersAndNamesMismatches) {
   TorchGenerator gen(1);
   const Parameters p = init_parameters(c, 3, gen);
   EXPECT_EQ(validate_parameters(p, c, 3), "");
-  EXPECT_NE(validate_parameters(p, c, 5).find("W_query is 3x4 but d_in x d_out is 5x4"),
+  EXPECT_NE(validate_parameters(p, c, 5).find("W_query is 3 × 4 but d_in × d_out is 5 × 4"),
             std::string::npos);
   Config biased = c;
   biased.qkv_bias = true;

@@ -138,7 +138,7 @@ std::string stage_bytes(const AppState& state, const core::Trace& trace, const c
       const int rows = static_cast<int>(stage.data().rows()),
                 cols = static_cast<int>(stage.data().cols());
       if (!figure::svg_supported(rows, cols))
-        throw std::runtime_error(stage.id + " is " + std::to_string(rows) + "x" +
+        throw std::runtime_error(stage.id + " is " + std::to_string(rows) + " × " +
                                  std::to_string(cols) + ", too large for SVG (at most " +
                                  std::to_string(figure::kMaxSvgCells) +
                                  " cells): export it as PNG, NPY or CSV");

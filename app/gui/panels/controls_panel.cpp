@@ -212,7 +212,7 @@ void draw_heads_slider(AppState& state) {
   if (split && c.num_heads > 0 && c.d_out % c.num_heads == 0)
     ImGui::TextDisabled("head_dim = d_out / heads = %d", c.d_out / c.num_heads);
   else if (c.variant == core::Variant::MultiheadWrapper)
-    ImGui::TextDisabled("output width = heads x d_out = %d", c.num_heads * c.d_out);
+    ImGui::TextDisabled("output width = heads × d_out = %d", c.num_heads * c.d_out);
 }
 
 // dropout: the probability on the attention weights (causal variants).

@@ -315,7 +315,7 @@ void draw_embedding_panel(AppState& state) {
   ImGui::TextUnformatted("Embeddings");
   if (state.ui.font_heading) ImGui::PopFont();
   ImGui::SameLine();
-  ImGui::TextDisabled("%d tokens x %d dims", static_cast<int>(emb.rows()),
+  ImGui::TextDisabled("%d tokens × %d dims", static_cast<int>(emb.rows()),
                       static_cast<int>(emb.cols()));
 
   draw_preset_row(state);

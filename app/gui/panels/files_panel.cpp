@@ -13,6 +13,7 @@
 
 #include "attnscope/formats/files.hpp"
 #include "attnscope/formats/formats.hpp"
+#include "attnscope/model/gpt2_model.hpp"
 #include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
@@ -57,11 +58,32 @@ std::optional<DialogRequest> native_request(FileDialog d, const std::string& sta
           Mode::OpenFile, "Import weights", start, {{"Weights", {"*.json", "*.npy"}}}};
     case FileDialog::ExportFolder:
       return DialogRequest{Mode::ChooseFolder, "Export folder", start, {}};
+    case FileDialog::OpenModel:
+      return DialogRequest{
+          Mode::OpenFile,
+          "Open a GPT-2 checkpoint",
+          start,
+          {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
     case FileDialog::ExportAll:
     case FileDialog::None:
       break;
   }
   return std::nullopt;
+}
+
+// Where Open model starts: the folder of the model's path field, else the
+// first folder models are searched in (the Hugging Face cache).
+std::string model_dialog_start(const AppState& state) {
+  std::error_code ec;
+  fs::path start(state.model.path);
+  if (!start.empty() && !fs::is_directory(start, ec)) start = start.parent_path();
+  if (start.empty() || !fs::is_directory(start, ec)) {
+    const auto folders = core::model_search_folders();
+    for (const fs::path& f : folders)
+      if (fs::is_directory(f, ec)) return f.string();
+    return "";
+  }
+  return start.string();
 }
 
 }  // namespace
@@ -72,6 +94,7 @@ void open_file_dialog(AppState& state, FileDialog d) {
   f.dialog_error.clear();
   f.confirm_replace = false;
   std::string start = f.last_folder;
+  if (d == FileDialog::OpenModel) start = model_dialog_start(state);
   if (d == FileDialog::ExportFolder || start.empty()) start = export_folder(state).string();
   if (start.empty()) {
     std::error_code ec;
@@ -108,7 +131,7 @@ void draw_export_menu_items(AppState& state, const core::Stage& stage) {
                       stage.head >= 0 ? (", head " + std::to_string(stage.head)).c_str() : "",
                       export_folder(state).string().c_str());
   for (int scale : {1, 2, 4}) {
-    const std::string label = "PNG " + std::to_string(scale) + "x";
+    const std::string label = "PNG " + std::to_string(scale) + "×";
     if (ImGui::MenuItem(label.c_str(), nullptr, false, png))
       export_stage(state, stage, ExportKind::Png, scale);
   }
@@ -130,6 +153,11 @@ void draw_export_menu_items(AppState& state, const core::Stage& stage) {
 
 void draw_file_menu_items(AppState& state) {
   if (ImGui::MenuItem("Open session...")) open_file_dialog(state, FileDialog::OpenSession);
+  if (ImGui::MenuItem("Open model...")) open_file_dialog(state, FileDialog::OpenModel);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "A trained GPT-2: a Hugging Face folder, a .safetensors file or the "
+        "book's chapter-5 .pth");
   if (ImGui::MenuItem("Save session...")) open_file_dialog(state, FileDialog::SaveSession);
   ImGui::Separator();
   if (ImGui::MenuItem("Import embeddings..."))
@@ -267,6 +295,8 @@ const char* dialog_title(FileDialog d) {
       return "Export folder";
     case FileDialog::ExportAll:
       return "Export all stages";
+    case FileDialog::OpenModel:
+      return "Open model";
     case FileDialog::None:
       break;
   }
@@ -287,6 +317,10 @@ const char* dialog_hint(FileDialog d) {
              "its tensor, or a folder of them.";
     case FileDialog::ExportFolder:
       return "Exports and screenshots go here; files are never overwritten.";
+    case FileDialog::OpenModel:
+      return "A Hugging Face GPT-2 folder (or its config.json), a .safetensors file, or the "
+             "book's chapter-5 .pth (its GPT_CONFIG as JSON beside it, or in the Model panel's "
+             "config field).";
     default:
       return "";
   }
@@ -362,6 +396,19 @@ bool run_action(AppState& state) {
     case FileDialog::ExportAll:
       start_export_all(state);  // its progress window, then the notice, report how it goes
       return true;
+    case FileDialog::OpenModel: {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) {
+        err = "'" + path.string() + "' does not exist: choose a model's folder or file";
+        break;
+      }
+      // The load runs in the background; the Model panel shows its progress
+      // and, if it fails, why.
+      state.model.path =
+          path.filename() == "config.json" ? path.parent_path().string() : path.string();
+      state.open_model(state.model.path);
+      break;
+    }
     case FileDialog::None:
       return true;
   }
@@ -483,7 +530,7 @@ void draw_file_windows(AppState& state) {
         ImGui::TextUnformatted("PNG scale");
         for (int s : {1, 2, 4}) {
           ImGui::SameLine();
-          const std::string l = std::to_string(s) + "x";
+          const std::string l = std::to_string(s) + "×";
           if (ImGui::RadioButton(l.c_str(), f.png_scale == s)) f.png_scale = s;
         }
         ImGui::TextUnformatted("Data    ");
@@ -505,12 +552,12 @@ void draw_file_windows(AppState& state) {
         ImGui::PopStyleColor();
       }
       ImGui::PopTextWrapPos();
-      const char* action = f.dialog == FileDialog::OpenSession ? "Open"
-                           : f.dialog == FileDialog::SaveSession
-                               ? (f.confirm_replace ? "Replace" : "Save")
-                           : f.dialog == FileDialog::ExportFolder ? "Use this folder"
-                           : f.dialog == FileDialog::ExportAll    ? "Export"
-                                                                  : "Import";
+      const char* action =
+          f.dialog == FileDialog::OpenSession || f.dialog == FileDialog::OpenModel ? "Open"
+          : f.dialog == FileDialog::SaveSession  ? (f.confirm_replace ? "Replace" : "Save")
+          : f.dialog == FileDialog::ExportFolder ? "Use this folder"
+          : f.dialog == FileDialog::ExportAll    ? "Export"
+                                                 : "Import";
       if (f.dialog != FileDialog::None && ImGui::Button(action) && run_action(state))
         f.dialog = FileDialog::None;
       ImGui::SameLine();

@@ -9,6 +9,7 @@
 //   4. a context entry: the weighted sum of value rows
 //   5. anything else: the row and where it comes from
 //   6. the panel
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -111,6 +112,19 @@ bool begin_table(const char* id, std::initializer_list<const char*> columns, ImV
   return true;
 }
 
+// Inside a table of keys just begun: when the pinned key changes, scroll it
+// to the middle of the table (row `row` of equal-height rows under the
+// header). Only on a change, so the learner's own scrolling stays.
+void scroll_to_pinned_row(int row) {
+  ImGuiStorage* seen = ImGui::GetStateStorage();  // the table's own window
+  const ImGuiID key = ImGui::GetID("##pinned_row");
+  if (seen->GetInt(key, -1) == row) return;
+  seen->SetInt(key, row);
+  const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+  const float visible = ImGui::GetWindowHeight() - row_h;  // below the frozen header
+  ImGui::SetScrollY(std::max(0.0f, static_cast<float>(row) * row_h - (visible - row_h) * 0.5f));
+}
+
 // ---------------------------------------------------------------------------
 // 2. Score
 
@@ -193,6 +207,7 @@ void softmax_section(AppState& s, const core::Trace& t, int head, int i, int j) 
   const std::string minus_max = display(s, "− max");
   if (begin_table("softmax", {"key", "score", minus_max.c_str(), "exp", "weight"},
                   table_size(n, 12), 1)) {
+    if (j >= 0 && j < n) scroll_to_pinned_row(j);
     ImGuiListClipper clip;
     clip.Begin(n);
     while (clip.Step())

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnscope/text/tokenizer.hpp"
+#include "export/files_ui.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
@@ -78,7 +79,7 @@ void help(const char* text) {
 // ---------------------------------------------------------------------------
 // 2. Checkpoint
 
-// Browse...: shown only when the desktop has a file dialog (zenity, kdialog).
+// Browse...: the desktop's file dialog (zenity, kdialog), else the app's own.
 void draw_browse(AppState& state) {
   if (state.model.browse) {  // draw_checkpoint polls it
     ImGui::SameLine();
@@ -86,10 +87,16 @@ void draw_browse(AppState& state) {
     return;
   }
   const DialogTool tool = state.files.dialog_tool();
-  if (tool == DialogTool::Builtin) return;
   ImGui::SameLine();
-  if (ImGui::Button("Browse...")) start_model_browse(state, tool);
-  help("Choose a .safetensors, .pth or a folder's config.json in the desktop's file dialog");
+  if (ImGui::Button("Browse...")) {
+    if (tool == DialogTool::Builtin)
+      open_file_dialog(state, FileDialog::OpenModel);
+    else
+      start_model_browse(state, tool);
+  }
+  help(tool == DialogTool::Builtin
+           ? "Choose a model's folder, .safetensors, .pth or config.json (also File > Open model)"
+           : "Choose a .safetensors, .pth or a folder's config.json in the desktop's file dialog");
 }
 
 void draw_model_list(AppState& state) {
@@ -135,6 +142,9 @@ void draw_checkpoint(AppState& state) {
     ImGui::TextDisabled("%d layers × %d heads, d = %d, up to %d tokens", c.n_layer, c.n_head,
                         c.n_embd, c.n_positions);
   }
+  // A load that needs a config file opens the section and marks the field.
+  const bool wants_config = m.load_error.find(kConfigFieldWords) != std::string::npos;
+  if (wants_config) ImGui::SetNextItemOpen(true);
   if (!ImGui::CollapsingHeader("Checkpoint", m.model ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
     error_text(state, m.load_error);
     return;
@@ -150,7 +160,18 @@ void draw_checkpoint(AppState& state) {
   if ((ImGui::Button("Open") || entered) && !m.path.empty()) state.open_model(m.path);
   ImGui::EndDisabled();
   ImGui::SetNextItemWidth(-1);
-  ImGui::InputTextWithHint("##config", "config file (optional)", &m.config);
+  if (wants_config) {
+    ImGui::PushStyleVar(ImGuiStyleVar_FrameBorderSize, 2.0f);
+    ImGui::PushStyleColor(ImGuiCol_Border, kErrorColour);
+  }
+  ImGui::InputTextWithHint(
+      "##config", wants_config ? "config file: needed for this model" : "config file (optional)",
+      &m.config);
+  if (wants_config) {
+    ImGui::PopStyleColor();
+    ImGui::PopStyleVar();
+    error_text(state, m.load_error);  // right under the field it is about
+  }
   help("The book's GPT_CONFIG as JSON for a .pth (else config.json beside it is read)");
   if (m.loader->loading()) {
     ImGui::Text("Loading %s (%.1f s)", m.loader->path().c_str(), m.loader->seconds());
@@ -166,7 +187,7 @@ void draw_checkpoint(AppState& state) {
     if (ImGui::Button("Cancel")) m.loader->cancel();
     help("Stop waiting for this model; the current one stays");
   }
-  error_text(state, m.load_error);
+  if (!wants_config) error_text(state, m.load_error);
   draw_model_list(state);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/model/head_patterns.hpp"
@@ -79,6 +80,45 @@ void head_tooltip(const ModelOverview& o, int layer, int head) {
   ImGui::EndTooltip();
 }
 
+// The chosen score's range over every head, for the frames' colours.
+std::pair<double, double> score_range(const ModelOverview& o, core::PatternKind kind) {
+  double lo = pattern_value(o, kind, 0), hi = lo;
+  for (int k = 0; k < o.layers * o.heads; ++k) {
+    lo = std::min(lo, pattern_value(o, kind, k));
+    hi = std::max(hi, pattern_value(o, kind, k));
+  }
+  return {lo, hi};
+}
+
+// What the frames' colours mean: the colour map from the lowest score of
+// any head to the highest, with both numbers.
+void draw_pattern_legend(const AppState& state, core::PatternKind kind) {
+  const auto [lo, hi] = score_range(*state.model.overview, kind);
+  const Colormap map = sequential_map(state.ui.palette);
+  char low[32], high[32];
+  std::snprintf(low, sizeof low, "%.3f", lo);
+  std::snprintf(high, sizeof high, "%.3f", hi);
+  ImGui::TextDisabled("frame colour: %s", low);
+  ImGui::SameLine();
+  const float w = ImGui::GetFontSize() * 8, h = ImGui::GetTextLineHeight() * 0.8f;
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const float y0 = p0.y + (ImGui::GetTextLineHeight() - h) * 0.5f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  constexpr int kSteps = 32;
+  for (int k = 0; k < kSteps; ++k) {
+    const float x0 = p0.x + w * static_cast<float>(k) / kSteps;
+    const float x1 = p0.x + w * static_cast<float>(k + 1) / kSteps;
+    dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y0 + h),
+                      to_u32(sample(map, (static_cast<float>(k) + 0.5f) / kSteps)));
+  }
+  ImGui::Dummy(ImVec2(w, ImGui::GetTextLineHeight()));
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Frame colours: from the lowest-scoring head (%s) to the highest (%s)", low,
+                      high);
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s", high);
+}
+
 // The model view's first line: colour (and sort) the heads by a pattern score.
 void draw_pattern_choice(AppState& state) {
   PatternChoice& p = state.model.pattern;
@@ -103,6 +143,8 @@ void draw_pattern_choice(AppState& state) {
   ImGui::Checkbox("sort each layer", &p.sort);
   ImGui::EndDisabled();
   if (p.kind) {
+    ImGui::SameLine();
+    draw_pattern_legend(state, *p.kind);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     text_wrapped(state, std::string(core::pattern_explanation(*p.kind)));
     ImGui::PopStyleColor();
@@ -130,22 +172,15 @@ void draw_model_grid(AppState& state) {
   const ScaleScope scope =
       state.ui.row_scale == figure::RowScale::Off ? ScaleScope::Matrix : ScaleScope::Row;
   const bool sorted = m.pattern.kind && m.pattern.sort;
-  // The chosen score's range over every head, for the frames' colours.
-  double lo = 0, hi = 1;
-  if (m.pattern.kind) {
-    lo = hi = pattern_value(o, *m.pattern.kind, 0);
-    for (int k = 0; k < o.layers * o.heads; ++k) {
-      lo = std::min(lo, pattern_value(o, *m.pattern.kind, k));
-      hi = std::max(hi, pattern_value(o, *m.pattern.kind, k));
-    }
-  }
+  const auto [lo, hi] =
+      m.pattern.kind ? score_range(o, *m.pattern.kind) : std::pair<double, double>(0.0, 1.0);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   for (int k = 0; k < o.heads && !sorted; ++k)
     dl->AddText(ImVec2(origin.x + label_w + cell * static_cast<float>(k) + tile * 0.3f, origin.y),
                 label_colour, ("H" + std::to_string(k)).c_str());
   if (sorted)
     dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
-                "heads sorted by score, highest on the left (number: the head)");
+                "heads sorted by score, highest on the left (plate: the head and its score)");
   ImGui::InvisibleButton("grid", ImVec2(label_w + cell * static_cast<float>(o.heads),
                                         top + cell * static_cast<float>(o.layers)));
   const bool hovered = ImGui::IsItemHovered();
@@ -176,8 +211,12 @@ void draw_model_grid(AppState& state) {
         const float t = hi > lo ? static_cast<float>((v - lo) / (hi - lo)) : 0.0f;
         dl->AddRect(p0, p1, to_u32(sample(map, t)), 0.0f, 0, std::max(2.0f, tile * 0.06f));
       }
-      if (sorted && tile > font * 1.6f) {  // which head this is, on a dark plate
-        const std::string number = std::to_string(h);
+      if (sorted && tile > font * 1.6f) {  // which head this is and its score, on a dark plate
+        char score[32];
+        std::snprintf(score, sizeof score, "%.2f", pattern_value(o, *m.pattern.kind, index));
+        const std::string number = tile > ImGui::CalcTextSize("00 0.00").x + 6
+                                       ? std::to_string(h) + " " + score
+                                       : std::to_string(h);
         const ImVec2 ts = ImGui::CalcTextSize(number.c_str());
         dl->AddRectFilled(ImVec2(p0.x + 2, p0.y + 2), ImVec2(p0.x + 5 + ts.x, p0.y + 3 + ts.y),
                           IM_COL32(0, 0, 0, 190));
@@ -236,20 +275,47 @@ void draw_head_toggles(AppState& state, int heads) {
   if (ImGui::SmallButton("none")) off.assign(off.size(), true);
 }
 
+// The head view's layer: ◀ and ▶ beside a slider, so that a learner walks
+// the layers without leaving the view.
+void draw_head_view_layer(AppState& state) {
+  const int layers = state.model.model ? state.model.model->config().n_layer : 1;
+  const int layer = state.model.layer;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Layer");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(layer <= 0);
+  if (ImGui::Button(state.ui.unicode ? "◀##layer" : "<##layer")) state.select_layer(layer - 1);
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  int pick = layer;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+  if (ImGui::SliderInt("##head_view_layer", &pick, 0, layers - 1, "%d")) state.select_layer(pick);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(layer >= layers - 1);
+  if (ImGui::Button(state.ui.unicode ? "▶##layer" : ">##layer")) state.select_layer(layer + 1);
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::TextDisabled("of %d (PgUp / PgDn)", layers);
+}
+
 void draw_head_view(AppState& state) {
   ModelState& m = state.model;
   const core::Trace& t = *state.trace;
   const int T = t.num_tokens();
   const int heads = t.heads_shown();
+  draw_head_view_layer(state);
   draw_head_toggles(state, heads);
   const int q = m.query < 0 || m.query >= T ? T - 1 : m.query;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  text_wrapped(state, "Layer " + std::to_string(t.layer) +
-                          ". Hover or click a token on the left: lines go to the tokens it "
-                          "attends to, as thick as the weight, one colour per head (each head "
-                          "has its own lane in a token's row).");
+  text_wrapped(state,
+               "Hover or click a token on the left: lines go to the tokens it attends to, as "
+               "thick as the weight, one colour per head (each head has its own lane in a "
+               "token's row).");
   ImGui::PopStyleColor();
-  const float line_h = ImGui::GetTextLineHeightWithSpacing();
+  // Rows share the panel's height (up to three lines each); a long text scrolls.
+  const float text_h = ImGui::GetTextLineHeightWithSpacing();
+  const float line_h = std::clamp(
+      ImGui::GetContentRegionAvail().y / static_cast<float>(std::max(T, 1)), text_h, text_h * 3.0f);
   ImGui::BeginChild("head_view", ImVec2(0, 0), false);
   const float width = ImGui::GetContentRegionAvail().x;
   const float col_w = std::min(width * 0.3f, ImGui::GetFontSize() * 12);
@@ -262,7 +328,7 @@ void draw_head_view(AppState& state) {
     // The run's tokens: the text box may hold a text that was refused since.
     const std::string& label = t.tokens[static_cast<std::size_t>(i)];
     const float w = ImGui::CalcTextSize(label.c_str()).x;
-    ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - line_h * 0.5f));
+    ImGui::SetCursorScreenPos(ImVec2(left_x - w - 6, row_y(i) - text_h * 0.5f));
     ImGui::PushID(i);
     const bool sel = i == q;
     if (ImGui::Selectable(label.c_str(), sel, 0, ImVec2(w, 0))) {
@@ -277,7 +343,7 @@ void draw_head_view(AppState& state) {
   // Each head's lines start and end in a lane of their own within the row,
   // so that heads attending to the same token stay apart.
   auto lane = [&](int h) {
-    return line_h * 0.7f * ((static_cast<float>(h) + 0.5f) / static_cast<float>(heads) - 0.5f);
+    return text_h * 0.7f * ((static_cast<float>(h) + 0.5f) / static_cast<float>(heads) - 0.5f);
   };
   for (int h = 0; h < heads; ++h) {
     if (h < static_cast<int>(m.heads_off.size()) && m.heads_off[static_cast<std::size_t>(h)])
@@ -416,7 +482,7 @@ void draw_model_centre(AppState& state) {
       ImGui::SetTooltip("Every head as one figure, titled with the model and the text");
     if (ImGui::BeginPopup("export_model_view")) {
       for (int scale : {1, 2, 4})
-        if (ImGui::MenuItem(("PNG " + std::to_string(scale) + "x").c_str()))
+        if (ImGui::MenuItem(("PNG " + std::to_string(scale) + "×").c_str()))
           export_model_view(state, ExportKind::Png, scale);
       if (ImGui::MenuItem("SVG")) export_model_view(state, ExportKind::Svg, 1);
       draw_theme_choice(state);

@@ -68,6 +68,10 @@ void apply_style(float scale) {
   c[ImGuiCol_Header] = ImVec4(0.22f, 0.32f, 0.46f, 1.0f);
   c[ImGuiCol_HeaderHovered] = ImVec4(0.28f, 0.40f, 0.58f, 1.0f);
   c[ImGuiCol_HeaderActive] = ImVec4(0.30f, 0.45f, 0.65f, 1.0f);
+  // An integer slider's grab is as wide as one step (half the slider for 0..1)
+  // and its digits are drawn over it: a dim grab keeps them readable.
+  c[ImGuiCol_SliderGrab] = ImVec4(0.26f, 0.46f, 0.78f, 0.55f);
+  c[ImGuiCol_SliderGrabActive] = ImVec4(0.34f, 0.56f, 0.92f, 0.70f);
   style.ScaleAllSizes(scale);
 }
 

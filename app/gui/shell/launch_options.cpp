@@ -522,7 +522,7 @@ void apply_cell_flag(const LaunchOptions& o, AppState& state) {
     const core::Stage& s = *m.outputs.front();
     if (i < 0 || j < 0 || i >= s.data().rows() || j >= s.data().cols())
       throw core::ParseError("--cell " + *o.cell + " is outside " + s.id + " (" +
-                             std::to_string(s.data().rows()) + "x" +
+                             std::to_string(s.data().rows()) + " × " +
                              std::to_string(s.data().cols()) + ")");
     state.pinned = CellRef{s.id, s.head, i, j};
   }

@@ -43,6 +43,7 @@ enum class FileDialog {
   ImportWeights,
   ExportFolder,
   ExportAll,
+  OpenModel,  // a checkpoint: a Hugging Face folder, .safetensors, the book's .pth
 };
 
 // The message after an export, import or save: the full path, copyable.

@@ -61,11 +61,19 @@ void ModelLoader::start(const std::string& path, const std::string& config) {
     } catch (const std::bad_alloc&) {
       o.error = "out of memory while loading " + path;
     } catch (const std::exception& e) {
-      o.error = e.what();
+      o.error = in_the_apps_words(e.what());
     }
     std::lock_guard lock(mutex_);
     if (gen == generation_) done_ = std::move(o);
   });
+}
+
+std::string in_the_apps_words(std::string message) {
+  // The loader's messages name attnscope-cli's flag; the app has a field.
+  static const std::string flag = "pass --config FILE";
+  for (std::size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
+    message.replace(at, flag.size(), kConfigFieldWords);
+  return message;
 }
 
 void ModelLoader::cancel() {

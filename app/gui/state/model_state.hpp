@@ -160,6 +160,13 @@ struct ModelState {
   int max_tokens() const;
 };
 
+// A load error in the app's words: where the loader says to pass
+// --config FILE, it says to fill in the Model panel's config field
+// (kConfigFieldWords, which the panel looks for to mark that field).
+inline constexpr const char* kConfigFieldWords =
+    "choose the config file in the Model panel's config field (under the path)";
+std::string in_the_apps_words(std::string message);
+
 // The score of one head for `kind`, from the overview (layer-major index).
 double pattern_value(const ModelOverview& o, core::PatternKind kind, int index);
 

@@ -553,6 +553,25 @@ TEST_F(Headless, TheWeightsShowTheBooksFourDecimalsAtTheDefaultWindow) {
   EXPECT_EQ(state.ui.views["out/0"].decimals, 2);
 }
 
+// At T = 512 the inspector's softmax table (a row per key) scrolls to the
+// pinned key, which would otherwise be hundreds of rows below its top.
+TEST_F(Headless, TheInspectorScrollsToThePinnedKeyOfALongRow) {
+  state.draw_random_inputs(512, 8);
+  set_variant(core::Variant::SelfAttentionV2);
+  state.step = Step::Softmax;
+  frames(2);
+  const core::Stage* w = state.trace->find(core::stage_id::weights);  // one head: head -1
+  ASSERT_NE(w, nullptr) << state.error;
+  state.pinned = CellRef{w->id, w->head, 500, 400};
+  frames(4);
+  const std::string shown = headless_text();
+  EXPECT_NE(shown.find("\nt400"), std::string::npos) << "key t400's row is in view";
+  // Moving the pin moves the table again.
+  state.pinned = CellRef{w->id, w->head, 500, 20};
+  frames(4);
+  EXPECT_NE(headless_text().find("\nt20"), std::string::npos);
+}
+
 // A notice closes itself when its time is up, not while the pointer is on it.
 TEST_F(Headless, ANoticeClosesItselfUnlessThePointerIsOnIt) {
   notify(state, "Saved a file", "/tmp/a file", false);

@@ -19,6 +19,7 @@
 #include "attnscope/io/io.hpp"
 #include "compute/model_job.hpp"
 #include "export/files.hpp"
+#include "export/files_ui.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
 #include "panels/panels.hpp"
@@ -510,6 +511,50 @@ TEST_F(ModelApp, TheNormalisationLabDrawsNegativeNaiveWeightsOnAScaleCentredOnZe
   EXPECT_TRUE(centred) << shown;
 }
 
+TEST_F(ModelApp, TheHeadViewHasALayerPickerAndSpreadsItsRowsOverThePanel) {
+  state.model.view = ModelView::Tokens;
+  state.select_layer(0);
+  frames(3);
+  const auto next = headless_text_at("▶");
+  ASSERT_TRUE(next) << headless_text();
+  click(*next);
+  frames(3);
+  EXPECT_EQ(state.model.layer, 1);
+  EXPECT_EQ(state.trace->layer, 1);
+  EXPECT_NE(squeezed(headless_text()).find("of2(PgUp/PgDn)"), std::string::npos);
+  // Six tokens in a 1000 px window: rows further apart than a line of text.
+  float first = -1, second = -1;
+  for (const DrawnGlyph& g : headless_glyphs()) {
+    // "Your", " journey": the first two rows, in the head view's left column.
+    if ((g.text != "Y" && g.text != "j") || g.pen < 400 || g.pen > 900) continue;
+    float& top = g.text == "Y" ? first : second;
+    if (top < 0) top = g.top;
+  }
+  ASSERT_GT(first, 0);
+  ASSERT_GT(second, 0);
+  EXPECT_GT(second - first, ImGui::GetTextLineHeightWithSpacing() * 1.5f);
+}
+
+TEST_F(ModelApp, APatternScoreHasALegendAndSortedTilesShowTheirScores) {
+  state.model.pattern = PatternChoice{core::PatternKind::PreviousToken, true};
+  frames(3);
+  const ModelOverview& o = *state.model.overview;
+  double lo = 1e9, hi = -1e9;
+  for (int k = 0; k < o.layers * o.heads; ++k) {
+    lo = std::min(lo, pattern_value(o, core::PatternKind::PreviousToken, k));
+    hi = std::max(hi, pattern_value(o, core::PatternKind::PreviousToken, k));
+  }
+  char want[64];
+  std::snprintf(want, sizeof want, "framecolour:%.3f%.3f", lo, hi);  // the bar between: no text
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find(want), std::string::npos) << shown;
+  // The top-left tile is layer 0's highest-scoring head: its plate has its score.
+  const int best = heads_in_order(o, 0, state.model.pattern).front();
+  std::snprintf(want, sizeof want, "%d%.2f", best,
+                pattern_value(o, core::PatternKind::PreviousToken, best));
+  EXPECT_NE(shown.find(want), std::string::npos) << shown;
+}
+
 TEST_F(ModelApp, AppendingTheTopTokenGrowsTheTextByIt) {
   const std::size_t before = state.model.typed.tokens.size();
   const int top = state.model.overview->next_last.front().id;
@@ -780,6 +825,78 @@ TEST_F(ModelApp, BrowseOpensWhatTheDesktopsDialogChose) {
   state.poll_model_loader(true);
   EXPECT_NE(state.model.load_error.find("my-gpt2"), std::string::npos) << state.model.load_error;
   EXPECT_EQ(state.model.model, tiny_model()) << "the model on screen stays";
+}
+
+TEST_F(ModelApp, WithoutADesktopDialogBrowseOpensTheAppsOwnAndItOpensAModel) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "tiny");
+  state.files.installed_tool = DialogTool::Builtin;  // no zenity, no kdialog
+  tall();
+  frames(2);
+  const auto checkpoint = headless_text_at("Checkpoint");  // folded while a model is open
+  ASSERT_TRUE(checkpoint);
+  click(*checkpoint);
+  frames(2);
+  const auto browse = headless_text_at("Browse...");
+  ASSERT_TRUE(browse) << "Browse... is there without a desktop dialog\n" << headless_text();
+  click(*browse);
+  frames(2);
+  ASSERT_EQ(state.files.dialog, FileDialog::OpenModel);
+  EXPECT_NE(squeezed(headless_text()).find("AHuggingFaceGPT-2folder"), std::string::npos)
+      << headless_text();
+  // The path field has the keyboard, its text selected: typing replaces it.
+  ImGuiIO& io = ImGui::GetIO();
+  auto type_and_enter = [&](const std::string& text) {
+    for (const char c : text) io.AddInputCharacter(static_cast<unsigned char>(c));
+    frames(2);
+#if IMGUI_VERSION_NUM < 18700
+    io.KeyMap[ImGuiKey_Enter] = 257;
+    io.KeysDown[257] = true;
+    frame();
+    io.KeysDown[257] = false;
+#else
+    io.AddKeyEvent(ImGuiKey_Enter, true);
+    frame();
+    io.AddKeyEvent(ImGuiKey_Enter, false);
+#endif
+    frames(2);
+  };
+  type_and_enter((dir.path() / "missing").string());
+  EXPECT_EQ(state.files.dialog, FileDialog::OpenModel) << "a wrong path keeps the dialog open";
+  EXPECT_NE(state.files.dialog_error.find("does not exist"), std::string::npos)
+      << state.files.dialog_error;
+  io.KeyCtrl = false;
+  state.files.dialog = FileDialog::None;  // and again, for a fresh field
+  frames(2);
+  open_file_dialog(state, FileDialog::OpenModel);
+  frames(2);
+  type_and_enter((dir.path() / "tiny" / "config.json").string());
+  EXPECT_EQ(state.files.dialog, FileDialog::None) << state.files.dialog_error;
+  EXPECT_EQ(state.model.path, (dir.path() / "tiny").string())
+      << "config.json stands for its folder";
+  state.poll_model_loader(true);
+  ASSERT_TRUE(state.model.model) << state.model.load_error;
+  EXPECT_EQ(state.model.model->config().n_embd, 8) << "the tiny checkpoint is open";
+}
+
+TEST_F(ModelApp, APthWithoutAConfigPointsAtTheConfigFieldNotAFlag) {
+  core::testing::TempDir dir;
+  std::ofstream(dir.path() / "model.pth") << "not read: the config is missing first";
+  state.open_model((dir.path() / "model.pth").string());
+  state.poll_model_loader(true);
+  const std::string& e = state.model.load_error;
+  EXPECT_NE(e.find("GPT_CONFIG"), std::string::npos) << e;
+  EXPECT_NE(e.find("config field"), std::string::npos) << e;
+  EXPECT_EQ(e.find("--config"), std::string::npos) << "no command-line flag in the app: " << e;
+  tall();
+  frames(2);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("configfile:neededforthismodel"), std::string::npos)
+      << "the Checkpoint section opens on the marked field\n"
+      << shown;
+  EXPECT_NE(shown.find(squeezed("choose the config file in the Model panel's config field")),
+            std::string::npos)
+      << shown;
 }
 
 TEST_F(ModelApp, CancelDropsTheLoadsResult) {

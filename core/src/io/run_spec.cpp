@@ -319,7 +319,7 @@ std::uint64_t parse_seed(std::string_view text, std::string_view flag) {
 
 Inputs random_inputs(int tokens, int dims, std::uint64_t input_seed) {
   if (tokens < 1 || tokens > kMaxTokens || dims < 1 || dims > kMaxDim)
-    throw ParseError("random inputs of " + std::to_string(tokens) + " tokens x " +
+    throw ParseError("random inputs of " + std::to_string(tokens) + " tokens × " +
                      std::to_string(dims) + " dims: tokens must be 1 to " +
                      std::to_string(kMaxTokens) + " and dims 1 to " + std::to_string(kMaxDim));
   Inputs in;

@@ -94,7 +94,7 @@ std::optional<ParsedName> parse_name(std::string_view name) {
 bool is_bias(std::string_view canonical) { return canonical.starts_with("b_"); }
 
 std::string shape_text(Eigen::Index r, Eigen::Index c) {
-  return std::to_string(r) + "x" + std::to_string(c);
+  return std::to_string(r) + " × " + std::to_string(c);
 }
 
 void add_tensor(WeightSet& set, const ParsedName& n, RowMatrix value, std::string origin) {
@@ -279,7 +279,7 @@ class Checker {
         t->transposed ? shape_text(m.cols(), m.rows()) : shape_text(m.rows(), m.cols());
     std::string msg = t->origin + " is " + file_shape;
     if (t->transposed)
-      msg += " (PyTorch's out x in; as used " + shape_text(m.rows(), m.cols()) + ")";
+      msg += " (PyTorch's out × in; as used " + shape_text(m.rows(), m.cols()) + ")";
     msg += " but this run needs " + std::string(rows_meaning) + " x " + cols_meaning + " = " +
            shape_text(rows, cols) + " as used";
     if (is_bias(name)) {
@@ -287,11 +287,11 @@ class Checker {
              std::to_string(cols);
     } else if (m.rows() == cols && m.cols() == rows && rows != cols) {
       msg += t->transposed
-                 ? ": it looks transposed (a name ending in .weight is PyTorch's d_out x d_in and "
-                   "is transposed on load; use the plain name for d_in x d_out)"
-                 : ": it looks transposed (the plain name is x . W, d_in x d_out; name it " +
+                 ? ": it looks transposed (a name ending in .weight is PyTorch's d_out × d_in and "
+                   "is transposed on load; use the plain name for d_in × d_out)"
+                 : ": it looks transposed (the plain name is x · W, d_in × d_out; name it " +
                        std::string(name == std::string_view(stage_id::W_out) ? "out_proj" : name) +
-                       ".weight to have PyTorch's d_out x d_in transposed on load)";
+                       ".weight to have PyTorch's d_out × d_in transposed on load)";
     } else if (m.rows() != rows && std::string_view(rows_meaning) == "d_in") {
       msg += ": it has d_in " + std::to_string(m.rows()) + " but the embeddings have d_in " +
              std::to_string(d_in_);
@@ -457,7 +457,7 @@ std::string weights_json(const Parameters& params, const Config& config) {
 
 std::string validate_parameters(const Parameters& params, const Config& config, int d_in) {
   auto shape = [](const RowMatrix& m) {
-    return std::to_string(m.rows()) + "x" + std::to_string(m.cols());
+    return std::to_string(m.rows()) + " × " + std::to_string(m.cols());
   };
   const std::size_t sets = config.variant == Variant::Simple ? 0
                            : config.variant == Variant::MultiheadWrapper
@@ -474,12 +474,12 @@ std::string validate_parameters(const Parameters& params, const Config& config, 
     for (int k = 0; k < 3; ++k) {
       const Projection& p = *ps[k];
       if (p.weight.rows() != d_in || p.weight.cols() != config.d_out)
-        return std::string(names[k]) + " is " + shape(p.weight) + " but d_in x d_out is " +
-               std::to_string(d_in) + "x" + std::to_string(config.d_out) +
+        return std::string(names[k]) + " is " + shape(p.weight) + " but d_in × d_out is " +
+               std::to_string(d_in) + " × " + std::to_string(config.d_out) +
                ": reset to the seeded weights";
       if (bias != (p.bias.size() > 0) || (bias && p.bias.cols() != config.d_out))
         return std::string(names[k]) +
-               (bias ? " needs a bias of 1x" + std::to_string(config.d_out)
+               (bias ? " needs a bias of 1 × " + std::to_string(config.d_out)
                      : " has a bias but qkv_bias is off") +
                ": reset to the seeded weights";
     }
@@ -487,8 +487,8 @@ std::string validate_parameters(const Parameters& params, const Config& config, 
   if (config.variant == Variant::Multihead &&
       (params.out.weight.rows() != config.d_out || params.out.weight.cols() != config.d_out ||
        params.out.bias.rows() != 1 || params.out.bias.cols() != config.d_out))
-    return "W_out/b_out must be " + std::to_string(config.d_out) + "x" +
-           std::to_string(config.d_out) + " and 1x" + std::to_string(config.d_out) +
+    return "W_out/b_out must be " + std::to_string(config.d_out) + " × " +
+           std::to_string(config.d_out) + " and 1 × " + std::to_string(config.d_out) +
            ": reset to the seeded weights";
   return "";
 }

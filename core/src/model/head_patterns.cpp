@@ -66,7 +66,7 @@ std::string_view pattern_explanation(PatternKind kind) { return text(kind).expla
 
 HeadPatternScores pattern_scores(const RowMatrix& w) {
   if (w.rows() != w.cols())
-    throw std::invalid_argument("head pattern scores need a square T x T weights matrix, got " +
+    throw std::invalid_argument("head pattern scores need a square T × T weights matrix, got " +
                                 std::to_string(w.rows()) + " x " + std::to_string(w.cols()));
   const Eigen::Index T = w.rows();
   double prev = 0.0, first = 0.0, self = 0.0, entropy = 0.0, normalised = 0.0;
