@@ -64,8 +64,9 @@ TEST(RunCompare, EveryHeadMatchesLoopsOverItsStages) {
   EXPECT_EQ(r.tokens, 40);
   ASSERT_EQ(r.per_head.size(), 6u);
   for (const HeadDifference& h : r.per_head) {
-    const RowMatrix& wa = *a.stage({h.layer, h.head, std::string(stage_id::weights)});
-    const RowMatrix& wb = *b.stage({h.layer, h.head, std::string(stage_id::weights)});
+    const auto map_a = a.stage({h.layer, h.head, stage_id::weights});
+    const auto map_b = b.stage({h.layer, h.head, stage_id::weights});
+    const RowMatrix &wa = *map_a, &wb = *map_b;
     double sum = 0.0;
     float best = 0.0f;
     for (int i = 0; i < 40; ++i)

@@ -41,10 +41,10 @@ std::string compare_refusal(const Gpt2Config& a, const Gpt2Config& b, std::strin
 
 HeadDifference head_difference(const RowMatrix& a, const RowMatrix& b, int layer, int head) {
   if (a.rows() != a.cols() || a.rows() != b.rows() || a.cols() != b.cols())
-    throw std::invalid_argument(
-        "the attention maps have different shapes (" + std::to_string(a.rows()) + " × " +
-        std::to_string(a.cols()) + " and " + std::to_string(b.rows()) + " × " +
-        std::to_string(b.cols()) + "): they are not of one text");
+    throw std::invalid_argument("the attention maps have different shapes (" +
+                                std::to_string(a.rows()) + " × " + std::to_string(a.cols()) +
+                                " and " + std::to_string(b.rows()) + " × " +
+                                std::to_string(b.cols()) + "): they are not of one text");
   HeadDifference d;
   d.layer = layer;
   d.head = head;

@@ -29,14 +29,13 @@ struct HeadDifference {
   // Mean |B − A| over the T(T + 1)/2 cells a query sees (key ≤ query): the
   // masked cells are 0 in both maps and would only dilute it.
   double mean_abs = 0.0;
-  float max_abs = 0.0f;          // the largest |B − A|
+  float max_abs = 0.0f;            // the largest |B − A|
   int max_query = 0, max_key = 0;  // where: the first such cell, row by row
 };
 
 // The difference of two maps of one head (`a`, `b`: (T, T), rows = queries).
 // Throws std::invalid_argument when their shapes differ or are not square.
-HeadDifference head_difference(const RowMatrix& a, const RowMatrix& b, int layer = 0,
-                               int head = 0);
+HeadDifference head_difference(const RowMatrix& a, const RowMatrix& b, int layer = 0, int head = 0);
 
 // Every chosen head of two runs of the same ids.
 struct RunDifference {
