@@ -474,7 +474,7 @@ int run_model_compare(const ModelCompareFlags& f) {
     out += (i ? ",\n  " : "\n  ") + head_json(d.per_head[i]);
   out += "],\n \"most_changed\": " + head_json(d.most_changed());
   if (f.layer && f.head) {
-    const core::StageKey key{*f.layer, *f.head, std::string(core::stage_id::weights)};
+    const core::StageKey key{*f.layer, *f.head, core::stage_id::weights};
     const core::RowMatrix wa = *run_a.stage(key), wb = *run_b->stage(key);
     out += ",\n \"weights_a\": " + matrix_json(wa) + ",\n \"weights_b\": " + matrix_json(wb) +
            ",\n \"difference\": " + matrix_json(wb - wa);
