@@ -16,20 +16,21 @@ struct LaunchOptions {
   // --text/--text-file: chapter 2's inputs from typed text (--d-in,
   // --embed-seed, --positions), or with --model the model's text.
   run_flags::TextFlags text;
-  run_flags::ModelFlags model;               // --model PATH, --model-config FILE, --ids
-  std::optional<std::string> open_file;      // FILE: opened as if dropped onto the window
-  std::optional<int> layer;                  // --layer L (with --model)
-  std::optional<std::string> view;           // --view model|head|tokens (with --model)
-  std::optional<std::string> compare_model;  // --compare-model B: Compare checkpoints opens on B
-  std::optional<std::string> stage;          // --stage ID
-  std::optional<int> head;                   // --head H
-  std::optional<std::string> cell;           // --cell I,J (pins a cell of the stage's first matrix)
-  std::optional<std::string> palette;        // --colors standard|colorblind|warm|greys
-  run_flags::FigureFlags figure;             // --row-scale, --decimals N, --theme T
-  bool no_row_scale = false;                 // --no-row-scale: one scale per matrix, at any T
-  std::optional<float> scale;                // --scale F (UI scale factor)
-  int width = 1600, height = 1000;           // --size WxH
+  run_flags::ModelFlags model;           // --model PATH, --model-config FILE, --ids
+  std::optional<std::string> open_file;  // FILE: opened as if dropped onto the window
+  std::optional<int> layer;              // --layer L (with --model)
+  std::optional<std::string> view;       // --view model|head|tokens (with --model)
+  std::optional<std::string> stage;      // --stage ID
+  std::optional<int> head;               // --head H
+  std::optional<std::string> cell;       // --cell I,J (pins a cell of the stage's first matrix)
+  std::optional<std::string> palette;    // --colors standard|colorblind|warm|greys
+  run_flags::FigureFlags figure;         // --row-scale, --decimals N, --theme T
+  bool no_row_scale = false;             // --no-row-scale: one scale per matrix, at any T
+  std::optional<float> scale;            // --scale F (UI scale factor)
+  int width = 1600, height = 1000;       // --size WxH
   bool size_given = false;
+  // --compare-model B (with --model): Compare checkpoints opens on B.
+  std::optional<std::string> compare_model;
   std::optional<std::string> screenshot;  // --screenshot FILE
   bool no_session = false;                // --no-session
   std::optional<int> bench_frames;        // --bench-frames N: time N frames, print, exit
