@@ -180,9 +180,9 @@ void draw_head_grid(AppState& state, const ModelComparison& cmp, ImVec2 size) {
     }
   }
   const core::HeadDifference& most = d.most_changed();
-  text_wrapped(state, "0 to " + small_num(top) +
-                          " (the lightest changed most). Most changed: " + "layer " +
-                          std::to_string(most.layer) + ", head " + std::to_string(most.head) + ".");
+  text_wrapped(state, "From 0 to " + small_num(top) + " on the weights' colour scale. Most " +
+                          "changed: layer " + std::to_string(most.layer) + ", head " +
+                          std::to_string(most.head) + ".");
   ImGui::PopTextWrapPos();
 }
 
