@@ -38,8 +38,15 @@ def run(*args):
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=TIMEOUT_S)
 
 
+WRITTEN = {}  # (seed, heads) -> folder: each model is written once (most of the test's time)
+
+
 def write_tiny(folder, seed, heads=tiny.H):
-    """A 2-layer GPT-2 folder with room for 64 tokens and `heads` heads."""
+    """A 2-layer GPT-2 folder with room for 64 tokens and `heads` heads (or
+    the folder already written for them)."""
+    if (seed, heads) in WRITTEN:
+        return WRITTEN[(seed, heads)]
+    WRITTEN[(seed, heads)] = folder
     rng = random.Random(seed)
     tensors = tiny.tiny_gpt2(rng)
     tensors["wpe.weight"] = ([POSITIONS, tiny.D],
