@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -21,6 +22,7 @@
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
+#include "imgui_internal.h"  // the Compare checkpoints window and its grid's id
 #include "panels/panels.hpp"
 #include "platform/native_dialog.hpp"
 #include "shell/launch_options.hpp"
@@ -1106,6 +1108,35 @@ TEST_F(ModelApp, CompareCheckpointsDrawsCoresNumbersAndABadBKeepsA) {
   ASSERT_TRUE(state.model.compare.result);
   EXPECT_EQ(state.model.compare.result->layer, 0);
   EXPECT_EQ(state.model.compare.result->head, 1);
+  // A click on a cell of the grid selects its head: find the grid under
+  // the pointer, read which head its tooltip names, click there.
+  ImGuiWindow* window = ImGui::FindWindowByName("Compare checkpoints");
+  ASSERT_NE(window, nullptr);
+  const ImGuiID grid = window->GetID("head_grid");
+  const std::regex tooltip("layer(\\d+),head(\\d+)mean");  // the tooltip, not the menu bar
+  std::optional<ImVec2> cell;
+  int want_layer = -1, want_head = -1;
+  for (float y = window->Pos.y; y < window->Pos.y + window->Size.y && !cell; y += 12)
+    for (float x = window->Pos.x + window->Size.x * 0.5f;
+         x < window->Pos.x + window->Size.x && !cell; x += 12) {
+      ImGui::GetIO().MousePos = ImVec2(x, y);
+      frame();
+      const std::string text = squeezed(headless_text());
+      std::smatch named;
+      if (GImGui->HoveredId != grid || !std::regex_search(text, named, tooltip)) continue;
+      want_layer = std::stoi(named[1]);
+      want_head = std::stoi(named[2]);
+      if (want_layer != 0 || want_head != 1) cell = ImVec2(x, y);  // not the selected one
+    }
+  ASSERT_TRUE(cell) << "no cell of the grid but the selected one found";
+  click(*cell);
+  frames(2);
+  EXPECT_EQ(state.model.layer, want_layer);
+  EXPECT_EQ(state.head, want_head);
+  ASSERT_TRUE(state.model.compare.result);
+  EXPECT_EQ(state.model.compare.result->layer, want_layer);
+  EXPECT_EQ(state.model.compare.result->head, want_head);
+  ImGui::GetIO().MousePos = ImVec2(-1, -1);
   // A missing B: an error, A and the B before stay.
   const auto a_model = state.model.model;
   const auto b_model = state.model.compare.model;
