@@ -1,5 +1,5 @@
 // model_commands.cpp: `attnscope-cli model
-// info|list|trace|generate|lens|export|bench|patterns|script`.
+// info|list|trace|generate|lens|export|bench|patterns|script|compare`.
 #include "model_commands.hpp"
 
 #include <sys/resource.h>
@@ -25,6 +25,7 @@
 #include "attnscope/model/model_script.hpp"
 #include "attnscope/model/model_trace.hpp"
 #include "attnscope/model/predictions.hpp"
+#include "attnscope/model/run_compare.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "run_flags/run_flags.hpp"
 
@@ -425,6 +426,110 @@ int run_model_bench(const ModelCommands& c) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------
+// compare
+
+// A (T, T) map as JSON rows, each value as %.9g (a float32 read back exactly).
+std::string matrix_json(const core::RowMatrix& m) {
+  std::string out = "[";
+  char buf[32];
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    out += r ? ",\n   [" : "\n   [";
+    for (Eigen::Index c = 0; c < m.cols(); ++c) {
+      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(m(r, c)));
+      out += (c ? ", " : "") + std::string(buf);
+    }
+    out += "]";
+  }
+  return out + "]";
+}
+
+std::string head_json(const core::HeadDifference& h) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "{\"layer\": %d, \"head\": %d, \"mean_abs\": %.17g, \"max_abs\": %.9g, "
+                "\"max_query\": %d, \"max_key\": %d}",
+                h.layer, h.head, h.mean_abs, static_cast<double>(h.max_abs), h.max_query,
+                h.max_key);
+  return buf;
+}
+
+std::string compare_text(const core::RunDifference& d, const std::string& a, const std::string& b) {
+  std::string out = "A: " + a + "\nB: " + b + "\n" + std::to_string(d.layers) + " layers x " +
+                    std::to_string(d.heads) + " heads, " + std::to_string(d.tokens) +
+                    " tokens; mean over the cells a query sees (key <= query)\n" +
+                    "layer  head   mean|B-A|    max|B-A|  at (query, key)\n";
+  char buf[128];
+  for (const core::HeadDifference& h : d.per_head) {
+    std::snprintf(buf, sizeof buf, "%5d %5d %11.6g %11.6g  (%d, %d)\n", h.layer, h.head, h.mean_abs,
+                  static_cast<double>(h.max_abs), h.max_query, h.max_key);
+    out += buf;
+  }
+  const core::HeadDifference& most = d.most_changed();
+  return out + "most changed: layer " + std::to_string(most.layer) + ", head " +
+         std::to_string(most.head) + "\n";
+}
+
+// Checkpoint B on A's token ids, every chosen head compared (core::compare_runs).
+int run_model_compare(const ModelCompareFlags& f) {
+  const auto a = core::Gpt2Model::load(
+      f.model.path.value_or(""),
+      f.model.config ? std::optional<fs::path>(*f.model.config) : std::nullopt);
+  const auto b = core::Gpt2Model::load(
+      f.b_path, f.b_config ? std::optional<fs::path>(*f.b_config) : std::nullopt);
+  const std::string refusal =
+      core::compare_refusal(a->config(), b->config(), f.model.path.value_or(""), f.b_path);
+  if (!refusal.empty()) throw core::ParseError("cannot compare: " + refusal);
+  const std::vector<int> ids = f.model.model_ids(*a, f.text);
+  core::ModelRun run_a(a, ids);
+  std::optional<core::ModelRun> run_b;
+  try {
+    run_b.emplace(b, ids);
+  } catch (const std::invalid_argument& e) {
+    throw core::ParseError("B (" + f.b_path + ") cannot read A's tokens: " + e.what());
+  }
+  std::vector<int> layers, heads;
+  if (f.layer) layers.push_back(*f.layer);
+  if (f.head) heads.push_back(*f.head);
+  const core::RunDifference d = core::compare_runs(run_a, *run_b, layers, heads);
+  std::error_code ec;
+  const bool same = fs::equivalent(f.model.path.value_or(""), f.b_path, ec) && !ec;
+  if (f.format == "text") return print(compare_text(d, a->name(), b->name()));
+  std::string out = "{\"a\": " + json_string(a->name()) + ", \"b\": " + json_string(b->name()) +
+                    ", \"same_file\": " + (same ? "true" : "false") +
+                    ",\n \"layers\": " + std::to_string(d.layers) +
+                    ", \"heads\": " + std::to_string(d.heads) +
+                    ", \"tokens\": " + std::to_string(d.tokens) + ", \"ids\": [";
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  out += "],\n \"mean_over\": \"key <= query\",\n \"per_head\": [";
+  for (std::size_t i = 0; i < d.per_head.size(); ++i)
+    out += (i ? ",\n  " : "\n  ") + head_json(d.per_head[i]);
+  out += "],\n \"most_changed\": " + head_json(d.most_changed());
+  if (f.layer && f.head) {
+    const core::StageKey key{*f.layer, *f.head, core::stage_id::weights};
+    const core::RowMatrix wa = *run_a.stage(key), wb = *run_b->stage(key);
+    out += ",\n \"weights_a\": " + matrix_json(wa) + ",\n \"weights_b\": " + matrix_json(wb) +
+           ",\n \"difference\": " + matrix_json(wb - wa);
+  }
+  return print(out + "}\n");
+}
+
+void add_model_compare(CLI::App& model, ModelCompareFlags& f) {
+  f.cmd = model.add_subcommand(
+      "compare",
+      "two checkpoints of one shape on the same tokens: each head's mean and largest |B - A| of "
+      "the attention weights (JSON)");
+  run_flags::add_model_flags(*f.cmd, f.model, run_flags::Program::CliModel, &f.text);
+  f.cmd->add_option("B", f.b_path, "checkpoint B, with as many layers and heads as MODEL (A)")
+      ->required();
+  f.cmd->add_option("--config-b", f.b_config, "B's config file (default: beside its weights)");
+  f.cmd->add_option("--layer", f.layer, "only this layer (default: every one)");
+  f.cmd->add_option("--head", f.head,
+                    "only this head (default: every one); with --layer the JSON also holds both "
+                    "weight matrices and their difference");
+  f.cmd->add_option("--format", f.format, "json or text")->check(CLI::IsMember({"json", "text"}));
+}
+
 void add_text_options(CLI::App& cmd, ModelCommands& c) {
   run_flags::add_model_flags(cmd, c.model, run_flags::Program::CliModel, &c.text);
 }
@@ -527,6 +632,7 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.script->add_option("--head", c.head, "the head whose weights print (0-based)")
       ->capture_default_str();
   c.script->add_option("--top", c.top, "next tokens printed")->capture_default_str();
+  add_model_compare(*c.cmd, c.compare);
 }
 
 std::optional<int> run_model_commands(const ModelCommands& c) {
@@ -540,6 +646,7 @@ std::optional<int> run_model_commands(const ModelCommands& c) {
     if (c.bench->parsed()) return run_model_bench(c);
     if (c.patterns->parsed()) return run_model_patterns(c);
     if (c.script->parsed()) return run_model_script(c);
+    if (c.compare.cmd->parsed()) return run_model_compare(c.compare);
   } catch (const std::invalid_argument& e) {  // the engine's refusals of a run
     throw core::ParseError(e.what());
   }

@@ -13,6 +13,8 @@
 //   model bench MODEL --tokens T [--repeat N] [--append]
 //   model patterns MODEL (--text T | ...) [--induction-n N] [--seed S]
 //   model script MODEL (--text T | ...) [--layer L] [--head H] [--top K]
+//   model compare A B (--text T | ...) [--config F] [--config-b F] [--layer L]
+//                 [--head H] [--format json|text]
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,6 +27,17 @@
 #include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {
+
+// `model compare`: two checkpoints of one shape on the same token ids.
+struct ModelCompareFlags {
+  CLI::App* cmd = nullptr;
+  run_flags::ModelFlags model;          // A (MODEL), its --config, --ids, --keep-last
+  run_flags::TextFlags text;            // --text, --text-file
+  std::string b_path;                   // B
+  std::optional<std::string> b_config;  // --config-b
+  std::optional<int> layer, head;       // --layer, --head (default: every one)
+  std::string format = "json";
+};
 
 // What the model subcommands' flags write into (CLI11 holds pointers to
 // these fields: keep the struct where it was declared).
@@ -53,6 +66,7 @@ struct ModelCommands {
   int top = 5;                      // lens: tokens per layer; script: next tokens printed
   int layer = 0, head = 0;          // script: the head whose weights the script prints
   ExportOptions exp_options;
+  ModelCompareFlags compare;
 };
 
 void add_model_commands(CLI::App& app, ModelCommands& c);

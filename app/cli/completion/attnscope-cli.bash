@@ -16,7 +16,7 @@
 # A command -> the subcommands it takes.
 declare -gA _attnscope_cli_commands=(
   [attnscope-cli]="trace export code bench model tokenize"
-  [attnscope-cli model]="info list trace generate lens export bench patterns script"
+  [attnscope-cli model]="info list trace generate lens export bench patterns script compare"
 )
 
 # What follows an option (second column of the option tables):
@@ -25,7 +25,8 @@ declare -gA _attnscope_cli_commands=(
 #   free    something to type (a number, a seed, a text): nothing to offer
 #   NAME    one word of _attnscope_cli_words[NAME]
 #   NAME,   a comma-separated list of those words
-# A row whose first column is in capitals is the command's positional argument.
+# A row whose first column is in capitals is a positional argument of the
+# command, in the order the command takes them.
 declare -gA _attnscope_cli_words=(
   [variant]="simple self_attention_v1 self_attention_v2 causal multihead_wrapper multihead"
   [preset]="book shiny"
@@ -149,6 +150,12 @@ declare -gA _attnscope_cli_options=(
     --layer        free
     --head         free
     --top          free"
+  [attnscope-cli model compare]="$_attnscope_cli_help $_attnscope_cli_model_text_options
+    B              path
+    --config-b     file
+    --layer        free
+    --head         free
+    --format       text_format"
 )
 
 # Sets `kind` (a local of the caller) to what follows `option` in command
@@ -167,7 +174,7 @@ _attnscope_cli_kind() {
 }
 
 # Prints the first column of `cmd`'s rows: its options, or (with "positional")
-# its positional argument's row "NAME kind".
+# its positional arguments' rows "NAME kind", one a line, in order.
 _attnscope_cli_rows() {
   local cmd=$1 what=$2 i IFS=$' \t\n'
   local -a rows
@@ -292,10 +299,10 @@ _attnscope_cli() {
     _attnscope_cli_reply -W "${_attnscope_cli_commands[$cmd]}" -- "$cur"
     return
   fi
-  local positional
-  positional=$(_attnscope_cli_rows "$cmd" positional)
-  if [[ -n $positional ]] && ((positionals == 0)); then
-    _attnscope_cli_value "${positional#* }" "$cur"
+  local -a positional
+  mapfile -t positional < <(_attnscope_cli_rows "$cmd" positional)
+  if ((positionals < ${#positional[@]})); then  # the next positional argument
+    _attnscope_cli_value "${positional[positionals]#* }" "$cur"
   else  # nothing else can stand here: offer the options
     _attnscope_cli_reply -W "$(_attnscope_cli_rows "$cmd" options)" -- "$cur"
   fi

@@ -28,6 +28,7 @@ ComputeResult run_model(const ComputeJob& job, KeptRun& kept_run) {
     ModelResult m = run_model_job(*job.model, kept_run);
     r.trace = std::move(m.trace);
     r.overview = std::move(m.overview);
+    r.comparison = std::move(m.comparison);
     r.nonfinite = core::find_nonfinite(*r.trace);
   } catch (const std::bad_alloc&) {
     r.error = "out of memory: try a shorter text or a smaller model";

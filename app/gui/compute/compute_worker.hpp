@@ -61,6 +61,8 @@ struct ComputeResult {
   std::optional<core::NonFiniteFinding> nonfinite;
   // A model job's overview of every head (its trace is one block of the run).
   std::shared_ptr<const ModelOverview> overview;
+  // ... and its comparison with checkpoint B, when the job named one.
+  std::shared_ptr<const ModelComparison> comparison;
 };
 
 // Runs one job: the seeded module through `cache`, or the explicit

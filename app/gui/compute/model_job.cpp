@@ -19,18 +19,20 @@ namespace id = core::stage_id;
 // (the old one freed first: two runs of a 1024-token text never coexist).
 // An edit keeps the rows before its first changed token (ModelRun::retext);
 // the tokens kept are counted in `kept_tokens`.
-std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<core::ModelRun>& kept,
-                                        int& kept_tokens, bool& reused) {
+std::shared_ptr<core::ModelRun> run_for(const std::shared_ptr<const core::Gpt2Model>& model,
+                                        const std::vector<int>& ids,
+                                        std::shared_ptr<core::ModelRun>& kept, int& kept_tokens,
+                                        bool& reused) {
   kept_tokens = 0;
   reused = false;
-  if (const auto& base = kept; base && &base->model() == job.model.get()) {
-    if (base->ids() == job.ids) {
+  if (const auto& base = kept; base && &base->model() == model.get()) {
+    if (base->ids() == ids) {
       reused = true;
       kept_tokens = base->num_tokens();
       return base;
     }
     try {
-      kept_tokens = base->retext(job.ids);
+      kept_tokens = base->retext(ids);
     } catch (...) {
       // Refused ids leave the run as it was, but a forward that ran out of
       // memory halfway does not: the next job starts afresh either way.
@@ -40,8 +42,7 @@ std::shared_ptr<core::ModelRun> run_for(const ModelJob& job, std::shared_ptr<cor
     return base;
   }
   kept.reset();
-  kept = std::make_shared<core::ModelRun>(job.model, job.ids,
-                                          core::ModelRun::Options{kAppRunCacheBytes});
+  kept = std::make_shared<core::ModelRun>(model, ids, core::ModelRun::Options{kAppRunCacheBytes});
   return kept;
 }
 
@@ -119,6 +120,47 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   return o;
 }
 
+// Checkpoint B on the job's ids beside `run` (A's): B's run is kept and
+// edited as A's is; the per-head numbers stand while both models and the
+// ids do. A B that cannot read the ids (another shape, a smaller vocabulary
+// or context) gives a comparison holding only the reason.
+std::shared_ptr<const ModelComparison> compare_with(const ModelJob& job, core::ModelRun& run,
+                                                    KeptRun& kept) {
+  auto c = std::make_shared<ModelComparison>();
+  c->model_a = job.model;
+  c->model_b = job.compare;
+  c->ids = job.ids;
+  c->error = core::compare_refusal(job.model->config(), job.compare->config(), job.model->name(),
+                                   job.compare->name());
+  if (!c->error.empty()) {
+    kept.compare_run.reset();
+    return c;
+  }
+  int kept_tokens = 0;
+  bool reused = false;
+  std::shared_ptr<core::ModelRun> b;
+  try {
+    b = run_for(job.compare, job.ids, kept.compare_run, kept_tokens, reused);
+  } catch (const std::invalid_argument& e) {
+    c->error = std::string("B cannot read this text: ") + e.what();
+    return c;
+  }
+  const ModelComparison* before = kept.comparison.get();
+  if (reused && before && before->model_a == job.model && before->model_b == job.compare &&
+      before->ids == job.ids && before->error.empty())
+    c->every_head = before->every_head;
+  else
+    c->every_head = core::compare_runs(run, *b);
+  const core::Gpt2Config& cfg = job.model->config();
+  c->layer = std::clamp(job.layer, 0, cfg.n_layer - 1);
+  c->head = std::clamp(job.head, 0, cfg.n_head - 1);
+  const core::StageKey key{c->layer, c->head, id::weights};
+  c->a = run.stage(key);
+  c->b = b->stage(key);
+  kept.comparison = c;
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, int head,
@@ -157,7 +199,7 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   // The last overview's numbers carry over only for the same model (the kept
   // run holds it, so the address is that model's).
   const bool same_model = kept.run && &kept.run->model() == job.model.get();
-  r.run = run_for(job, kept.run, r.kept_tokens, reused);
+  r.run = run_for(job.model, job.ids, kept.run, r.kept_tokens, reused);
   r.trace = model_layer_trace(*r.run, job.layer, job.head, job.next_at);
   if (reused && kept.overview) {
     // The same text and model: every head's thumbnail and scores stand;
@@ -175,6 +217,12 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
     kept.overview = overview_of(*r.run, job, same_model ? kept.overview.get() : nullptr);
   }
   r.overview = kept.overview;
+  if (job.compare) {
+    r.comparison = compare_with(job, *r.run, kept);
+  } else {
+    kept.compare_run.reset();  // the window closed: B's run is not needed
+    kept.comparison.reset();
+  }
   return r;
 }
 

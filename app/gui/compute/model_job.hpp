@@ -22,6 +22,7 @@
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/predictions.hpp"
+#include "attnscope/model/run_compare.hpp"
 
 namespace attnscope::gui {
 
@@ -48,6 +49,9 @@ struct ModelJob {
   std::shared_ptr<const std::vector<double>> induction;
   // The logit lens's grid of every layer x position (the Lens window is open).
   bool lens_grid = false;
+  // A second checkpoint B to run on the same ids and compare head by head
+  // (the Compare checkpoints window is open); null: none.
+  std::shared_ptr<const core::Gpt2Model> compare;
 };
 
 // Tokens per layer in the overview's logit lens column.
@@ -75,10 +79,22 @@ struct ModelOverview {
   std::shared_ptr<const core::LensGrid> grid;
 };
 
+// Checkpoint B against the job's model A on the same ids: every head's
+// mean and largest |B − A| (core::compare_runs) and the selected head's maps.
+struct ModelComparison {
+  std::shared_ptr<const core::Gpt2Model> model_a, model_b;
+  std::vector<int> ids;                         // the text both read
+  core::RunDifference every_head;               // every layer and head
+  int layer = 0, head = 0;                      // the selected head ...
+  std::shared_ptr<const core::RowMatrix> a, b;  // ... its weights in A and B, (T, T) each
+  std::string error;  // why B could not run (its shape, vocabulary or context); then no numbers
+};
+
 struct ModelResult {
   std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run)
   std::shared_ptr<core::Trace> trace;   // one block (Trace::layer)
   std::shared_ptr<const ModelOverview> overview;
+  std::shared_ptr<const ModelComparison> comparison;  // when the job named a B
   // The tokens whose rows the last job's run already held (0: the forward
   // ran over the whole text; num_tokens(): nothing was recomputed).
   int kept_tokens = 0;
@@ -88,12 +104,19 @@ struct ModelResult {
 // overview. The overview depends on the text and the model only (and on the
 // clicked position for its next tokens), so a job that reuses the run (a
 // change of layer or head) reuses the overview too.
+// A job with a checkpoint B keeps B's run too (edited like A's on every
+// text change) and the last comparison, whose per-head numbers stand while
+// both models and the ids do (a layer or head change only fetches two maps).
 struct KeptRun {
   std::shared_ptr<core::ModelRun> run;
   std::shared_ptr<const ModelOverview> overview;
+  std::shared_ptr<core::ModelRun> compare_run;
+  std::shared_ptr<const ModelComparison> comparison;
   void reset() {
     run.reset();
     overview.reset();
+    compare_run.reset();
+    comparison.reset();
   }
 };
 

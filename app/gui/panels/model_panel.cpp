@@ -23,10 +23,10 @@
 
 namespace attnscope::gui {
 
-void start_model_browse(AppState& state, DialogTool tool) {
-  ModelState& m = state.model;
+std::shared_ptr<NativeDialog> open_checkpoint_dialog(AppState& state, DialogTool tool,
+                                                     const std::string& near) {
   std::error_code ec;
-  std::filesystem::path start(m.path);
+  std::filesystem::path start(near);
   if (!start.empty() && !std::filesystem::is_directory(start, ec)) start = start.parent_path();
   if (start.empty() || !std::filesystem::is_directory(start, ec)) {
     const auto folders = core::model_search_folders();
@@ -37,7 +37,11 @@ void start_model_browse(AppState& state, DialogTool tool) {
       "Open a GPT-2 checkpoint",
       start.string(),
       {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
-  m.browse = std::make_shared<NativeDialog>(dialog_command(tool, request), state.files.wake_ui);
+  return std::make_shared<NativeDialog>(dialog_command(tool, request), state.files.wake_ui);
+}
+
+void start_model_browse(AppState& state, DialogTool tool) {
+  state.model.browse = open_checkpoint_dialog(state, tool, state.model.path);
 }
 
 bool poll_model_browse(AppState& state) {
@@ -369,6 +373,7 @@ void draw_model_panel(AppState& state) {
   draw_text(state);
   draw_text_loss(state);
   draw_selection(state);
+  draw_compare_button(state);
   draw_next_tokens(state);
   draw_sampling(state);
 }

@@ -3,7 +3,9 @@
 // inputs/config (through mark_dirty) or selection and UI state.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "platform/native_dialog.hpp"
 #include "state/app_state.hpp"
@@ -49,7 +51,22 @@ void draw_lens_window(AppState& state);
 // for a checkpoint; when it closes, poll_model_browse opens what was chosen
 // (a config.json: its folder) and returns true; false while it is open.
 void start_model_browse(AppState& state, DialogTool tool);
+// The desktop's file dialog for a checkpoint, starting in the folder of
+// `near` (else the first model search folder); start_model_browse's and
+// the Compare checkpoints window's.
+std::shared_ptr<NativeDialog> open_checkpoint_dialog(AppState& state, DialogTool tool,
+                                                     const std::string& near);
 bool poll_model_browse(AppState& state);
+// The Compare checkpoints window (while ModelState::compare.open): B's
+// path, the selected head of A and B side by side with B − A, and every
+// head's mean |B − A| as a grid whose cells select a head (model_compare.cpp).
+void draw_checkpoint_compare(AppState& state);
+// "Layer 1, head 2: mean |B − A| = 0.0123, largest |B − A| = 0.2 at query 5
+// "step" → key 0 "Your"": the line above the window's three heatmaps.
+std::string describe_head_difference(const core::HeadDifference& d,
+                                     const std::vector<std::string>& tokens);
+// "Compare with another checkpoint..." in the Model panel: opens that window.
+void draw_compare_button(AppState& state);
 // The centre for a model: the model view, one head's stepper, or the head
 // view; with no model, where to get one (model_view.cpp).
 void draw_model_centre(AppState& state);

@@ -209,6 +209,11 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
     if (!v) throw core::ParseError("--view '" + *o.view + "' must be model, head or tokens");
     m.view = *v;
   }
+  if (o.compare_model) {
+    state.open_compare_model(*o.compare_model);
+    state.poll_compare_loader(true);
+    if (!m.compare.model) throw core::ParseError("--compare-model: " + m.compare.error);
+  }
   state.mark_dirty();
 }
 
@@ -271,6 +276,10 @@ void add_source_flags(CLI::App& app, LaunchOptions& o) {
   app.add_option("--view", o.view,
                  "with --model: model (every head as a thumbnail, the default), head (one "
                  "head's stages) or tokens (the head view)")
+      ->needs(model.path);
+  app.add_option("--compare-model", o.compare_model,
+                 "with --model: open Compare checkpoints on this second checkpoint B (same "
+                 "layers and heads), run on the same tokens")
       ->needs(model.path);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "

@@ -29,6 +29,8 @@ struct LaunchOptions {
   std::optional<float> scale;            // --scale F (UI scale factor)
   int width = 1600, height = 1000;       // --size WxH
   bool size_given = false;
+  // --compare-model B (with --model): Compare checkpoints opens on B.
+  std::optional<std::string> compare_model;
   std::optional<std::string> screenshot;  // --screenshot FILE
   bool no_session = false;                // --no-session
   std::optional<int> bench_frames;        // --bench-frames N: time N frames, print, exit

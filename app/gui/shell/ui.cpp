@@ -122,6 +122,7 @@ void draw_welcome_card(AppState& state) {
 
 void draw_ui(AppState& state) {
   state.poll_model_loader();
+  state.poll_compare_loader();
   state.recompute_if_dirty();  // the one recompute point of the frame
   state.textures.collect(ImGui::GetFrameCount());
   handle_shortcuts(state);
@@ -198,6 +199,7 @@ void draw_ui(AppState& state) {
   draw_menu_popups(state);
   draw_learn_windows(state);  // teach/teach.hpp
   if (state.model_source()) draw_lens_window(state);
+  if (state.model_source()) draw_checkpoint_compare(state);
   draw_computing_indicator(state);
 }
 

@@ -90,6 +90,7 @@ std::optional<ComputeJob> AppState::next_job() {
     job->next_at = model.next_at;
     job->lens_grid = model.lens_open;
     job->induction = model.induction;
+    if (model.compare.open) job->compare = model.compare.model;
     ComputeJob j;
     j.model = std::move(job);
     j.version = requested_version;
@@ -171,6 +172,7 @@ void AppState::adopt(ComputeResult r) {
     ++model.overview_version;
     if (!model.induction) model.induction = model.overview->induction;
   }
+  if (r.trace->is_model()) model.compare.result = std::move(r.comparison);
   own_trace = r.trace;
   trace = std::move(r.trace);  // the previous trace is freed here, not later
   nonfinite = std::move(r.nonfinite);
@@ -318,6 +320,29 @@ void AppState::poll_model_loader(bool wait) {
   model.next_at = -1;
   model.heads_off.assign(static_cast<std::size_t>(c.n_head), false);
   set_source(Source::Model);
+}
+
+void AppState::open_compare_model(const std::string& path) {
+  model.compare.path = path;
+  model.compare.error.clear();
+  model.compare.open = true;
+  model.compare.loader->start(path, model.compare.config);
+}
+
+void AppState::poll_compare_loader(bool wait) {
+  CheckpointCompare& c = model.compare;
+  if (wait) c.loader->wait();
+  std::optional<ModelLoader::Outcome> o = c.loader->take();
+  if (!o) return;
+  if (!o->model) {
+    c.error = o->error;  // A, and any B before, stay
+    return;
+  }
+  c.model = std::move(o->model);
+  c.model_path = o->path;
+  c.error.clear();
+  c.result.reset();
+  mark_dirty();  // the worker runs B beside A
 }
 
 void AppState::set_source(Source s) {

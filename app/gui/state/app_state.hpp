@@ -265,6 +265,13 @@ struct AppState {
   // the source; a failure keeps everything and sets model.load_error.
   // Called once a frame; waits for the load first when `wait` (tests, --screenshot).
   void poll_model_loader(bool wait = false);
+  // Compare checkpoints: starts loading checkpoint B at `path` (with
+  // model.compare.config when set) and opens the window; A stays open.
+  void open_compare_model(const std::string& path);
+  // Takes B's finished load: B replaces the previous B and the worker runs
+  // it beside A; a failure keeps everything and sets model.compare.error.
+  // Called once a frame; waits for the load first when `wait`.
+  void poll_compare_loader(bool wait = false);
   // Switches the source; the matrices follow at the next recompute. The
   // text source embeds the text (staying on the inputs when it cannot); the
   // inputs source returns to the preset from text-made inputs.

@@ -102,6 +102,24 @@ struct SamplingState {
   core::Sampling step_settings;
 };
 
+// Compare checkpoints: a second checkpoint B (another epoch of the
+// learner's training, another model of the same shape) loaded on a loader
+// of its own and run by the worker on A's token ids while the window is
+// open (ModelJob::compare). A failed load keeps A and any previous B.
+struct CheckpointCompare {
+  bool open = false;                             // the Compare checkpoints window
+  std::string path;                              // B's path field
+  std::string config;                            // B's config file (optional, as A's)
+  std::shared_ptr<const core::Gpt2Model> model;  // B, null until one loaded
+  std::string model_path;                        // the path B came from
+  std::string error;                             // B's last failed load ("" none)
+  std::unique_ptr<ModelLoader> loader = std::make_unique<ModelLoader>();
+  std::shared_ptr<NativeDialog> browse;  // Browse... for B while open
+  // From the worker with the trace on screen: null until B ran (or when the
+  // window is closed).
+  std::shared_ptr<const ModelComparison> result;
+};
+
 struct ModelState {
   // The checkpoint: the path field, an optional config file, recent paths.
   std::string path;
@@ -139,6 +157,7 @@ struct ModelState {
   PatternChoice pattern;
   SamplingState sampling;
   bool lens_open = false;  // the Logit lens window (its grid is computed while open)
+  CheckpointCompare compare;
   int hovered =
       -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
 

@@ -23,6 +23,10 @@ void draw_learn_menu(AppState& state) {
   ImGui::MenuItem("Dropout lab", nullptr, &t.show_dropout);
   ImGui::MenuItem("Head split", nullptr, &t.show_heads);
   ImGui::MenuItem("Compare", nullptr, &t.show_compare);
+  // A model's counterpart: another checkpoint on the same text (panels/model_compare.cpp).
+  if (ImGui::MenuItem("Compare with another checkpoint...", nullptr, state.model.compare.open,
+                      state.model_source() && state.model.model))
+    state.model.compare.open = !state.model.compare.open;
   ImGui::MenuItem("Weights editor", nullptr, &t.show_weights);
   ImGui::MenuItem("Embedding space", nullptr, &t.show_embedding);
   ImGui::MenuItem("Sizes", nullptr, &t.show_sizes);

@@ -139,6 +139,7 @@ void teach_heatmap(AppState& state, const std::string& slot, std::string id, int
   spec.slot = slot;
   spec.stage = &stage;
   spec.title = title;
+  spec.follows_trace = false;  // computed from the trace, or a pinned run's: never its stage
   draw_heatmap(state, spec, size);
 }
 

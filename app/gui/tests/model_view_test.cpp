@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -22,6 +23,7 @@
 #include "export/files_ui.hpp"
 #include "headless_imgui.hpp"
 #include "imgui.h"
+#include "imgui_internal.h"  // the Compare checkpoints window and its grid's id
 #include "panels/panels.hpp"
 #include "platform/native_dialog.hpp"
 #include "shell/launch_options.hpp"
@@ -32,6 +34,7 @@
 #include "state/view_scale.hpp"
 #include "teach/teach.hpp"
 #include "temp_dir.hpp"
+#include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
 namespace {
@@ -67,13 +70,16 @@ ModelJob job_for(const std::string& text, int layer = 1, int head = 2) {
 
 // A Hugging Face GPT-2 folder on disk: config.json and model.safetensors
 // (8-byte header length, JSON header, raw little-endian F32), 2 blocks of
-// width 8, random weights.
-void write_tiny_checkpoint(const std::filesystem::path& folder) {
-  constexpr int kLayers = 2, kEmbd = 8, kPositions = 16, kVocab = 50257;
+// width 8 with 2 heads, random weights from `seed`, `positions` positions.
+void write_tiny_checkpoint(const std::filesystem::path& folder, unsigned seed = 3,
+                           int positions = 16) {
+  constexpr int kLayers = 2, kEmbd = 8, kVocab = 50257;
+  const int kPositions = positions;
   std::filesystem::create_directories(folder);
   std::ofstream(folder / "config.json")
       << "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, "
-         "\"n_positions\": 16, \"vocab_size\": 50257}";
+         "\"n_positions\": "
+      << positions << ", \"vocab_size\": 50257}";
   std::vector<std::pair<std::string, std::vector<int>>> shapes = {
       {"wte.weight", {kVocab, kEmbd}},
       {"wpe.weight", {kPositions, kEmbd}},
@@ -97,7 +103,7 @@ void write_tiny_checkpoint(const std::filesystem::path& folder) {
       shapes.emplace_back(h + name, shape);
   }
   std::string header = "{", data;
-  std::mt19937 gen(3);
+  std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.0f, 0.5f);
   for (const auto& [name, shape] : shapes) {
     std::size_t n = 1;
@@ -1241,6 +1247,200 @@ TEST(ModelFlags, KeepLastOpensATextLongerThanTheContextAtItsEnd) {
   EXPECT_EQ(kept.model.dropped, 4);
   EXPECT_EQ(kept.model.typed.ids(), std::vector<int>(16, kept.model.typed.ids().back()));
   EXPECT_EQ(launch_model(refused, {"--keep-last"}), "parse refused") << "--keep-last needs --model";
+// ---------------------------------------------------------------------------
+// Compare checkpoints
+
+// 40 tokens (more than 32, where the engine's row blocks split) for models of 64 positions.
+const std::string kLongText =
+    "The attention mechanism lets every token look back at the tokens before it, and "
+    "training changes where each head looks, one small step at a time, until the model has "
+    "read the whole sentence once more.";
+
+// Every head of `got` is core::compare_runs's on fresh runs of `a` and `b`,
+// within float32 rounding: another run may share the work among other
+// threads, and a run edited since (ModelRun::retext) sums in another order.
+void expect_cores_numbers(const ModelComparison& got,
+                          const std::shared_ptr<const core::Gpt2Model>& a,
+                          const std::shared_ptr<const core::Gpt2Model>& b) {
+  constexpr float kRounding = 1e-6f;
+  core::ModelRun ra(a, got.ids), rb(b, got.ids);
+  const core::RunDifference want = core::compare_runs(ra, rb);
+  ASSERT_EQ(got.every_head.per_head.size(), want.per_head.size());
+  for (std::size_t k = 0; k < want.per_head.size(); ++k) {
+    const core::HeadDifference &g = got.every_head.per_head[k], &w = want.per_head[k];
+    EXPECT_NEAR(g.mean_abs, w.mean_abs, kRounding * std::max(w.mean_abs, 1e-3)) << k;
+    EXPECT_NEAR(g.max_abs, w.max_abs, kRounding) << k;
+    // The largest is where `got` says (a near tie may name the other cell).
+    const auto wa = ra.stage({w.layer, w.head, id::weights});
+    const auto wb = rb.stage({w.layer, w.head, id::weights});
+    EXPECT_NEAR(std::abs((*wb)(g.max_query, g.max_key) - (*wa)(g.max_query, g.max_key)), w.max_abs,
+                kRounding)
+        << k;
+  }
+  const core::StageKey key{got.layer, got.head, id::weights};
+  for (const auto& [mine, theirs] : {std::pair{got.a, ra.stage(key)}, {got.b, rb.stage(key)}}) {
+    ASSERT_TRUE(mine && theirs);
+    ASSERT_EQ(mine->rows(), theirs->rows());
+    ASSERT_EQ(mine->cols(), theirs->cols());
+    EXPECT_LE((*mine - *theirs).cwiseAbs().maxCoeff(), kRounding);
+  }
+}
+
+TEST(ModelJob, ACheckpointBRunsOnTheSameIdsBesideA) {
+  core::Gpt2Config c = tiny_model()->config();
+  const auto other = core::random_gpt2(c, 6);
+  KeptRun kept;
+  ModelJob job = job_for(kLongText);
+  job.compare = other;
+  const ModelResult r = run_model_job(job, kept);
+  ASSERT_TRUE(r.comparison);
+  ASSERT_EQ(r.comparison->error, "");
+  EXPECT_GT(r.comparison->ids.size(), 32u);
+  EXPECT_EQ(r.comparison->layer, 1);
+  EXPECT_EQ(r.comparison->head, 2);
+  expect_cores_numbers(*r.comparison, tiny_model(), other);
+  // Another head: B's run and every head's numbers stay; the maps follow.
+  const std::shared_ptr<core::ModelRun> b_run = kept.compare_run;
+  job.layer = 0;
+  job.head = 1;
+  const ModelResult second = run_model_job(job, kept);
+  EXPECT_EQ(kept.compare_run, b_run);
+  EXPECT_EQ(second.comparison->layer, 0);
+  expect_cores_numbers(*second.comparison, tiny_model(), other);
+  // An edit of the text edits B's run too.
+  job.ids.pop_back();
+  const ModelResult edited = run_model_job(job, kept);
+  EXPECT_EQ(kept.compare_run, b_run);
+  expect_cores_numbers(*edited.comparison, tiny_model(), other);
+  // Without a B the run goes; a B of another shape gives only the reason.
+  job.compare = nullptr;
+  EXPECT_FALSE(run_model_job(job, kept).comparison);
+  EXPECT_FALSE(kept.compare_run);
+  c.n_head = 4;
+  job.compare = core::random_gpt2(c, 6);
+  const ModelResult refused = run_model_job(job, kept);
+  ASSERT_TRUE(refused.comparison);
+  EXPECT_NE(refused.comparison->error.find("2 layers × 4 heads"), std::string::npos)
+      << refused.comparison->error;
+}
+
+TEST_F(ModelApp, CompareCheckpointsDrawsCoresNumbersAndABadBKeepsA) {
+  core::testing::TempDir dir;
+  const std::string a = (dir.path() / "epoch1").string(), b = (dir.path() / "epoch10").string();
+  write_tiny_checkpoint(a, 3, 64);
+  write_tiny_checkpoint(b, 4, 64);
+  state.open_model(a);
+  state.poll_model_loader(true);
+  ASSERT_EQ(state.model.model_path, a) << state.model.load_error;
+  state.model.typed.text = kLongText;
+  state.model_text_changed();
+  state.open_compare_model(b);
+  state.poll_compare_loader(true);
+  ASSERT_TRUE(state.model.compare.model) << state.model.compare.error;
+  frames(3);
+  const std::shared_ptr<const ModelComparison> r = state.model.compare.result;
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->error, "");
+  EXPECT_EQ(r->ids, state.model.typed.ids());
+  expect_cores_numbers(*r, state.model.model, state.model.compare.model);
+  // The window says both files' names and the selected head's numbers as core has them.
+  const std::string drawn = squeezed(headless_text());
+  EXPECT_NE(drawn.find("A:epoch1"), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("B:epoch10"), std::string::npos) << drawn;
+  const core::HeadDifference& head =
+      r->every_head.per_head[static_cast<std::size_t>(r->layer * 2 + r->head)];
+  EXPECT_NE(
+      drawn.find(squeezed(display(state, describe_head_difference(head, state.trace->tokens)))),
+      std::string::npos)
+      << drawn;
+  char mean[32];
+  std::snprintf(mean, sizeof mean, "%.4g", head.mean_abs);
+  EXPECT_NE(drawn.find(squeezed(display(state, std::string("mean |B − A| = ") + mean))),
+            std::string::npos)
+      << drawn;
+  // The selection follows the learner's.
+  state.select_layer(0);
+  state.select_head(1);
+  frames(2);
+  ASSERT_TRUE(state.model.compare.result);
+  EXPECT_EQ(state.model.compare.result->layer, 0);
+  EXPECT_EQ(state.model.compare.result->head, 1);
+  // A click on a cell of the grid selects its head: find the grid under
+  // the pointer, read which head its tooltip names, click there.
+  ImGuiWindow* window = ImGui::FindWindowByName("Compare checkpoints");
+  ASSERT_NE(window, nullptr);
+  const ImGuiID grid = window->GetID("head_grid");
+  const std::regex tooltip("layer(\\d+),head(\\d+)mean");  // the tooltip, not the menu bar
+  std::optional<ImVec2> cell;
+  int want_layer = -1, want_head = -1;
+  for (float y = window->Pos.y; y < window->Pos.y + window->Size.y && !cell; y += 12)
+    for (float x = window->Pos.x + window->Size.x * 0.5f;
+         x < window->Pos.x + window->Size.x && !cell; x += 12) {
+      ImGui::GetIO().MousePos = ImVec2(x, y);
+      frame();
+      const std::string text = squeezed(headless_text());
+      std::smatch named;
+      if (GImGui->HoveredId != grid || !std::regex_search(text, named, tooltip)) continue;
+      want_layer = std::stoi(named[1]);
+      want_head = std::stoi(named[2]);
+      if (want_layer != 0 || want_head != 1) cell = ImVec2(x, y);  // not the selected one
+    }
+  ASSERT_TRUE(cell) << "no cell of the grid but the selected one found";
+  click(*cell);
+  frames(2);
+  EXPECT_EQ(state.model.layer, want_layer);
+  EXPECT_EQ(state.head, want_head);
+  ASSERT_TRUE(state.model.compare.result);
+  EXPECT_EQ(state.model.compare.result->layer, want_layer);
+  EXPECT_EQ(state.model.compare.result->head, want_head);
+  ImGui::GetIO().MousePos = ImVec2(-1, -1);
+  // A missing B: an error, A and the B before stay.
+  const auto a_model = state.model.model;
+  const auto b_model = state.model.compare.model;
+  state.open_compare_model((dir.path() / "missing").string());
+  state.poll_compare_loader(true);
+  frames(2);
+  EXPECT_NE(state.model.compare.error, "");
+  EXPECT_EQ(state.model.model, a_model);
+  EXPECT_EQ(state.model.compare.model, b_model);
+  EXPECT_TRUE(state.showing_model());
+  EXPECT_NE(squeezed(headless_text()).find("missing"), std::string::npos);
+  // The same file twice: said so, and every difference is 0.
+  state.open_compare_model(a);
+  state.poll_compare_loader(true);
+  frames(3);
+  EXPECT_NE(squeezed(headless_text()).find("thesamefileasA"), std::string::npos);
+  ASSERT_TRUE(state.model.compare.result);
+  for (const core::HeadDifference& h : state.model.compare.result->every_head.per_head)
+    EXPECT_EQ(h.max_abs, 0.0f);
+}
+
+TEST_F(ModelApp, ACheckpointOfAnotherShapeIsRefusedNamingBoth) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "two_heads", 3, 64);
+  state.open_compare_model((dir.path() / "two_heads").string());  // A has 3 heads
+  state.poll_compare_loader(true);
+  frames(3);
+  const std::string drawn = squeezed(headless_text());
+  EXPECT_NE(drawn.find(squeezed(display(state, "2 layers × 3 heads"))), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find(squeezed(display(state, "2 layers × 2 heads"))), std::string::npos) << drawn;
+  EXPECT_TRUE(state.showing_model());
+}
+
+TEST(ModelFlags, CompareModelOpensTheWindowOnB) {
+  core::testing::TempDir dir;
+  write_tiny_checkpoint(dir.path() / "a", 3, 64);
+  write_tiny_checkpoint(dir.path() / "b", 4, 64);
+  AppState state;
+  EXPECT_EQ(launch_model(state, {"--model", (dir.path() / "a").string(), "--compare-model",
+                                 (dir.path() / "b").string(), "--text", "Every effort"}),
+            "");
+  EXPECT_TRUE(state.model.compare.open);
+  EXPECT_TRUE(state.model.compare.model);
+  AppState bad;
+  const std::string why = launch_model(bad, {"--model", (dir.path() / "a").string(),
+                                             "--compare-model", (dir.path() / "no").string()});
+  EXPECT_NE(why.find("--compare-model"), std::string::npos) << why;
 }
 
 }  // namespace

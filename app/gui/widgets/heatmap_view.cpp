@@ -377,8 +377,8 @@ HeatmapColouring colour_stage(AppState& state, const HeatmapFrame& f, const Heat
     max_side = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(pixels, 64.0f))));
   }
   const ScaleScope scope = heatmap_scope(state, f.tr, f.st);
-  const HeatmapTexture tex =
-      state.textures.get(spec.slot, state.trace_version, f.st, kind, map, max_side, scope);
+  const HeatmapTexture tex = state.textures.get(spec.slot, state.trace_version, f.st, kind, map,
+                                                max_side, scope, spec.follows_trace);
   // Cells on no scale, listed under the colour bar: masked, overflowed, NaN.
   std::vector<LegendEntry> legend = off_scale_legend(
       tex.range, holds_mask(f.st.id) && f.tr.recipe().has(core::BlockPart::Mask), f.uni);

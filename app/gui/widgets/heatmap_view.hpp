@@ -37,6 +37,11 @@ struct HeatmapSpec {
   // The scale's kind when not the stage id's (scale_kind_for): a matrix
   // that holds what the id's scale cannot show (negative "weights").
   std::optional<figure::ScaleKind> kind;
+  // The stage is the trace's own: a new trace's stage of the same id and
+  // head is coloured ahead for this slot (TextureCache::prepare). False for
+  // a matrix computed from the trace or held beside it (a Learn window's,
+  // a pinned run's), which that stage would wrongly replace.
+  bool follows_trace = true;
 };
 
 struct HeatmapResult {
