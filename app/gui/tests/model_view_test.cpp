@@ -1247,6 +1247,8 @@ TEST(ModelFlags, KeepLastOpensATextLongerThanTheContextAtItsEnd) {
   EXPECT_EQ(kept.model.dropped, 4);
   EXPECT_EQ(kept.model.typed.ids(), std::vector<int>(16, kept.model.typed.ids().back()));
   EXPECT_EQ(launch_model(refused, {"--keep-last"}), "parse refused") << "--keep-last needs --model";
+}
+
 // ---------------------------------------------------------------------------
 // Compare checkpoints
 
