@@ -143,8 +143,12 @@ void draw_checkpoint(AppState& state) {
   if (m.model) {
     const core::Gpt2Config& c = m.model->config();
     ImGui::Text("%s", m.model->name().c_str());
-    ImGui::TextDisabled("%d layers × %d heads, d = %d, up to %d tokens", c.n_layer, c.n_head,
-                        c.n_embd, c.n_positions);
+    char size[128];
+    std::snprintf(size, sizeof size, "%d layers × %d heads, d = %d, up to %d tokens", c.n_layer,
+                  c.n_head, c.n_embd, c.n_positions);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", size);  // a narrow panel wraps it, never cuts it
+    ImGui::PopStyleColor();
   }
   // A load that needs a config file opens the section and marks the field.
   const bool wants_config = m.load_error.find(kConfigFieldWords) != std::string::npos;
@@ -283,12 +287,19 @@ void draw_selection(AppState& state) {
   if (ImGui::SliderInt("head", &h, 0, c.n_head - 1)) state.select_head(h);
   help("[ and ]");
   int view = static_cast<int>(m.view);
+  // Side by side while they fit, else the next one starts a line.
+  auto same_line_if_fits = [](const char* next) {
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float w = ImGui::GetFrameHeight() + st.ItemInnerSpacing.x + ImGui::CalcTextSize(next).x;
+    const float right = ImGui::GetItemRectMax().x + st.ItemSpacing.x + w;
+    if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+  };
   ImGui::RadioButton("All heads", &view, static_cast<int>(ModelView::Model));
   help("Every layer × head as a small map; click one to open it");
-  ImGui::SameLine();
+  same_line_if_fits("One head");
   ImGui::RadioButton("One head", &view, static_cast<int>(ModelView::Head));
   help("The stepper: every stage of this head, from the block's input to its output");
-  ImGui::SameLine();
+  same_line_if_fits("Head view");
   ImGui::RadioButton("Head view", &view, static_cast<int>(ModelView::Tokens));
   help("Lines from one token to the tokens it attends to, for the heads of this layer");
   m.view = static_cast<ModelView>(view);

@@ -422,7 +422,9 @@ void draw_token_focus(AppState& state) {
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::Text("Token %d \"%s\"", q, name(q).c_str());
   if (state.ui.font_heading) ImGui::PopFont();
-  ImGui::TextDisabled("layer %d: where each head looks from it", t.layer);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  text_wrapped(state, "layer " + std::to_string(t.layer) + ": where each head looks from it");
+  ImGui::PopStyleColor();
   if (!ImGui::BeginTable("focus", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
   ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
   ImGui::TableSetupColumn("keys", ImGuiTableColumnFlags_WidthStretch);  // not a stage id
@@ -489,9 +491,18 @@ void draw_model_centre(AppState& state) {
       ImGui::EndPopup();
     }
   }
+  // Where the learner is, and the keys while there is room for them (a
+  // narrow window keeps the first part; the keys are in each control's tip).
+  char where[256];
+  std::snprintf(where, sizeof where, "%s, layer %d, head %d", m.model->name().c_str(), m.layer,
+                state.head);
+  const std::string keys = std::string(where) + "   (PgUp/PgDn: layer, [ ]: head)";
   ImGui::SameLine();
-  ImGui::TextDisabled("   %s, layer %d, head %d   (PgUp/PgDn: layer, [ ]: head)",
-                      m.model->name().c_str(), m.layer, state.head);
+  const float room = ImGui::GetContentRegionAvail().x;
+  ImGui::TextDisabled("%s", ImGui::CalcTextSize(keys.c_str()).x <= room ? keys.c_str()
+                            : ImGui::CalcTextSize(where).x <= room      ? where
+                                                                        : "");
+  if (ImGui::CalcTextSize(where).x > room) ImGui::TextDisabled("%s", where);
   if (!state.error.empty()) text_wrapped(state, state.error);
   switch (m.view) {
     case ModelView::Model:
