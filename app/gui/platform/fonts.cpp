@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,13 +29,21 @@ constexpr const char* kMonoPaths[] = {
     "/usr/share/fonts/TTF/DejaVuSansMono.ttf",
     "/usr/share/fonts/dejavu/DejaVuSansMono.ttf",
 };
-// Chinese, Japanese and Korean (and much else): Debian's fonts-droid-fallback
-// or fonts-noto-cjk, Fedora's and Arch's places for the same files.
+// Chinese and Japanese (Droid Sans Fallback has no Hangul syllables; Noto
+// Sans CJK has all three): Debian's fonts-droid-fallback or fonts-noto-cjk,
+// then Fedora's and Arch's places for the same files.
 constexpr const char* kCjkPaths[] = {
     "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
     "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
     "/usr/share/fonts/google-droid-sans-fonts/DroidSansFallbackFull.ttf",
     "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+};
+// Korean (fonts-nanum), for when the CJK font has no Hangul.
+constexpr const char* kKoreanPaths[] = {
+    "/usr/share/fonts/truetype/nanum/NanumGothic.ttf",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/nanum-gothic-fonts/NanumGothic.ttf",
+    "/usr/share/fonts/TTF/NanumGothic.ttf",
 };
 // Symbols and dingbats DejaVu lacks (fonts-symbola).
 constexpr const char* kSymbolPaths[] = {
@@ -103,6 +114,18 @@ void build_ranges(const std::set<char32_t>& extra) {
   only.BuildRanges(&g_extra_ranges);
 }
 
+// A fallback file's bytes, read once: every rebuild merges it into three
+// fonts. Empty when it cannot be read. Fonts are built on the UI thread only.
+const std::vector<char>& font_file_bytes(const std::string& path) {
+  static std::map<std::string, std::vector<char>> cache;
+  auto [it, fresh] = cache.try_emplace(path);
+  if (fresh) {
+    std::ifstream in(path, std::ios::binary);
+    it->second.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return it->second;
+}
+
 // One font of `file` at `px` with every range, and the fallback fonts merged
 // into it for the extra characters DejaVu lacks (a merged font never
 // replaces a glyph an earlier one gave).
@@ -114,11 +137,15 @@ ImFont* add_font(const char* file, float px, const std::vector<std::string>& fal
   ImFont* font = atlas.AddFontFromFileTTF(file, px, &cfg, g_all_ranges.Data);
   if (!font || g_extra_ranges.Size <= 1) return font;
   for (const std::string& path : fallbacks) {
+    const std::vector<char>& bytes = font_file_bytes(path);
+    if (bytes.empty()) continue;
     ImFontConfig merge;
     merge.MergeMode = true;
-    merge.OversampleH = 1;  // thousands of CJK glyphs: keep the atlas small
+    merge.FontDataOwnedByAtlas = false;  // the cache keeps the bytes; ImGui only reads them
+    merge.OversampleH = 1;               // thousands of CJK glyphs: keep the atlas small
     merge.OversampleV = 1;
-    atlas.AddFontFromFileTTF(path.c_str(), px, &merge, g_extra_ranges.Data);
+    atlas.AddFontFromMemoryTTF(const_cast<char*>(bytes.data()), static_cast<int>(bytes.size()), px,
+                               &merge, g_extra_ranges.Data);
   }
   return font;
 }
@@ -186,9 +213,12 @@ std::string cjk_font_file() {
 
 std::vector<std::string> fallback_font_files() {
   std::vector<std::string> out;
-  if (std::string cjk = cjk_font_file(); !cjk.empty()) out.push_back(std::move(cjk));
-  if (const char* sym = first_existing(kSymbolPaths, std::size(kSymbolPaths)))
-    out.emplace_back(sym);
+  for (const auto& [paths, n] : {std::pair{kCjkPaths, std::size(kCjkPaths)},
+                                 std::pair{kKoreanPaths, std::size(kKoreanPaths)},
+                                 std::pair{kSymbolPaths, std::size(kSymbolPaths)}}) {
+    const char* file = first_existing(paths, n);
+    if (file && std::find(out.begin(), out.end(), file) == out.end()) out.emplace_back(file);
+  }
   return out;
 }
 

@@ -47,11 +47,13 @@ bool in_fixed_glyph_ranges(char32_t cp);
 std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extra,
                                  std::size_t cap = kMaxExtraGlyphs);
 
-// The first CJK font installed (Droid Sans Fallback, Noto Sans CJK), "" when none.
+// The first Chinese and Japanese font installed (Droid Sans Fallback, Noto
+// Sans CJK), "" when none.
 std::string cjk_font_file();
 
 // The fallback font files installed, in the order they are merged after
-// DejaVu for the extra characters: the CJK font, then a symbol font (Symbola).
+// DejaVu for the extra characters (each gives only what the ones before
+// lack): the CJK font, a Korean one (Nanum Gothic), a symbol one (Symbola).
 std::vector<std::string> fallback_font_files();
 
 // Rebuilds the font atlas (regular, heading, mono) and the style for
