@@ -1,13 +1,14 @@
 // fonts_test.cpp: the characters the fonts lack, collected from shown texts
 // (collect_extra_glyphs): UTF-8 decoding, no duplicates, the cap, and
 // characters beyond what this ImGui build can draw.
+#include "platform/fonts.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
 #include "imgui.h"
-#include "platform/fonts.hpp"
 
 namespace attnscope::gui {
 namespace {
