@@ -34,6 +34,9 @@ if [ "$want_gui" = 1 ]; then
   packages+=(libglfw3-dev libimgui-dev libstb-dev libgl-dev libgl1-mesa-dri
              xvfb xauth xdotool fonts-dejavu-core libx11-dev
              desktop-file-utils appstream)  # validators of the launcher entry and metadata
+  # Fallback fonts for typed text DejaVu lacks: Chinese and Japanese, Korean,
+  # and symbols such as ★ ✓.
+  packages+=(fonts-droid-fallback fonts-nanum fonts-symbola)
 fi
 if [ "$want_oracle" = 1 ]; then
   # OpenBLAS: without it Debian's torch falls back to the reference BLAS (~25x slower).

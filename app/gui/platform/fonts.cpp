@@ -4,6 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "imgui.h"
 
@@ -21,6 +29,28 @@ constexpr const char* kMonoPaths[] = {
     "/usr/share/fonts/TTF/DejaVuSansMono.ttf",
     "/usr/share/fonts/dejavu/DejaVuSansMono.ttf",
 };
+// Chinese and Japanese (Droid Sans Fallback has no Hangul syllables; Noto
+// Sans CJK has all three): Debian's fonts-droid-fallback or fonts-noto-cjk,
+// then Fedora's and Arch's places for the same files.
+constexpr const char* kCjkPaths[] = {
+    "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/google-droid-sans-fonts/DroidSansFallbackFull.ttf",
+    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
+};
+// Korean (fonts-nanum), for when the CJK font has no Hangul.
+constexpr const char* kKoreanPaths[] = {
+    "/usr/share/fonts/truetype/nanum/NanumGothic.ttf",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/nanum-gothic-fonts/NanumGothic.ttf",
+    "/usr/share/fonts/TTF/NanumGothic.ttf",
+};
+// Symbols and dingbats DejaVu lacks (fonts-symbola).
+constexpr const char* kSymbolPaths[] = {
+    "/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf",
+    "/usr/share/fonts/gdouros-symbola/Symbola.ttf",
+    "/usr/share/fonts/TTF/Symbola.ttf",
+};
 
 // Latin, Greek (ω, Σ), sub/superscripts, arrows, math operators (−, √, ∞, ⊙),
 // geometric shapes (◀ ▶) and ᵀ. Pairs of [first, last], zero-terminated.
@@ -36,6 +66,89 @@ constexpr ImWchar kGlyphRanges[] = {
     0xFFFD, 0xFFFD,  // replacement character: text cut inside a character
     0,
 };
+
+// Glyph ranges of the last build: ImFontConfig points at them, so they
+// outlive setup_fonts_and_style. All: the fixed ranges plus the extra
+// characters; extra: those alone, for the fallback fonts.
+ImVector<ImWchar> g_all_ranges;
+ImVector<ImWchar> g_extra_ranges;
+
+// The UTF-8 sequence at text[i]: its length and character, or 0 when the
+// bytes there are not a well-formed one (overlong, surrogate, cut short).
+std::size_t utf8_at(std::string_view text, std::size_t i, char32_t& cp) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  if (b0 < 0x80) {
+    cp = b0;
+    return 1;
+  }
+  // Length, the lead byte's bits and the least character of that length.
+  const std::size_t len = (b0 & 0xE0) == 0xC0   ? 2
+                          : (b0 & 0xF0) == 0xE0 ? 3
+                          : (b0 & 0xF8) == 0xF0 ? 4
+                                                : 0;
+  if (len == 0) return 0;
+  constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  const char32_t least = kLeast[len];
+  cp = b0 & (0x7F >> len);
+  if (i + len > text.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(text[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+void build_ranges(const std::set<char32_t>& extra) {
+  ImFontGlyphRangesBuilder all, only;
+  all.AddRanges(kGlyphRanges);
+  for (const char32_t cp : extra) {
+    if (cp > IM_UNICODE_CODEPOINT_MAX) continue;
+    all.AddChar(static_cast<ImWchar>(cp));
+    only.AddChar(static_cast<ImWchar>(cp));
+  }
+  g_all_ranges.clear();
+  g_extra_ranges.clear();
+  all.BuildRanges(&g_all_ranges);
+  only.BuildRanges(&g_extra_ranges);
+}
+
+// A fallback file's bytes, read once: every rebuild merges it into three
+// fonts. Empty when it cannot be read. Fonts are built on the UI thread only.
+const std::vector<char>& font_file_bytes(const std::string& path) {
+  static std::map<std::string, std::vector<char>> cache;
+  auto [it, fresh] = cache.try_emplace(path);
+  if (fresh) {
+    std::ifstream in(path, std::ios::binary);
+    it->second.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return it->second;
+}
+
+// One font of `file` at `px` with every range, and the fallback fonts merged
+// into it for the extra characters DejaVu lacks (a merged font never
+// replaces a glyph an earlier one gave).
+ImFont* add_font(const char* file, float px, const std::vector<std::string>& fallbacks) {
+  ImFontAtlas& atlas = *ImGui::GetIO().Fonts;
+  ImFontConfig cfg;
+  cfg.OversampleH = 2;
+  cfg.OversampleV = 1;
+  ImFont* font = atlas.AddFontFromFileTTF(file, px, &cfg, g_all_ranges.Data);
+  if (!font || g_extra_ranges.Size <= 1) return font;
+  for (const std::string& path : fallbacks) {
+    const std::vector<char>& bytes = font_file_bytes(path);
+    if (bytes.empty()) continue;
+    ImFontConfig merge;
+    merge.MergeMode = true;
+    merge.FontDataOwnedByAtlas = false;  // the cache keeps the bytes; ImGui only reads them
+    merge.OversampleH = 1;               // thousands of CJK glyphs: keep the atlas small
+    merge.OversampleV = 1;
+    atlas.AddFontFromMemoryTTF(const_cast<char*>(bytes.data()), static_cast<int>(bytes.size()), px,
+                               &merge, g_extra_ranges.Data);
+  }
+  return font;
+}
 
 const char* first_existing(const char* const* paths, std::size_t n) {
   std::error_code ec;
@@ -77,6 +190,42 @@ void apply_style(float scale) {
 
 }  // namespace
 
+bool in_fixed_glyph_ranges(char32_t cp) {
+  for (const ImWchar* r = kGlyphRanges; r[0] != 0; r += 2)
+    if (cp >= r[0] && cp <= r[1]) return true;
+  return false;
+}
+
+std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extra,
+                                 std::size_t cap) {
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < text.size() && extra.size() < cap;) {
+    char32_t cp = 0;
+    const std::size_t len = utf8_at(text, i, cp);
+    i += len == 0 ? 1 : len;
+    if (len == 0 || cp < 0x20 || cp > IM_UNICODE_CODEPOINT_MAX || in_fixed_glyph_ranges(cp))
+      continue;
+    added += extra.insert(cp).second ? 1 : 0;
+  }
+  return added;
+}
+
+std::string cjk_font_file() {
+  const char* cjk = first_existing(kCjkPaths, std::size(kCjkPaths));
+  return cjk ? cjk : "";
+}
+
+std::vector<std::string> fallback_font_files() {
+  std::vector<std::string> out;
+  for (const auto& [paths, n] : {std::pair{kCjkPaths, std::size(kCjkPaths)},
+                                 std::pair{kKoreanPaths, std::size(kKoreanPaths)},
+                                 std::pair{kSymbolPaths, std::size(kSymbolPaths)}}) {
+    const char* file = first_existing(paths, n);
+    if (file && std::find(out.begin(), out.end(), file) == out.end()) out.emplace_back(file);
+  }
+  return out;
+}
+
 std::string sans_font_file() {
   const char* sans = first_existing(kSansPaths, std::size(kSansPaths));
   return sans ? sans : "";
@@ -86,24 +235,21 @@ float effective_scale(float content_scale, float ui_scale) {
   return std::clamp(content_scale * ui_scale, 0.5f, 4.0f);
 }
 
-FontSet setup_fonts_and_style(float scale) {
+FontSet setup_fonts_and_style(float scale, const std::set<char32_t>& extra) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
   FontSet fonts;
 
   const char* sans = first_existing(kSansPaths, std::size(kSansPaths));
   const char* mono = first_existing(kMonoPaths, std::size(kMonoPaths));
-  ImFontConfig cfg;
-  cfg.OversampleH = 2;
-  cfg.OversampleV = 1;
+  build_ranges(extra);
+  const std::vector<std::string> fallbacks =
+      g_extra_ranges.Size > 1 ? fallback_font_files() : std::vector<std::string>{};
   ImFont* body = nullptr;
   if (sans) {
-    body = io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * scale, &cfg, kGlyphRanges);
-    fonts.heading =
-        io.Fonts->AddFontFromFileTTF(sans, kBaseFontPx * 1.3f * scale, &cfg, kGlyphRanges);
-    if (mono)
-      fonts.mono =
-          io.Fonts->AddFontFromFileTTF(mono, (kBaseFontPx - 2.0f) * scale, &cfg, kGlyphRanges);
+    body = add_font(sans, kBaseFontPx * scale, fallbacks);
+    fonts.heading = add_font(sans, kBaseFontPx * 1.3f * scale, fallbacks);
+    if (mono) fonts.mono = add_font(mono, (kBaseFontPx - 2.0f) * scale, fallbacks);
   }
   fonts.unicode = body != nullptr;
   if (!body) {

@@ -550,8 +550,8 @@ void run_interactive(App& app) {
 }
 
 // --screenshot: frames without idling until the layout stopped changing
-// for a few (or 60 frames), then the back buffer as a PNG. False when the
-// file could not be written.
+// for a few and no font rebuild is pending (or 60 frames), then the back buffer as a PNG. False
+// when the file could not be written.
 bool run_screenshot(App& app, const std::string& path) {
   int same_frames = 0, last_vertices = -1;
   while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
@@ -560,7 +560,9 @@ bool run_screenshot(App& app, const std::string& path) {
     const int vertices = ImGui::GetDrawData()->TotalVtxCount;
     same_frames = vertices == last_vertices ? same_frames + 1 : 0;
     last_vertices = vertices;
-    if ((app.frame >= 4 && same_frames >= 3) || app.frame >= 60) {
+    // Glyphs just collected are baked at the next frame: wait for it.
+    const bool settled = same_frames >= 3 && !app.state.ui.fonts_dirty;
+    if ((app.frame >= 4 && settled) || app.frame >= 60) {
       const auto pixels = gui::read_framebuffer(drawn.fbw, drawn.fbh);
       if (gui::write_png(path, drawn.fbw, drawn.fbh, pixels)) return true;
       std::cerr << "error: cannot write the screenshot to '" << path << "'\n";

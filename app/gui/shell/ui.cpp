@@ -124,6 +124,7 @@ void draw_ui(AppState& state) {
   state.poll_model_loader();
   state.poll_compare_loader();
   state.recompute_if_dirty();  // the one recompute point of the frame
+  note_text_glyphs(state);     // characters the fonts lack: baked before the next frame
   state.textures.collect(ImGui::GetFrameCount());
   handle_shortcuts(state);
 

@@ -17,10 +17,31 @@
 namespace attnscope::gui {
 
 void rebuild_fonts(UiState& ui) {
-  const FontSet fonts = setup_fonts_and_style(effective_scale(ui.content_scale, ui.ui_scale));
+  const FontSet fonts =
+      setup_fonts_and_style(effective_scale(ui.content_scale, ui.ui_scale), ui.extra_glyphs);
   ui.unicode = fonts.unicode;
   ui.font_heading = fonts.heading;
   ui.font_mono = fonts.mono;
+}
+
+void note_text_glyphs(AppState& state) {
+  UiState& ui = state.ui;
+  std::size_t added = 0;
+  if (state.model.typed.text != ui.glyphs_model_text) {
+    ui.glyphs_model_text = state.model.typed.text;
+    added += collect_extra_glyphs(ui.glyphs_model_text, ui.extra_glyphs);
+  }
+  if (state.text_source.typed.text != ui.glyphs_chapter_text) {
+    ui.glyphs_chapter_text = state.text_source.typed.text;
+    added += collect_extra_glyphs(ui.glyphs_chapter_text, ui.extra_glyphs);
+  }
+  if (state.trace && state.trace_version != ui.glyphs_trace_version) {
+    ui.glyphs_trace_version = state.trace_version;
+    for (const std::string& token : state.trace->tokens)
+      added += collect_extra_glyphs(token, ui.extra_glyphs);
+  }
+  // The built-in font (no DejaVu) has no other characters to add.
+  if (added > 0 && ui.unicode) ui.fonts_dirty = true;
 }
 
 namespace {

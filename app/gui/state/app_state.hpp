@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,6 +100,13 @@ struct UiState {
   bool unicode = true;             // the font has −, ∞, √, ᵀ, → (false: built-in font)
   ImFont* font_heading = nullptr;  // larger, for titles (nullptr: default font)
   ImFont* font_mono = nullptr;     // fixed width, for tables of numbers
+  // Characters of the texts shown that the fonts' fixed ranges lack (Cyrillic,
+  // CJK, ...): rebuild_fonts bakes them too. At most kMaxExtraGlyphs.
+  std::set<char32_t> extra_glyphs;
+  // What note_text_glyphs scanned last: a text or trace is scanned again
+  // only when it differs from these.
+  std::string glyphs_model_text, glyphs_chapter_text;
+  std::uint64_t glyphs_trace_version = ~std::uint64_t{0};
 
   bool show_about = false;
   bool show_shortcuts = false;
@@ -302,5 +310,11 @@ struct AppState {
   // True when the trace on screen is a model's block (not chapter 3).
   bool showing_model() const { return trace && trace->is_model(); }
 };
+
+// Collects into state.ui.extra_glyphs the characters the fonts lack from
+// the texts on screen (the model's typed text, chapter 3's typed text, the
+// trace's token labels), each scanned only when it changed; sets fonts_dirty
+// when one was new. Called once a frame, before anything is drawn.
+void note_text_glyphs(AppState& state);
 
 }  // namespace attnscope::gui

@@ -20,6 +20,16 @@
 
 namespace attnscope::gui {
 
+// The font atlas rebuilt and its pixels made, as main does between frames
+// when fonts_dirty is set (without the GL texture).
+inline void headless_rebuild_fonts(AppState& state) {
+  state.ui.fonts_dirty = false;
+  rebuild_fonts(state.ui);
+  unsigned char* pixels = nullptr;
+  int w = 0, h = 0;
+  ImGui::GetIO().Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+}
+
 inline void start_headless_imgui(AppState& state) {
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
@@ -27,10 +37,7 @@ inline void start_headless_imgui(AppState& state) {
   io.DisplaySize = ImVec2(1600, 1000);
   io.DeltaTime = 1.0f / 60.0f;
   state.load_preset("book");
-  rebuild_fonts(state.ui);
-  unsigned char* pixels = nullptr;
-  int w = 0, h = 0;
-  io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+  headless_rebuild_fonts(state);
 }
 
 // One frame of the whole UI, 1/60 s after the last; returns the vertices drawn.

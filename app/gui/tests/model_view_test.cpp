@@ -25,6 +25,7 @@
 #include "imgui.h"
 #include "imgui_internal.h"  // the Compare checkpoints window and its grid's id
 #include "panels/panels.hpp"
+#include "platform/fonts.hpp"
 #include "platform/native_dialog.hpp"
 #include "shell/launch_options.hpp"
 #include "shell/ui.hpp"
@@ -706,6 +707,28 @@ TEST_F(ModelApp, TextTooLongOrEmptyIsRefusedAndTheLastRunStays) {
   frames(2);
   EXPECT_TRUE(state.error.empty()) << state.error;
   EXPECT_NE(state.trace, shown);
+}
+
+TEST_F(ModelApp, TextInAnyScriptIsCollectedAndDrawnFromTheFonts) {
+  // Cyrillic is in DejaVu Sans, CJK only in a fallback font: both were "?".
+  state.model.typed.text = "Привет 世界";
+  state.model_text_changed();
+  frames(2);
+  ASSERT_TRUE(state.showing_model()) << state.error;
+  for (const char32_t cp : {U'\u041f', U'\u0442', U'\u4e16', U'\u754c'})  // П т 世 界
+    EXPECT_EQ(state.ui.extra_glyphs.count(cp), 1u) << static_cast<unsigned>(cp);
+  ASSERT_TRUE(state.ui.fonts_dirty);
+  headless_rebuild_fonts(state);
+  frames(2);
+  EXPECT_FALSE(state.ui.fonts_dirty) << "nothing new to add: no second rebuild";
+  const ImFont* body = ImGui::GetIO().FontDefault;
+  EXPECT_NE(body->FindGlyphNoFallback(0x041F), nullptr);  // П
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("Привет"), std::string::npos) << shown;
+  if (cjk_font_file().empty())
+    GTEST_SKIP() << "no fallback font with CJK installed (fonts-droid-fallback)";
+  EXPECT_NE(body->FindGlyphNoFallback(0x4E16), nullptr);  // 世
+  EXPECT_NE(shown.find("世界"), std::string::npos) << shown;
 }
 
 TEST_F(ModelApp, ATooLongTextOffersToKeepItsLastTokensAndSaysWhatItDropped) {
