@@ -200,6 +200,10 @@ def check_package(build, work, app_id, version, gui):
         wanted += ["libglfw3", "libgl1", "fonts-dejavu-core"]
     for lib in wanted:
         check(lib in depends, f"Depends names {lib}: {depends}")
+    if gui:
+        recommends = run(["dpkg-deb", "-f", deb, "Recommends"], work).stdout
+        for font in ("fonts-droid-fallback", "fonts-nanum", "fonts-symbola"):
+            check(font in recommends, f"Recommends names {font}: {recommends.strip()}")
     listing = run(["dpkg-deb", "-c", deb], work).stdout
     for rel in ["./usr/bin/attnscope-cli", "./usr/share/attnscope/gpt2/encoder.json"] + (
             ["./usr/bin/attnscope", f"./usr/share/applications/{app_id}.desktop",
