@@ -175,9 +175,17 @@ def act(env, status_path, *xdotool_args, timeout=60):
     def answered():
         s = read_status(status_path)
         frame = status_number(s, "frame")
+        now = time.monotonic()
+        if frame != seen.get("last"):
+            seen["last"], seen["since"] = frame, now
         if "frame" not in seen and status_number(s, "inputs") > before:
             seen["frame"] = frame
-        return "frame" in seen and frame >= seen["frame"] + 2 and s.get("busy") == "0"
+        if "frame" not in seen or s.get("busy") != "0":
+            return False
+        # Two frames after the one seen first, or (when the app drew its
+        # settling frames faster than this polls, and went idle) no new frame
+        # for a while: the app draws three frames after every input.
+        return frame >= seen["frame"] + 2 or now - seen["since"] > 0.3
     return wait_until(answered, timeout, step=0.02)
 
 
