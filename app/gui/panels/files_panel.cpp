@@ -13,12 +13,12 @@
 
 #include "attnscope/formats/files.hpp"
 #include "attnscope/formats/formats.hpp"
-#include "attnscope/model/gpt2_model.hpp"
 #include "export/export_job.hpp"
 #include "export/files.hpp"
 #include "export/files_ui.hpp"
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
+#include "panels/panels.hpp"
 #include "platform/native_dialog.hpp"
 
 namespace attnscope::gui {
@@ -59,31 +59,12 @@ std::optional<DialogRequest> native_request(FileDialog d, const std::string& sta
     case FileDialog::ExportFolder:
       return DialogRequest{Mode::ChooseFolder, "Export folder", start, {}};
     case FileDialog::OpenModel:
-      return DialogRequest{
-          Mode::OpenFile,
-          "Open a GPT-2 checkpoint",
-          start,
-          {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
+      return checkpoint_request(start);
     case FileDialog::ExportAll:
     case FileDialog::None:
       break;
   }
   return std::nullopt;
-}
-
-// Where Open model starts: the folder of the model's path field, else the
-// first folder models are searched in (the Hugging Face cache).
-std::string model_dialog_start(const AppState& state) {
-  std::error_code ec;
-  fs::path start(state.model.path);
-  if (!start.empty() && !fs::is_directory(start, ec)) start = start.parent_path();
-  if (start.empty() || !fs::is_directory(start, ec)) {
-    const auto folders = core::model_search_folders();
-    for (const fs::path& f : folders)
-      if (fs::is_directory(f, ec)) return f.string();
-    return "";
-  }
-  return start.string();
 }
 
 }  // namespace
@@ -94,7 +75,7 @@ void open_file_dialog(AppState& state, FileDialog d) {
   f.dialog_error.clear();
   f.confirm_replace = false;
   std::string start = f.last_folder;
-  if (d == FileDialog::OpenModel) start = model_dialog_start(state);
+  if (d == FileDialog::OpenModel) start = checkpoint_dialog_start(state.model.path);
   if (d == FileDialog::ExportFolder || start.empty()) start = export_folder(state).string();
   if (start.empty()) {
     std::error_code ec;

@@ -29,15 +29,6 @@ namespace attnscope::gui {
 
 namespace {
 
-const ImVec4 kErrorColour(1.0f, 0.42f, 0.42f, 1.0f);
-
-void error_text(const AppState& state, const std::string& text) {
-  if (text.empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColour);
-  text_wrapped(state, text);
-  ImGui::PopStyleColor();
-}
-
 std::string file_name(const std::string& path) {
   std::filesystem::path p(path);
   if (!p.has_filename()) p = p.parent_path();  // "folder/"

@@ -23,21 +23,28 @@
 
 namespace attnscope::gui {
 
-std::shared_ptr<NativeDialog> open_checkpoint_dialog(AppState& state, DialogTool tool,
-                                                     const std::string& near) {
+std::string checkpoint_dialog_start(const std::string& near) {
   std::error_code ec;
   std::filesystem::path start(near);
   if (!start.empty() && !std::filesystem::is_directory(start, ec)) start = start.parent_path();
-  if (start.empty() || !std::filesystem::is_directory(start, ec)) {
-    const auto folders = core::model_search_folders();
-    start = folders.empty() ? std::filesystem::path() : folders.front();
-  }
-  const DialogRequest request{
+  if (!start.empty() && std::filesystem::is_directory(start, ec)) return start.string();
+  for (const std::filesystem::path& f : core::model_search_folders())
+    if (std::filesystem::is_directory(f, ec)) return f.string();
+  return "";
+}
+
+DialogRequest checkpoint_request(const std::string& start) {
+  return DialogRequest{
       DialogRequest::Mode::OpenFile,
       "Open a GPT-2 checkpoint",
-      start.string(),
+      start,
       {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
-  return std::make_shared<NativeDialog>(dialog_command(tool, request), state.files.wake_ui);
+}
+
+std::shared_ptr<NativeDialog> open_checkpoint_dialog(AppState& state, DialogTool tool,
+                                                     const std::string& near) {
+  return std::make_shared<NativeDialog>(
+      dialog_command(tool, checkpoint_request(checkpoint_dialog_start(near))), state.files.wake_ui);
 }
 
 void start_model_browse(AppState& state, DialogTool tool) {
@@ -59,15 +66,6 @@ bool poll_model_browse(AppState& state) {
 }
 
 namespace {
-
-const ImVec4 kErrorColour(1.0f, 0.42f, 0.42f, 1.0f);
-
-void error_text(const AppState& state, const std::string& text) {
-  if (text.empty()) return;
-  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColour);
-  text_wrapped(state, text);
-  ImGui::PopStyleColor();
-}
 
 // A heading between sections (ImGui 1.86 has no SeparatorText).
 void section(const char* title) {

@@ -51,9 +51,13 @@ void draw_lens_window(AppState& state);
 // for a checkpoint; when it closes, poll_model_browse opens what was chosen
 // (a config.json: its folder) and returns true; false while it is open.
 void start_model_browse(AppState& state, DialogTool tool);
-// The desktop's file dialog for a checkpoint, starting in the folder of
-// `near` (else the first model search folder); start_model_browse's and
-// the Compare checkpoints window's.
+// Where a dialog for a checkpoint starts: the folder of `near`, else the
+// first model search folder that exists ("" when none does).
+std::string checkpoint_dialog_start(const std::string& near);
+// What the desktop's dialog for a checkpoint shows, starting in `start`.
+DialogRequest checkpoint_request(const std::string& start);
+// The desktop's file dialog for a checkpoint, starting near `near`;
+// start_model_browse's and the Compare checkpoints window's.
 std::shared_ptr<NativeDialog> open_checkpoint_dialog(AppState& state, DialogTool tool,
                                                      const std::string& near);
 bool poll_model_browse(AppState& state);

@@ -18,6 +18,13 @@ std::string display(const AppState& state, const std::string& text) {
   return state.ui.unicode ? text : ascii_fallback(text);
 }
 
+void error_text(const AppState& state, const std::string& text) {
+  if (text.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, kErrorColour);
+  text_wrapped(state, text);
+  ImGui::PopStyleColor();
+}
+
 void text_wrapped(const AppState& state, const std::string& text) {
   // ImGui's own wrapping also breaks after '.' and ',', which splits numbers
   // ("0." / "2058"); here lines break at spaces only. The right edge is the

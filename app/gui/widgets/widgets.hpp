@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "imgui.h"
 #include "state/app_state.hpp"
 
 namespace attnscope::gui {
@@ -16,6 +17,10 @@ namespace attnscope::gui {
 // Text in the body font, or its ASCII spelling when the
 // font lacks the symbols (see ascii_fallback).
 void text_wrapped(const AppState& state, const std::string& text);
+// The colour of a message that says what went wrong.
+inline const ImVec4 kErrorColour(1.0f, 0.42f, 0.42f, 1.0f);
+// `text` wrapped in the error colour; nothing when it is empty.
+void error_text(const AppState& state, const std::string& text);
 std::string display(const AppState& state, const std::string& text);
 
 // A token as a chip: its text with spaces shown as "·", a colour per
