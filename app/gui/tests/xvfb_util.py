@@ -185,7 +185,7 @@ def act(env, status_path, *xdotool_args, timeout=60):
         # Two frames after the one seen first, or (when the app drew its
         # settling frames faster than this polls, and went idle) no new frame
         # for a while: the app draws three frames after every input.
-        return frame >= seen["frame"] + 2 or now - seen["since"] > 0.3
+        return frame >= seen["frame"] + 2 or now - seen["since"] > 1.0
     return wait_until(answered, timeout, step=0.02)
 
 
