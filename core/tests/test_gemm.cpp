@@ -158,9 +158,9 @@ TEST(Gemm, PackingByBlocksAndByValuesAgree) {
       gemm::pack_rows(y, px);
       EXPECT_EQ(px.max_abs, std::numeric_limits<float>::infinity())
           << "k " << k << " value " << bad;
-      EXPECT_FALSE(gemm::all_finite(y));
+      EXPECT_FALSE(all_finite(y));
     }
-  EXPECT_TRUE(gemm::all_finite(x));
+  EXPECT_TRUE(all_finite(x));
 }
 
 // The heads pack their contexts into one input, each its own columns.

@@ -72,7 +72,8 @@ void expect_same_run(ModelRun& got, ModelRun& want, const std::string& what) {
     for (int h = 0; h < c.n_head; ++h) same({l, h, id::weights});
   for (const char* s : {id::embeddings, id::ln_f, id::logits}) same({-1, -1, s});
   for (int l = 0; l < c.n_layer; ++l) {
-    for (const char* s : {id::ln_1, id::concat, id::output, id::attn_output, id::block_output})
+    for (const char* s : {id::ln_1, id::concat, id::output, id::attn_output, id::ln_2,
+                          id::mlp_hidden, id::mlp_activation, id::mlp_output, id::block_output})
       same({l, -1, s});
     for (int h = 0; h < c.n_head; ++h)
       for (const char* s : {id::queries, id::keys, id::values, id::scores, id::masked_scores,
@@ -209,6 +210,62 @@ TEST(ModelRunRetext, RefusesWhatTheConstructorRefusesAndKeepsTheRun) {
   }
   ModelRun fresh(small_model(), ids);
   expect_same_run(run, fresh, "after the refusals");
+}
+
+// The stages whose row i reads row i of the block's input (and a head's
+// context, the keys before it) are asked for before an edit: the edit keeps
+// their rows before it and the forward joins the new ones, so they are
+// still cached after it (the other stages are recomputed when asked for),
+// and they equal a fresh run's. Edits on both sides of the heads' tiles.
+TEST(ModelRunRetext, RowWiseStagesLookedAtBeforeAnEditTakeTheNewRows) {
+  const Gpt2Config& c = small_model()->config();
+  auto look = [&](ModelRun& run) {
+    for (int l = 0; l < c.n_layer; ++l) {
+      for (const char* s : {id::ln_1, id::concat, id::output, id::attn_output, id::ln_2,
+                            id::mlp_hidden, id::mlp_activation, id::mlp_output})
+        ASSERT_TRUE(run.stage({l, -1, s}));
+      for (int h = 0; h < c.n_head; ++h) ASSERT_TRUE(run.stage({l, h, id::context}));
+    }
+  };
+  // Floats of those stages at T tokens: per layer six T x d, two T x the
+  // MLP's width, and a T x head_dim context per head.
+  auto row_wise_bytes = [&](int T) {
+    const std::size_t d = static_cast<std::size_t>(c.n_embd);
+    const std::size_t per_layer =
+        6 * d + 2 * static_cast<std::size_t>(c.n_inner) +
+        static_cast<std::size_t>(c.n_head) * static_cast<std::size_t>(c.head_dim());
+    return static_cast<std::size_t>(T) * per_layer * static_cast<std::size_t>(c.n_layer) * 4;
+  };
+  for (int prefix : {1, 8, 9, 32, 33, 64}) {
+    for (int tail : {1, 9, 33}) {
+      const std::vector<int> before = joined(ids_from(1, prefix), ids_from(2, 5));
+      const std::vector<int> after = joined(ids_from(1, prefix), ids_from(3, tail));
+      ModelRun looked(small_model(), before), not_looked(small_model(), before);
+      look(looked);
+      looked.retext(after);
+      not_looked.retext(after);
+      const std::string what =
+          "prefix " + std::to_string(prefix) + ", tail " + std::to_string(tail);
+      EXPECT_EQ(looked.cached_bytes() - not_looked.cached_bytes(),
+                row_wise_bytes(static_cast<int>(after.size())))
+          << what;
+      ModelRun fresh(small_model(), after);
+      expect_same_run(looked, fresh, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // An append extends them too; a text that only lost its end keeps their top rows.
+  ModelRun run(small_model(), ids_from(1, 20)), plain(small_model(), ids_from(1, 20));
+  look(run);
+  run.append(7);
+  plain.append(7);
+  EXPECT_EQ(run.cached_bytes() - plain.cached_bytes(), row_wise_bytes(21));
+  look(run);
+  run.retext(ids_from(1, 12));
+  plain.retext(ids_from(1, 12));
+  EXPECT_EQ(run.cached_bytes() - plain.cached_bytes(), row_wise_bytes(12));
+  ModelRun fresh(small_model(), ids_from(1, 12));
+  expect_same_run(run, fresh, "a cut");
 }
 
 // layer_weights: every head's map of a layer as stage() gives it, the

@@ -581,11 +581,16 @@ TEST(FastPathSweep, EveryVariantAcrossTheBlockEdges) {
 // ---------------------------------------------------------------------------
 // Thumbnails (thumbnail.hpp) against the definition, done the plain way.
 
-// Cells [b n / B, (b + 1) n / B) of block b, B = min(n, size) blocks.
+// Cells [b s, min((b + 1) s, n)) of block b, s = ceil(n / size) (1 for n <= size).
 std::pair<int, int> block_of(int b, int n, int size) {
-  const auto blocks = static_cast<std::int64_t>(std::min(n, size));
-  return {static_cast<int>(b * static_cast<std::int64_t>(n) / blocks),
-          static_cast<int>((b + 1) * static_cast<std::int64_t>(n) / blocks)};
+  const int s = n <= size ? 1 : (n + size - 1) / size;
+  return {b * s, std::min((b + 1) * s, n)};
+}
+
+// Blocks of a dimension of n cells: ceil(n / s).
+int blocks_for(int n, int size) {
+  const int s = n <= size ? 1 : (n + size - 1) / size;
+  return (n + s - 1) / s;
 }
 
 TEST(ThumbnailSweep, BlocksAndPoolingAroundTheSizeAndItsMultiples) {
@@ -598,15 +603,18 @@ TEST(ThumbnailSweep, BlocksAndPoolingAroundTheSizeAndItsMultiples) {
     const std::vector<int> dims(ns.begin(), ns.end());
     for (int n : dims) {
       if (n < 0) continue;
-      const int blocks = std::min(n, size);
+      const int blocks = blocks_for(n, size);
+      ASSERT_LE(blocks, size);
       std::vector<int> hits(static_cast<std::size_t>(n), 0);
       for (int b = 0; b < blocks; ++b) {
         const CellRange r = thumbnail_block(b, n, size);
         const auto [begin, end] = block_of(b, n, size);
         ASSERT_EQ(r.begin, begin) << "block " << b << " of " << n << " in " << size;
         ASSERT_EQ(r.end, end) << "block " << b << " of " << n << " in " << size;
-        ASSERT_GE(r.end - r.begin, n / blocks);
-        ASSERT_LE(r.end - r.begin, n / blocks + 1);
+        ASSERT_GE(r.end - r.begin, 1);
+        if (b + 1 < blocks) {
+          ASSERT_EQ(r.end - r.begin, thumbnail_block_size(n, size));
+        }
         for (int i = r.begin; i < r.end; ++i) ++hits[static_cast<std::size_t>(i)];
       }
       for (int i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)], 1) << i;
@@ -621,7 +629,7 @@ TEST(ThumbnailSweep, BlocksAndPoolingAroundTheSizeAndItsMultiples) {
         const int rows = dims[a], cols = dims[b];
         const RowMatrix w = random_matrix(rows, cols, seed++);
         const RowMatrix max = downsample_max(w, size), mean = downsample_mean(w, size);
-        const int out_rows = std::min(rows, size), out_cols = std::min(cols, size);
+        const int out_rows = blocks_for(rows, size), out_cols = blocks_for(cols, size);
         const std::string what =
             std::to_string(rows) + " x " + std::to_string(cols) + " in " + std::to_string(size);
         ASSERT_EQ(max.rows(), out_rows) << what;

@@ -7,6 +7,7 @@
 
 #include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/stages.hpp"
+#include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/model_trace.hpp"
 
 namespace attnscope::gui {
@@ -87,6 +88,50 @@ void predictions_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
   lens_of(run, job, o, before);
 }
 
+// An edit that leaves more rows than this to make runs layer by layer over
+// whole maps (all heads' rows at once would take 144 x 64 x 1024 floats at
+// most, 38 MB).
+constexpr int kOverviewRowsAtOnce = 64;
+
+// The first row whose thumbnail blocks and pattern terms must be made
+// again: 0 unless `before` (the last text's overview, same model) has the
+// same blocks; else the start of the block holding the first changed token.
+// Causal attention leaves every row before that token as it was, and the
+// columns the text gained or lost are zero in those rows.
+int first_row_to_make(const ModelOverview& o, const std::vector<int>& ids, int block,
+                      const ModelOverview* before) {
+  if (!before || before->thumb_block != block || before->layers != o.layers ||
+      before->heads != o.heads || before->pattern_rows.size() != o.pattern_rows.size())
+    return 0;
+  const auto shared = static_cast<int>(shared_prefix(before->ids, ids));
+  const int first = shared / block * block;
+  // All heads' new rows are held at once: a long new tail goes map by map.
+  return static_cast<int>(ids.size()) - first <= kOverviewRowsAtOnce ? first : 0;
+}
+
+// Head `at`'s thumbnail and pattern terms from its rows [first, T) (`rows`)
+// and, before `first`, from `before`'s.
+void fold_rows(ModelOverview& o, std::size_t at, int layer, int head,
+               const Eigen::Ref<const core::RowMatrix>& rows, int first,
+               const ModelOverview* before) {
+  const int block = o.thumb_block, cells = core::thumbnail_blocks(o.tokens, kThumbnailCells);
+  core::RowMatrix thumb = core::RowMatrix::Zero(cells, cells);
+  std::vector<core::PatternRow> terms;
+  if (first > 0) {
+    const core::RowMatrix& old = before->thumbs[at].data();
+    const Eigen::Index kept = first / block, cols = std::min<Eigen::Index>(old.cols(), cells);
+    thumb.topLeftCorner(kept, cols) = old.topLeftCorner(kept, cols);
+    const std::vector<core::PatternRow>& old_terms = before->pattern_rows[at];
+    terms.assign(old_terms.begin(), old_terms.begin() + first);
+  }
+  thumb.bottomRows(cells - first / block) = core::downsample_max_rows(rows, block, block);
+  std::vector<core::PatternRow> fresh = core::pattern_rows(rows, first);
+  terms.insert(terms.end(), fresh.begin(), fresh.end());
+  o.patterns[at] = core::pattern_scores_of_rows(terms);
+  o.pattern_rows[at] = std::move(terms);
+  o.thumbs[at] = core::Stage(id::weights, head, std::move(thumb), layer);
+}
+
 std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& job,
                                            const ModelOverview* before) {
   auto o = std::make_shared<ModelOverview>();
@@ -96,17 +141,26 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   const auto n = static_cast<std::size_t>(o->layers * o->heads);
   o->thumbs.resize(n);
   o->patterns.resize(n);
-  // A layer's maps at once (those the run's cache lacks are computed on
-  // every thread and not cached: the cached ones stay for the next edit),
-  // then scored on every thread.
-  for (int l = o->layers - 1; l >= 0; --l) {
-    const std::vector<std::shared_ptr<const core::RowMatrix>> maps = run.layer_weights(l);
+  o->pattern_rows.resize(n);
+  o->thumb_block = core::thumbnail_block_size(o->tokens, kThumbnailCells);
+  const int first = first_row_to_make(*o, run.ids(), o->thumb_block, before);
+  if (first > 0) {
+    // After an edit only the rows from `first` on, every head at once.
+    const std::vector<core::RowMatrix> rows = run.weight_rows(first);
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < o->layers * o->heads; ++k)
+      fold_rows(*o, static_cast<std::size_t>(k), k / o->heads, k % o->heads,
+                rows[static_cast<std::size_t>(k)], first, before);
+  } else {
+    // A layer's maps at once (those the run's cache lacks are computed on
+    // every thread and not cached: the cached ones stay for the next edit),
+    // then folded into the thumbnails and scores on every thread.
+    for (int l = o->layers - 1; l >= 0; --l) {
+      const std::vector<std::shared_ptr<const core::RowMatrix>> maps = run.layer_weights(l);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int h = 0; h < o->heads; ++h) {
-      const core::RowMatrix& w = *maps[static_cast<std::size_t>(h)];
-      const auto at = static_cast<std::size_t>(l * o->heads + h);
-      o->thumbs[at] = core::Stage(id::weights, h, core::downsample_max(w, kThumbnailCells), l);
-      o->patterns[at] = core::pattern_scores(w);
+      for (int h = 0; h < o->heads; ++h)
+        fold_rows(*o, static_cast<std::size_t>(l * o->heads + h), l, h,
+                  *maps[static_cast<std::size_t>(h)], 0, nullptr);
     }
   }
   o->induction = job.induction

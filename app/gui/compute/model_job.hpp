@@ -64,7 +64,12 @@ struct ModelOverview {
   // square, the largest weight of each block of the head's map; as stages
   // ("weights", its layer and head) for the texture cache.
   std::vector<core::Stage> thumbs;
-  std::vector<core::HeadPatternScores> patterns;         // on the text, same order
+  std::vector<core::HeadPatternScores> patterns;  // on the text, same order
+  // What the next edit reuses: the thumbnails' block of cells a side
+  // (core::thumbnail_block_size), and each head's pattern terms, row by row
+  // (same order). An edit keeps the rows before its first changed token.
+  int thumb_block = 0;
+  std::vector<std::vector<core::PatternRow>> pattern_rows;
   std::shared_ptr<const std::vector<double>> induction;  // same order
   std::vector<core::NextToken> next;                     // the 10 most likely next tokens
   int next_at = 0;                                       // ... after this position

@@ -238,14 +238,16 @@ void draw_model_grid(AppState& state) {
     }
   }
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  text_wrapped(state, std::to_string(o.tokens) +
-                          " tokens. Each tile is one head's attention "
-                          "weights (" +
-                          (scope == ScaleScope::Row ? "each row on its own scale, View > R"
-                                                    : "on one scale, 0 to 1") +
-                          (o.tokens > kThumbnailCells
-                               ? "), the largest weight of each block of cells at this size."
-                               : ")."));
+  text_wrapped(state,
+               std::to_string(o.tokens) +
+                   " tokens. Each tile is one head's attention "
+                   "weights (" +
+                   (scope == ScaleScope::Row ? "each row on its own scale, View > R"
+                                             : "on one scale, 0 to 1") +
+                   (o.tokens > kThumbnailCells ? "), each cell the largest weight of a block of " +
+                                                     std::to_string(o.thumb_block) + " × " +
+                                                     std::to_string(o.thumb_block) + " tokens."
+                                               : std::string(").")));
   ImGui::PopStyleColor();
 }
 

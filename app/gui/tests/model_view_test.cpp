@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/book/teach.hpp"
 #include "attnscope/io/io.hpp"
@@ -288,6 +289,68 @@ TEST(ModelJob, AnEditOfTheTextEditsTheRunOnScreen) {
   EXPECT_THROW(run_model_job(bad, kept), std::invalid_argument);
   EXPECT_FALSE(kept.run);
   EXPECT_EQ(run_model_job(job_for("Some effort"), kept).kept_tokens, 0);
+}
+
+// Typing into a long text: the overview keeps each head's thumbnail blocks
+// and pattern terms for the rows before the edit's block and makes the
+// rest from the new rows only. Edits on both sides of the blocks' edges,
+// appends, cuts, a change of block size and a long new tail all give what
+// a fresh overview of the same ids gives.
+TEST(ModelJob, AnEditedOverviewIsAFreshOnes) {
+  core::Gpt2Config c = tiny_model()->config();
+  c.n_positions = 200;
+  static const auto model = core::random_gpt2(c, 8);
+  auto job_of = [&](const std::vector<int>& ids) {
+    ModelJob j;
+    j.model = model;
+    j.ids = ids;
+    return j;
+  };
+  std::vector<int> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back((37 * i * i + 11 * i + 3) % 50000);
+  KeptRun kept;
+  run_model_job(job_of(ids), kept);  // 100 tokens: blocks of 3
+  auto edit = [&](const std::string& what) {
+    SCOPED_TRACE(what + " (" + std::to_string(ids.size()) + " tokens)");
+    const ModelOverview& o = *run_model_job(job_of(ids), kept).overview;
+    KeptRun alone;
+    const ModelResult fresh = run_model_job(job_of(ids), alone);
+    const ModelOverview& f = *fresh.overview;
+    ASSERT_EQ(o.thumb_block, f.thumb_block);
+    ASSERT_EQ(o.thumbs.size(), f.thumbs.size());
+    for (std::size_t k = 0; k < f.thumbs.size(); ++k) {
+      const core::RowMatrix& a = o.thumbs[k].data();
+      const core::RowMatrix want = core::downsample_max(
+          *fresh.run->stage({static_cast<int>(k) / 3, static_cast<int>(k) % 3, id::weights}),
+          kThumbnailCells);
+      ASSERT_EQ(a.rows(), want.rows()) << k;
+      ASSERT_EQ(a.cols(), want.cols()) << k;
+      EXPECT_LT((a - want).cwiseAbs().maxCoeff(), 1e-5f) << k;
+      EXPECT_NEAR(o.patterns[k].previous_token, f.patterns[k].previous_token, 1e-6) << k;
+      EXPECT_NEAR(o.patterns[k].first_token, f.patterns[k].first_token, 1e-6) << k;
+      EXPECT_NEAR(o.patterns[k].self, f.patterns[k].self, 1e-6) << k;
+      EXPECT_NEAR(o.patterns[k].entropy, f.patterns[k].entropy, 1e-5) << k;
+      EXPECT_NEAR(o.patterns[k].entropy_normalised, f.patterns[k].entropy_normalised, 1e-6) << k;
+    }
+  };
+  ids.push_back(9);
+  edit("an append");
+  ids.back() = 10;
+  edit("the last token changed");
+  ids[96] = 11;  // the first row of a block
+  edit("a block's first token");
+  ids[98] = 12;  // its last row
+  edit("a block's last token");
+  ids.insert(ids.end(), {1, 2, 3, 4, 5});
+  edit("five appended");
+  ids.resize(99);
+  edit("a cut at a block's edge");
+  ids.resize(140, 7);  // still blocks of 3 (140 / 48 rounds up to 3)
+  edit("41 appended");
+  ids.push_back(8);  // 145 tokens: blocks of 4
+  edit("blocks of 4");
+  for (int i = 60; i < 145; ++i) ids[static_cast<std::size_t>(i)] = 20 + i;
+  edit("a long new tail");
 }
 
 TEST(ModelJob, ALayerOrHeadChangeKeepsTheOverview) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/formats/formats.hpp"
@@ -75,6 +76,14 @@ bool unexpected_at(const BlockRecipe& v, const Stage& s, Eigen::Index r, Eigen::
   return !std::isfinite(s.data()(r, c)) && !nonfinite_expected(v, s, r, c);
 }
 
+// True when all n floats are -inf (no branch: the loop vectorizes).
+bool all_minus_inf(const float* v, Eigen::Index n) {
+  int other = 0;
+  for (Eigen::Index i = 0; i < n; ++i)
+    other |= static_cast<int>(v[i] != -std::numeric_limits<float>::infinity());
+  return other == 0;
+}
+
 // The number of unexpected non-finite cells of `s`, and the first one.
 struct Scan {
   long long cells = 0;
@@ -82,13 +91,25 @@ struct Scan {
 };
 Scan scan(const BlockRecipe& v, const Stage& s) {
   Scan out;
-  if (s.data().allFinite()) return out;
-  for (Eigen::Index r = 0; r < s.data().rows(); ++r)
-    for (Eigen::Index c = 0; c < s.data().cols(); ++c)
+  const RowMatrix& m = s.data();
+  if (all_finite(m)) return out;
+  // A masked stage's rows are finite up to the diagonal and -inf after it:
+  // such rows are passed whole (vectorised) before any cell is looked at.
+  const StageInfo* info = find_stage_info(s.id);
+  const bool masked = info && info->holds_mask && v.has(BlockPart::Mask);
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    const float* row = m.row(r).data();
+    if (masked && r < m.cols()) {
+      if (all_finite(row, r + 1) && all_minus_inf(row + r + 1, m.cols() - r - 1)) continue;
+    } else if (all_finite(row, m.cols())) {
+      continue;
+    }
+    for (Eigen::Index c = 0; c < m.cols(); ++c)
       if (unexpected_at(v, s, r, c) && out.cells++ == 0) {
         out.row = r;
         out.col = c;
       }
+  }
   return out;
 }
 

@@ -2,10 +2,8 @@
 #include "attnscope/analysis/thumbnail.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace attnscope::core {
 
@@ -17,47 +15,56 @@ void check_size(int size) {
                                 std::to_string(size) + ")");
 }
 
-// The blocks of a dimension of n cells: starts[b] .. starts[b + 1].
-std::vector<Eigen::Index> block_starts(Eigen::Index n, int size) {
-  const Eigen::Index blocks = std::min<Eigen::Index>(n, size);
-  if (blocks == 0) return {0};
-  std::vector<Eigen::Index> starts(static_cast<std::size_t>(blocks + 1));
-  for (Eigen::Index b = 0; b <= blocks; ++b)
-    starts[static_cast<std::size_t>(b)] = static_cast<Eigen::Index>(
-        static_cast<std::int64_t>(b) * n / static_cast<std::int64_t>(blocks));
-  return starts;
+void check_n(int n) {
+  if (n < 0)
+    throw std::invalid_argument("thumbnail: a dimension of " + std::to_string(n) + " cells");
+}
+
+Eigen::Index blocks_of(Eigen::Index n, Eigen::Index block) { return (n + block - 1) / block; }
+
+// Pools w by blocks of block_rows x block_cols cells (the last of each
+// dimension may be shorter).
+template <typename Reduce>
+RowMatrix pool(const Eigen::Ref<const RowMatrix>& w, Eigen::Index block_rows,
+               Eigen::Index block_cols, Reduce reduce) {
+  RowMatrix out(blocks_of(w.rows(), block_rows), blocks_of(w.cols(), block_cols));
+  for (Eigen::Index r = 0; r < out.rows(); ++r) {
+    const Eigen::Index r0 = r * block_rows, nr = std::min(block_rows, w.rows() - r0);
+    for (Eigen::Index c = 0; c < out.cols(); ++c) {
+      const Eigen::Index c0 = c * block_cols, nc = std::min(block_cols, w.cols() - c0);
+      out(r, c) = reduce(w.block(r0, c0, nr, nc));
+    }
+  }
+  return out;
 }
 
 template <typename Reduce>
 RowMatrix downsample(const RowMatrix& w, int size, Reduce reduce) {
   check_size(size);
   if (w.rows() <= size && w.cols() <= size) return w;
-  const std::vector<Eigen::Index> rs = block_starts(w.rows(), size);
-  const std::vector<Eigen::Index> cs = block_starts(w.cols(), size);
-  RowMatrix out(static_cast<Eigen::Index>(rs.size() - 1), static_cast<Eigen::Index>(cs.size() - 1));
-  for (Eigen::Index r = 0; r < out.rows(); ++r) {
-    const auto r0 = rs[static_cast<std::size_t>(r)], r1 = rs[static_cast<std::size_t>(r + 1)];
-    for (Eigen::Index c = 0; c < out.cols(); ++c) {
-      const auto c0 = cs[static_cast<std::size_t>(c)], c1 = cs[static_cast<std::size_t>(c + 1)];
-      out(r, c) = reduce(w.block(r0, c0, r1 - r0, c1 - c0));
-    }
-  }
-  return out;
+  return pool(w, thumbnail_block_size(static_cast<int>(w.rows()), size),
+              thumbnail_block_size(static_cast<int>(w.cols()), size), reduce);
 }
 
 }  // namespace
 
-CellRange thumbnail_block(int b, int n, int size) {
+int thumbnail_block_size(int n, int size) {
   check_size(size);
-  if (n < 0)
-    throw std::invalid_argument("thumbnail: a dimension of " + std::to_string(n) + " cells");
-  const std::vector<Eigen::Index> starts = block_starts(n, size);
-  if (b < 0 || b + 1 >= static_cast<int>(starts.size()))
+  check_n(n);
+  return std::max(1, (n + size - 1) / size);
+}
+
+int thumbnail_blocks(int n, int size) {
+  return static_cast<int>(blocks_of(n, thumbnail_block_size(n, size)));
+}
+
+CellRange thumbnail_block(int b, int n, int size) {
+  const int s = thumbnail_block_size(n, size);
+  if (b < 0 || b >= thumbnail_blocks(n, size))
     throw std::invalid_argument("thumbnail: block " + std::to_string(b) + " of a dimension of " +
-                                std::to_string(n) + " cells in " + std::to_string(size) +
-                                " blocks does not exist");
-  return {static_cast<int>(starts[static_cast<std::size_t>(b)]),
-          static_cast<int>(starts[static_cast<std::size_t>(b + 1)])};
+                                std::to_string(n) + " cells pooled for " + std::to_string(size) +
+                                " does not exist");
+  return {b * s, std::min((b + 1) * s, n)};
 }
 
 RowMatrix downsample_max(const RowMatrix& w, int size) {
@@ -70,6 +77,14 @@ RowMatrix downsample_mean(const RowMatrix& w, int size) {
     return static_cast<float>(block.template cast<double>().sum() /
                               static_cast<double>(block.size()));
   });
+}
+
+RowMatrix downsample_max_rows(const Eigen::Ref<const RowMatrix>& rows, int block_rows,
+                              int block_cols) {
+  if (block_rows < 1 || block_cols < 1)
+    throw std::invalid_argument("thumbnail: blocks of " + std::to_string(block_rows) + " x " +
+                                std::to_string(block_cols) + " cells");
+  return pool(rows, block_rows, block_cols, [](const auto& block) { return block.maxCoeff(); });
 }
 
 }  // namespace attnscope::core

@@ -311,7 +311,7 @@ bool head_products_tiled(HeadMatrices& m, const RowFinisher& finish_row, const R
 void head_products_eigen(HeadMatrices& m, const RowFinisher& finish_row, const RowMatrix& queries,
                          const RowMatrix& keys, const RowMatrix& values, double cost_per_row) {
   const bool causal = finish_row.opt.causal;
-  const bool future_values_finite = !causal || gemm::all_finite(values);
+  const bool future_values_finite = !causal || all_finite(values);
   for_row_blocks(queries.rows(), cost_per_row, [&](Eigen::Index begin, Eigen::Index end) {
     const Eigen::Index n = end - begin;
     m.scores.middleRows(begin, n).noalias() = queries.middleRows(begin, n) * keys.transpose();

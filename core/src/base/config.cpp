@@ -69,7 +69,7 @@ std::string validate(const Config& config, const Inputs& inputs) {
         << (inputs.tokens.size() == 1 ? " token name was" : " token names were") << " given for "
         << T << (T == 1 ? " row" : " rows")
         << " of embeddings: give exactly one token name per row";
-  else if (!inputs.embeddings.allFinite())
+  else if (!all_finite(inputs.embeddings))
     msg << "embeddings contain NaN or infinity: every value must be a finite number";
   else if (config.d_out < 1 || config.d_out > kMaxDim)
     msg << "d_out (" << config.d_out << ") must be between 1 and " << kMaxDim;

@@ -12,19 +12,6 @@
 
 namespace attnscope::core::gemm {
 
-namespace {
-
-bool all_finite(const float* v, Eigen::Index n) {
-  int bad = 0;  // |v| <= FLT_MAX is false for inf and NaN; no branch, so the loop vectorizes
-  for (Eigen::Index i = 0; i < n; ++i)
-    bad |= static_cast<int>(!(std::fabs(v[i]) <= std::numeric_limits<float>::max()));
-  return bad == 0;
-}
-
-}  // namespace
-
-bool all_finite(const RowMatrix& m) { return all_finite(m.data(), m.size()); }
-
 float max_abs(const float* v, Eigen::Index n) {
   if (n == 0) return 0.0f;
   if (!all_finite(v, n)) return std::numeric_limits<float>::infinity();

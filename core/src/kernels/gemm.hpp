@@ -92,9 +92,6 @@ struct PackedRows {
   const float* tile(Eigen::Index t) const { return data.data() + t * cols * kTileRows; }
 };
 
-// True when no value is inf or NaN; vectorized, unlike Eigen's allFinite().
-bool all_finite(const RowMatrix& m);
-
 // Where products or sums overflow, the order of the arithmetic decides
 // between inf and NaN: a fused multiply-add never rounds a product to inf
 // before adding, Eigen's small products do. The engine therefore runs the

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <vector>
 
 #include "attnscope/base/stages.hpp"
 #include "attnscope/model/gpt2_model.hpp"
@@ -146,6 +147,9 @@ struct ModelRun::Cache {
     std::shared_ptr<const RowMatrix> matrix;
     std::size_t bytes = 0;
     std::uint64_t used = 0;
+    // >= 0: an edit left only the rows before this one valid, and the
+    // forward has not joined the new rows yet (get() does not answer).
+    Eigen::Index rows_kept = -1;
   };
   std::map<Key, Entry> entries;
   std::size_t bytes = 0, budget = 0;
@@ -153,7 +157,7 @@ struct ModelRun::Cache {
 
   std::shared_ptr<const RowMatrix> get(const Key& key) {
     auto it = entries.find(key);
-    if (it == entries.end()) return nullptr;
+    if (it == entries.end() || it->second.rows_kept >= 0) return nullptr;
     it->second.used = ++clock;
     return it->second.matrix;
   }
@@ -248,15 +252,61 @@ struct ModelRun::Cache {
     pending.clear();
     bytes = 0;
   }
-  // Drops every entry but the attention weights (which append extends).
-  void keep_only_weights() {
+  // Row i of these stages reads row i of the block's input (and, for a
+  // head's context, the keys and values up to it): an edit keeps their rows
+  // before its first changed token, and the forward joins the new ones.
+  static bool row_wise(const Key& key) {
+    const std::string& id = std::get<2>(key);
+    if (std::get<1>(key) >= 0) return id == stage_id::context;
+    return std::get<0>(key) >= 0 &&
+           (id == stage_id::ln_1 || id == stage_id::concat || id == stage_id::output ||
+            id == stage_id::attn_output || id == stage_id::ln_2 || id == stage_id::mlp_hidden ||
+            id == stage_id::mlp_activation || id == stage_id::mlp_output);
+  }
+  // The text changes from `row` on (an append: row = the old length): the
+  // row-wise stages keep their rows before it, waiting for extend(); every
+  // other entry but the attention weights (cut_weights) goes.
+  void cut_rows(Eigen::Index row) {
     for (auto it = entries.begin(); it != entries.end();) {
+      Entry& e = it->second;
       if (std::get<2>(it->first) == stage_id::weights) {
         ++it;
+      } else if (row_wise(it->first) && row > 0) {
+        const Eigen::Index valid = e.rows_kept >= 0 ? e.rows_kept : e.matrix->rows();
+        e.rows_kept = std::min(valid, row);
+        ++it;
       } else {
-        bytes -= it->second.bytes;
+        bytes -= e.bytes;
         it = entries.erase(it);
       }
+    }
+  }
+  // Whether the forward should hand the rows from r0 on of `key` to extend().
+  bool wants_rows(const Key& key, Eigen::Index r0) const {
+    auto it = entries.find(key);
+    return it != entries.end() && it->second.rows_kept == r0;
+  }
+  // The rows from r0 on of a cut stage, joined below its kept rows.
+  void extend(const Key& key, Eigen::Index r0, const Eigen::Ref<const RowMatrix>& rows) {
+    if (!wants_rows(key, r0)) return;
+    const RowMatrix& kept = *entries.find(key)->second.matrix;
+    auto whole = std::make_shared<RowMatrix>(r0 + rows.rows(), rows.cols());
+    whole->topRows(r0) = kept.topRows(r0);
+    whole->bottomRows(rows.rows()) = rows;
+    put(key, std::move(whole));
+  }
+  // After the forward: a cut stage that kept all `rows` of the text (which
+  // only lost its end) is cut to them; the others the forward did not
+  // extend go.
+  void drop_cut(Eigen::Index rows) {
+    std::vector<Key> whole, gone;
+    for (const auto& [key, e] : entries)
+      if (e.rows_kept >= 0) (e.rows_kept == rows && rows > 0 ? whole : gone).push_back(key);
+    for (const Key& key : gone) erase(key);
+    for (const Key& key : whole) {
+      auto it = entries.find(key);  // put() may have evicted it
+      if (it != entries.end())
+        put(key, std::make_shared<RowMatrix>(it->second.matrix->topRows(rows)));
     }
   }
 };
@@ -317,7 +367,16 @@ void ModelRun::forward_layer(int layer, int first_row) {
   const auto L = static_cast<std::size_t>(layer);
   const Eigen::Index T = static_cast<Eigen::Index>(ids_.size()), r0 = first_row, n = T - r0;
   const auto x = residual_[L].middleRows(r0, n);
-  b.attn.apply_into(b.ln_1.apply(x, c.layer_norm_epsilon), qkv_[L].middleRows(r0, n));
+  // Stages an edit cut (Cache::cut_rows) take the new rows as they are made.
+  auto wants = [&](std::string_view id, int h = -1) {
+    return r0 > 0 && cache_->wants_rows({layer, h, std::string(id)}, r0);
+  };
+  auto extend = [&](std::string_view id, const Eigen::Ref<const RowMatrix>& rows, int h = -1) {
+    if (r0 > 0) cache_->extend({layer, h, std::string(id)}, r0, rows);
+  };
+  const RowMatrix normed_1 = b.ln_1.apply(x, c.layer_norm_epsilon);
+  extend(stage_id::ln_1, normed_1);
+  b.attn.apply_into(normed_1, qkv_[L].middleRows(r0, n));
   const auto qkv = used(qkv_[L]);
 
   RowMatrix concat(n, c.n_embd);
@@ -343,13 +402,24 @@ void ModelRun::forward_layer(int layer, int first_row) {
       cache_->add_rows(layer, h, r0, std::move(m));
   }
 
+  extend(stage_id::concat, concat);
+  for (int h = 0; h < c.n_head; ++h)
+    extend(stage_id::context, concat.middleCols(h * c.head_dim(), c.head_dim()), h);
+
   RowMatrix attn, hidden;
   b.proj.apply(concat, attn);
+  if (wants(stage_id::output)) extend(stage_id::output, RowMatrix(attn));
   add_rows_to(x, attn);  // the attention's residual
-  b.fc.apply(b.ln_2.apply(attn, c.layer_norm_epsilon), hidden);
+  extend(stage_id::attn_output, attn);
+  const RowMatrix normed_2 = b.ln_2.apply(attn, c.layer_norm_epsilon);
+  extend(stage_id::ln_2, normed_2);
+  b.fc.apply(normed_2, hidden);
+  if (wants(stage_id::mlp_hidden)) extend(stage_id::mlp_hidden, RowMatrix(hidden));
   detail::activate(hidden, c.activation_function);
+  extend(stage_id::mlp_activation, hidden);
   auto next = residual_[L + 1].middleRows(r0, n);
   b.fc_proj.apply_into(hidden, next);
+  if (wants(stage_id::mlp_output)) extend(stage_id::mlp_output, RowMatrix(next));
   add_rows_to(attn, next);  // the MLP's residual
 }
 
@@ -385,8 +455,9 @@ void ModelRun::append(int id) {
         "the text already fills n_positions = " + std::to_string(c.n_positions) + " tokens");
   ids_.push_back(id);
   tokens_.push_back(detail::token_text(model_->tokenizer(), id));
-  cache_->keep_only_weights();
+  cache_->cut_rows(T);
   forward_from(T);
+  cache_->drop_cut(static_cast<Eigen::Index>(ids_.size()));
 }
 
 int ModelRun::retext(std::vector<int> ids) {
@@ -402,11 +473,24 @@ int ModelRun::retext(std::vector<int> ids) {
   if (first == 0) {
     cache_->clear();  // a fresh run's: every map made whole again
   } else {
-    cache_->keep_only_weights();
+    cache_->cut_rows(first);
     cache_->cut_weights(first);
   }
   forward_from(first);
+  cache_->drop_cut(static_cast<Eigen::Index>(ids_.size()));
   return first;
+}
+
+RowMatrix ModelRun::residual_column(int position) const {
+  std::lock_guard lock(mutex_);
+  const auto T = static_cast<int>(ids_.size());
+  if (position < 0 || position >= T)
+    throw std::invalid_argument("position " + std::to_string(position) +
+                                " is not a token of the text (0.." + std::to_string(T - 1) + ")");
+  RowMatrix column(static_cast<Eigen::Index>(residual_.size()), model_->config().n_embd);
+  for (std::size_t l = 0; l < residual_.size(); ++l)
+    column.row(static_cast<Eigen::Index>(l)) = residual_[l].row(position);
+  return column;
 }
 
 std::vector<NextToken> ModelRun::next_tokens(int k) const {
@@ -472,6 +556,30 @@ std::vector<std::shared_ptr<const RowMatrix>> ModelRun::layer_weights(int layer)
     maps[static_cast<std::size_t>(h)] = std::move(w);
   }
   return maps;
+}
+
+std::vector<RowMatrix> ModelRun::weight_rows(int first_row) {
+  std::lock_guard lock(mutex_);
+  const Gpt2Config& c = model_->config();
+  const auto T = static_cast<int>(ids_.size());
+  if (first_row < 0 || first_row > T)
+    throw std::invalid_argument("row " + std::to_string(first_row) + " is not in 0.." +
+                                std::to_string(T));
+  const Eigen::Index n = T - first_row;
+  std::vector<RowMatrix> rows(static_cast<std::size_t>(c.n_layer * c.n_head));
+  const detail::ThreadShare share;
+  // One task per head of every layer: a few rows each, too little work to
+  // share out layer by layer.
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int k = 0; k < c.n_layer * c.n_head; ++k) {
+    const int layer = k / c.n_head, h = k % c.n_head;
+    RowMatrix& w = rows[static_cast<std::size_t>(k)];
+    w.resize(n, T);
+    RowMatrix context(n, c.head_dim());  // not kept
+    head_rows(used(qkv_[static_cast<std::size_t>(layer)]), -1.0f, c.n_embd, c.head_dim(), h,
+              first_row, score_scale(c, layer), w, first_row, 0, context, {});
+  }
+  return rows;
 }
 
 void ModelRun::settle(int layer, int head) {

@@ -48,7 +48,7 @@ const PatternText& text(PatternKind kind) {
 // H = sum of -x ln x over the row, with 0 for x <= 0 (0 ln 0 = 0): in
 // float, vectorised (a T = 1024 map has half a million logarithms), each
 // row's sum then added in double.
-double row_entropy(const RowMatrix& w, Eigen::Index i) {
+double row_entropy(const Eigen::Ref<const RowMatrix>& w, Eigen::Index i) {
   const auto x = w.row(i).array();
   const auto safe = x.max(std::numeric_limits<float>::min());
   return static_cast<double>((x > 0.0f).select(-x * safe.log(), 0.0f).sum());
@@ -68,18 +68,42 @@ HeadPatternScores pattern_scores(const RowMatrix& w) {
   if (w.rows() != w.cols())
     throw std::invalid_argument("head pattern scores need a square T × T weights matrix, got " +
                                 std::to_string(w.rows()) + " x " + std::to_string(w.cols()));
-  const Eigen::Index T = w.rows();
-  double prev = 0.0, first = 0.0, self = 0.0, entropy = 0.0, normalised = 0.0;
-  for (Eigen::Index i = 0; i < T; ++i) {
-    const double h = row_entropy(w, i);  // H_i in nats
-    entropy += h;
-    self += w(i, i);
+  return pattern_scores_of_rows(pattern_rows(w, 0));
+}
+
+std::vector<PatternRow> pattern_rows(const Eigen::Ref<const RowMatrix>& rows,
+                                     Eigen::Index first_row) {
+  const Eigen::Index T = rows.cols();
+  if (first_row < 0 || first_row + rows.rows() > T)
+    throw std::invalid_argument("head pattern scores: rows " + std::to_string(first_row) + ".." +
+                                std::to_string(first_row + rows.rows() - 1) +
+                                " are not rows of a " + std::to_string(T) + " x " +
+                                std::to_string(T) + " map");
+  std::vector<PatternRow> out(static_cast<std::size_t>(rows.rows()));
+  for (Eigen::Index k = 0; k < rows.rows(); ++k) {
+    const Eigen::Index i = first_row + k;
+    PatternRow& r = out[static_cast<std::size_t>(k)];
+    r.entropy = row_entropy(rows, k);  // H_i in nats
+    r.self = rows(k, i);
     if (i >= 1) {
-      prev += w(i, i - 1);
-      first += w(i, 0);
-      normalised += h / std::log(static_cast<double>(i + 1));
+      r.previous_token = rows(k, i - 1);
+      r.first_token = rows(k, 0);
+      r.entropy_normalised = r.entropy / std::log(static_cast<double>(i + 1));
     }
   }
+  return out;
+}
+
+HeadPatternScores pattern_scores_of_rows(std::span<const PatternRow> rows) {
+  double prev = 0.0, first = 0.0, self = 0.0, entropy = 0.0, normalised = 0.0;
+  for (const PatternRow& r : rows) {
+    entropy += r.entropy;
+    self += r.self;
+    prev += r.previous_token;
+    first += r.first_token;
+    normalised += r.entropy_normalised;
+  }
+  const auto T = static_cast<Eigen::Index>(rows.size());
   HeadPatternScores s;
   s.previous_token = mean(prev, T - 1);
   s.first_token = mean(first, T - 1);

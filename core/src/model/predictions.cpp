@@ -239,8 +239,7 @@ LensColumn logit_lens(ModelRun& run, int position, int k) {
   if (k < 1) throw std::invalid_argument("--top must be at least 1");
   const Gpt2Model::Weights& w = run.model().weights();
   const int L = run.num_layers();
-  RowMatrix residuals(L + 1, w.config.n_embd);
-  for (int l = 0; l <= L; ++l) residuals.row(l) = run.stage(block_input_key(l))->row(position);
+  const RowMatrix residuals = run.residual_column(position);  // (L + 1) x d
   RowMatrix logits;
   head_logits(run.model(), w.ln_f.apply(residuals, w.config.layer_norm_epsilon), logits);
   LensColumn column;

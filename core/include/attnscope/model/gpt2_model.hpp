@@ -190,6 +190,17 @@ class ModelRun final {
   // maps the next edit extends). Throws std::invalid_argument for a layer
   // the model does not have.
   std::vector<std::shared_ptr<const RowMatrix>> layer_weights(int layer);
+  // Rows [first_row, T) of the attention weights of every head of every
+  // layer (layer-major: rows[layer * heads + head]), each (T - first_row) x T
+  // (row i's columns past i are zero), computed on all threads and not
+  // cached: what a look at every head needs after an edit from first_row
+  // on, when it kept what it made of the rows before. Throws
+  // std::invalid_argument for a first_row outside 0..T.
+  std::vector<RowMatrix> weight_rows(int first_row);
+  // The residual stream at one token ((layers + 1) x d): row l is block l's
+  // input at `position` (row 0 the embeddings), the last row the last
+  // block's output. Throws std::invalid_argument outside 0..num_tokens()-1.
+  RowMatrix residual_column(int position) const;
   // The last position's logits (1 x vocab).
   const RowMatrix& logits() const { return logits_; }
   // The k most likely next tokens after the last position, most likely first.

@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,26 @@ struct HeadPatternScores {
 // The scores of one head's weights w (T x T). Throws std::invalid_argument
 // when w is not square.
 HeadPatternScores pattern_scores(const RowMatrix& w);
+
+// One query row's terms of those scores (row i of W): W[i][i-1], W[i][0]
+// and H_i / ln(i + 1) for i >= 1 (0 for row 0), W[i][i] and H_i. A head's
+// scores are the means of its rows' terms, so while a text is typed the
+// rows before its first change keep theirs.
+struct PatternRow {
+  double previous_token = 0.0;
+  double first_token = 0.0;
+  double self = 0.0;
+  double entropy = 0.0;
+  double entropy_normalised = 0.0;
+};
+// The terms of rows [first_row, first_row + rows.rows()) of a T x T map
+// (rows: those rows, T columns). Throws std::invalid_argument when the rows
+// do not fit in a square map of rows.cols() rows.
+std::vector<PatternRow> pattern_rows(const Eigen::Ref<const RowMatrix>& rows,
+                                     Eigen::Index first_row);
+// The scores whose rows have these terms (row 0 first): pattern_scores(w)
+// is pattern_scores_of_rows(pattern_rows(w, 0)), to the bit.
+HeadPatternScores pattern_scores_of_rows(std::span<const PatternRow> rows);
 
 // The induction score of w, the weights of a head on the repeated sequence
 // above (n copies' length, offset 0 or 1 tokens before it). Throws
