@@ -14,6 +14,7 @@
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
+#include "widgets/text_editor.hpp"
 #include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
@@ -169,7 +170,7 @@ void draw_text_inputs(AppState& state) {
   if (!open) return;
   bool changed = false;
   const float line = ImGui::GetTextLineHeight();
-  changed |= ImGui::InputTextMultiline("##text", &t.typed.text, ImVec2(-1, line * 3.2f));
+  changed |= text_editor("##text", t.typed.text, ImVec2(-1, line * 3.2f), state.ui.text_edit);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Type a sentence: GPT-2's tokenizer splits it, and each token id picks a "

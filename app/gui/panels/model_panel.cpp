@@ -19,6 +19,7 @@
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
 #include "platform/native_dialog.hpp"
+#include "widgets/text_editor.hpp"
 #include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
@@ -238,7 +239,7 @@ void draw_text(AppState& state) {
   ModelState& m = state.model;
   section("Text");
   const float line = ImGui::GetTextLineHeight();
-  if (ImGui::InputTextMultiline("##model_text", &m.typed.text, ImVec2(-1, line * 4.2f)))
+  if (text_editor("##model_text", m.typed.text, ImVec2(-1, line * 4.2f), state.ui.text_edit))
     state.model_text_changed();
   help("Type: the model's tokenizer splits the text as you go and the views follow");
   ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),

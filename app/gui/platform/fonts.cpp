@@ -210,6 +210,30 @@ std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extr
   return added;
 }
 
+char32_t drawable_codepoint(char32_t cp) {
+  return cp > IM_UNICODE_CODEPOINT_MAX ? IM_UNICODE_CODEPOINT_INVALID : cp;
+}
+
+std::string drawable_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t len = utf8_at(text, i, cp);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD for a malformed byte
+      ++i;
+      continue;
+    }
+    if (drawable_codepoint(cp) == cp)
+      out.append(text.substr(i, len));
+    else
+      out += "\xEF\xBF\xBD";
+    i += len;
+  }
+  return out;
+}
+
 std::string cjk_font_file() {
   const char* cjk = first_existing(kCjkPaths, std::size(kCjkPaths));
   return cjk ? cjk : "";

@@ -47,6 +47,13 @@ bool in_fixed_glyph_ranges(char32_t cp);
 std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extra,
                                  std::size_t cap = kMaxExtraGlyphs);
 
+// The character ImGui is given to draw `cp`: itself, or U+FFFD above what
+// this build's ImWchar holds.
+char32_t drawable_codepoint(char32_t cp);
+// The UTF-8 `text` as ImGui should be given it to draw (drawable_codepoint
+// for each character; malformed bytes become U+FFFD).
+std::string drawable_text(std::string_view text);
+
 // The first Chinese and Japanese font installed (Droid Sans Fallback, Noto
 // Sans CJK), "" when none.
 std::string cjk_font_file();

@@ -731,6 +731,50 @@ TEST_F(ModelApp, TextInAnyScriptIsCollectedAndDrawnFromTheFonts) {
   EXPECT_NE(shown.find("世界"), std::string::npos) << shown;
 }
 
+TEST_F(ModelApp, TheTextBoxWrapsAndTypingInItFiresNoShortcut) {
+  state.model.typed.text =
+      "Your journey starts with one step and goes on through every layer of the model "
+      "until the last";
+  state.model_text_changed();
+  frames(3);
+  // Wrapped: the box's words come on several lines, all inside the box.
+  const std::optional<ImVec2> first = headless_text_at("Your journey");
+  ASSERT_TRUE(first);
+  ImRect box;
+  for (const ImGuiWindow* w : ImGui::GetCurrentContext()->Windows)
+    if (std::string(w->Name).find("##model_text") != std::string::npos) box = w->Rect();
+  ASSERT_GT(box.GetWidth(), 100.0f);
+  std::set<float> lines;
+  for (const DrawnGlyph& g : headless_glyphs())
+    if (g.top >= box.Min.y && g.top < box.Max.y && g.pen >= box.Min.x && g.pen < box.Max.x) {
+      EXPECT_LE(g.pen + g.advance, box.Max.x) << g.text << " runs past the box";
+      lines.insert(g.top);
+    }
+  EXPECT_GE(lines.size(), 2u) << "the text did not wrap";
+  click(*first);
+  frame();
+  ASSERT_TRUE(ImGui::GetIO().WantTextInput);
+  // "g" appends the top token and "]" picks the next head, but not while typing.
+  const int head = state.head;
+  ImGuiIO& io = ImGui::GetIO();
+#if IMGUI_VERSION_NUM < 18700
+  io.KeysDown['G'] = true;
+#else
+  io.AddKeyEvent(ImGuiKey_G, true);
+#endif
+  io.AddInputCharactersUTF8("g]");
+  frame();
+#if IMGUI_VERSION_NUM < 18700
+  io.KeysDown['G'] = false;
+#else
+  io.AddKeyEvent(ImGuiKey_G, false);
+#endif
+  frames(2);
+  EXPECT_EQ(state.head, head);
+  EXPECT_LE(state.model.typed.text.find("g]"), 1u) << state.model.typed.text;  // where clicked
+  EXPECT_TRUE(ImGui::GetIO().WantTextInput);
+}
+
 TEST_F(ModelApp, ATooLongTextOffersToKeepItsLastTokensAndSaysWhatItDropped) {
   std::string longer = "Hello";
   for (int k = 0; k < 69; ++k) longer += " word";  // 70 tokens, 64 positions
