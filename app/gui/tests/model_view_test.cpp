@@ -27,6 +27,7 @@
 #include "panels/panels.hpp"
 #include "platform/fonts.hpp"
 #include "platform/native_dialog.hpp"
+#include "platform/text_edit.hpp"
 #include "shell/launch_options.hpp"
 #include "shell/ui.hpp"
 #include "state/app_state.hpp"
@@ -729,6 +730,32 @@ TEST_F(ModelApp, TextInAnyScriptIsCollectedAndDrawnFromTheFonts) {
     GTEST_SKIP() << "no fallback font with CJK installed (fonts-droid-fallback)";
   EXPECT_NE(body->FindGlyphNoFallback(0x4E16), nullptr);  // 世
   EXPECT_NE(shown.find("世界"), std::string::npos) << shown;
+}
+
+TEST_F(ModelApp, AnEmojiInTheTextIsDrawnWithAGlyphOfItsOwn) {
+  if constexpr (IM_UNICODE_CODEPOINT_MAX < 0x1F600 && IMGUI_VERSION_NUM >= 19200)
+    GTEST_SKIP() << "ImGui 1.92 with a 16-bit ImWchar draws U+FFFD above U+FFFF";
+  // 😀 (U+1F600) was "?": ImGui's 16-bit characters end at U+FFFF.
+  state.model.typed.text = "smile \xf0\x9f\x98\x80 now";
+  state.model_text_changed();
+  frames(2);
+  EXPECT_EQ(state.ui.extra_glyphs.count(U'\U0001F600'), 1u);
+  ASSERT_TRUE(state.ui.fonts_dirty);
+  headless_rebuild_fonts(state);
+  frames(2);
+  const char32_t drawn = drawable_codepoint(U'\U0001F600');
+  if (drawn == static_cast<char32_t>(IM_UNICODE_CODEPOINT_INVALID))
+    GTEST_SKIP() << "no font with U+1F600 installed (fonts-symbola)";
+  const ImFont* body = ImGui::GetIO().FontDefault;
+  const ImFontGlyph* glyph = body->FindGlyphNoFallback(static_cast<ImWchar>(drawn));
+  ASSERT_NE(glyph, nullptr);
+  EXPECT_NE(glyph, body->FallbackGlyph);
+  // The text box draws it between the words; the text keeps the real emoji.
+  std::string stand_in;
+  append_utf8(stand_in, drawn);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("smile" + stand_in + "now"), std::string::npos) << shown;
+  EXPECT_EQ(state.model.typed.text, "smile \xf0\x9f\x98\x80 now");
 }
 
 TEST_F(ModelApp, TheTextBoxWrapsAndTypingInItFiresNoShortcut) {
