@@ -169,8 +169,8 @@ void draw_text_inputs(AppState& state) {
     ImGui::SetTooltip("Type text: GPT-2's tokens, embedded as in the book's chapter 2");
   if (!open) return;
   bool changed = false;
-  const float line = ImGui::GetTextLineHeight();
-  changed |= text_editor("##text", t.typed.text, ImVec2(-1, line * 3.2f), state.ui.text_edit);
+  changed |=
+      text_editor("##text", t.typed.text, ImVec2(-1, text_editor_height(3)), state.ui.text_edit);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Type a sentence: GPT-2's tokenizer splits it, and each token id picks a "

@@ -239,8 +239,8 @@ void draw_keep_last(AppState& state) {
 void draw_text(AppState& state) {
   ModelState& m = state.model;
   section("Text");
-  const float line = ImGui::GetTextLineHeight();
-  if (text_editor("##model_text", m.typed.text, ImVec2(-1, line * 4.2f), state.ui.text_edit))
+  if (text_editor("##model_text", m.typed.text, ImVec2(-1, text_editor_height(4)),
+                  state.ui.text_edit))
     state.model_text_changed();
   help("Type: the model's tokenizer splits the text as you go and the views follow");
   ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),

@@ -342,7 +342,7 @@ class TextEditorHeadless : public ::testing::Test {
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(ImVec2(400, 300));
     ImGui::Begin("w", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove);
-    const bool changed = text_editor("##box", text, ImVec2(200, 60), edit);
+    const bool changed = text_editor("##box", text, ImVec2(200, box_h), edit);
     box_hovered = ImGui::IsItemHovered();
     button = ImGui::Button("elsewhere");
     ImGui::End();
@@ -404,6 +404,7 @@ class TextEditorHeadless : public ::testing::Test {
   }
 
   std::string text = "the quick brown fox";
+  float box_h = 60;
   TextEditState edit;
   bool box_hovered = false, button = false;
 };
@@ -501,6 +502,25 @@ TEST_F(TextEditorHeadless, LongTextWrapsInsideTheBoxAndScrollsToTheCaret) {
   const float up_x =
       x_in_line(text, lines[line], edit.caret, [](char32_t c) { return editor_char_advance(c); });
   EXPECT_LE(up_x, x + 0.01f);
+}
+
+TEST_F(TextEditorHeadless, ABoxOfNLinesShowsNLinesWithoutAScrollbar) {
+  // The box's child window (the only one with a parent).
+  auto scrollbar = [] {
+    for (const ImGuiWindow* w : ImGui::GetCurrentContext()->Windows)
+      if (w->ParentWindow) return w->ScrollbarY;
+    return true;
+  };
+  text = "one\ntwo\nthree";
+  frame();  // (the font's size is known once a frame began)
+  box_h = text_editor_height(3);
+  frame();
+  frame();
+  EXPECT_FALSE(scrollbar());
+  text += "\nfour";
+  frame();
+  frame();
+  EXPECT_TRUE(scrollbar());
 }
 
 TEST_F(TextEditorHeadless, DragShiftClickAndDoubleClickSelect) {

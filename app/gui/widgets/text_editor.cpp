@@ -27,6 +27,10 @@ float editor_char_advance(char32_t c) {
   return font_char_advance(static_cast<ImWchar>(drawable_codepoint(c)));
 }
 
+float text_editor_height(int lines) {
+  return static_cast<float>(lines) * ImGui::GetFontSize() + 2 * ImGui::GetStyle().FramePadding.y;
+}
+
 namespace {
 
 const Advance kAdvance = [](char32_t c) { return editor_char_advance(c); };
@@ -273,7 +277,13 @@ bool text_editor(const char* label, std::string& text, ImVec2 size_arg, TextEdit
   // Room for the lines (the child's scroll range).
   ImGui::Dummy(
       ImVec2(1.0f, static_cast<float>(l.lines.size()) * l.line_h + 2 * style.FramePadding.y));
-  if (visible) draw_text(text, l, shows_caret ? &edit : nullptr);
+  if (visible) {
+    // Lines show inside the padding: none peeks in above or below it.
+    ImGui::PushClipRect(ImVec2(inner_min.x, inner_min.y + style.FramePadding.y),
+                        ImVec2(inner_max.x, inner_max.y - style.FramePadding.y), true);
+    draw_text(text, l, shows_caret ? &edit : nullptr);
+    ImGui::PopClipRect();
+  }
   ImGui::EndChild();
   return changed;
 }

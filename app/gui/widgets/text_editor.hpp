@@ -25,6 +25,9 @@ namespace attnscope::gui {
 // Ctrl+Z, Ctrl+Y and Ctrl+Shift+Z.
 bool text_editor(const char* label, std::string& text, ImVec2 size, TextEditState& edit);
 
+// The height of a text_editor that shows `lines` whole lines (and its padding).
+float text_editor_height(int lines);
+
 // How wide the current font draws the character `c` (the glyph ImGui shows
 // for it in this build).
 float editor_char_advance(char32_t c);
