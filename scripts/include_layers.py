@@ -43,7 +43,7 @@ APP_ROOMS = {
     "app/icon": ["figure"],  # the app's icon as shapes
     "app/run_flags": ["figure"],  # the flags the CLI and the app share
     "app/cli": ["figure", "run_flags"],  # attnscope-cli
-    "app/gui/platform": ["imgui"],  # fonts, native dialogs, the keyboard queue
+    "app/gui/platform": ["imgui"],  # fonts, native dialogs, the keyboard queue, text editing
     "app/gui/compute": [],  # the worker thread and model jobs: core only
     "app/gui/render": ["figure", "platform", "imgui"],  # pixels; never the app's state
     "app/gui/state": _STATE,  # what the app holds: runs, model, view, session

@@ -14,6 +14,7 @@
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
+#include "widgets/text_editor.hpp"
 #include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
@@ -168,8 +169,8 @@ void draw_text_inputs(AppState& state) {
     ImGui::SetTooltip("Type text: GPT-2's tokens, embedded as in the book's chapter 2");
   if (!open) return;
   bool changed = false;
-  const float line = ImGui::GetTextLineHeight();
-  changed |= ImGui::InputTextMultiline("##text", &t.typed.text, ImVec2(-1, line * 3.2f));
+  changed |=
+      text_editor("##text", t.typed.text, ImVec2(-1, text_editor_height(3)), state.ui.text_edit);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "Type a sentence: GPT-2's tokenizer splits it, and each token id picks a "

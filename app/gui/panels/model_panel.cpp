@@ -18,7 +18,9 @@
 #include "imgui.h"
 #include "imgui_stdlib.h"  // needs imgui.h first
 #include "panels/panels.hpp"
+#include "platform/fonts.hpp"
 #include "platform/native_dialog.hpp"
+#include "widgets/text_editor.hpp"
 #include "widgets/widgets.hpp"
 
 namespace attnscope::gui {
@@ -237,8 +239,8 @@ void draw_keep_last(AppState& state) {
 void draw_text(AppState& state) {
   ModelState& m = state.model;
   section("Text");
-  const float line = ImGui::GetTextLineHeight();
-  if (ImGui::InputTextMultiline("##model_text", &m.typed.text, ImVec2(-1, line * 4.2f)))
+  if (text_editor("##model_text", m.typed.text, ImVec2(-1, text_editor_height(4)),
+                  state.ui.text_edit))
     state.model_text_changed();
   help("Type: the model's tokenizer splits the text as you go and the views follow");
   ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
@@ -255,8 +257,8 @@ void draw_text(AppState& state) {
   const ImGuiStyle& style = ImGui::GetStyle();
   float width = 0;
   for (const core::Token& t : m.typed.tokens)
-    width +=
-        ImGui::CalcTextSize(core::printable_token(t.text).c_str()).x + 2 * style.FramePadding.x + 2;
+    width += ImGui::CalcTextSize(drawable_text(core::printable_token(t.text)).c_str()).x +
+             2 * style.FramePadding.x + 2;
   const float rows = std::ceil(width / std::max(ImGui::GetContentRegionAvail().x * 0.85f, 1.0f));
   const float row_h = ImGui::GetFrameHeight() + style.ItemSpacing.y;
   ImGui::BeginChild("chips", ImVec2(0, std::min(rows, 7.0f) * row_h + style.ItemSpacing.y), false);

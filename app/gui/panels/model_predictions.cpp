@@ -13,6 +13,7 @@
 
 #include "imgui.h"
 #include "panels/panels.hpp"
+#include "platform/fonts.hpp"
 #include "render/colormap.hpp"
 #include "widgets/widgets.hpp"
 
@@ -90,7 +91,7 @@ void draw_text_loss(AppState& state) {
     const auto& tokens = state.model.typed.tokens;
     const std::string next =
         static_cast<std::size_t>(i + 1) < tokens.size()
-            ? core::printable_token(tokens[static_cast<std::size_t>(i + 1)].text)
+            ? drawable_text(core::printable_token(tokens[static_cast<std::size_t>(i + 1)].text))
             : "";
     ImGui::SetTooltip(
         "token %d \"%s\": loss %.3f, the model gave it p = %s after token %d\n"
@@ -157,7 +158,7 @@ void draw_sampling(AppState& state) {
     for (const core::NextToken& t : o->next_last) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      ImGui::Text("\"%s\"", t.token.c_str());
+      ImGui::Text("\"%s\"", drawable_text(t.token).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(percent(step.before[static_cast<std::size_t>(t.id)]).c_str());
       ImGui::TableNextColumn();
@@ -205,9 +206,10 @@ void draw_lens_window(AppState& state) {
   }
   const auto& tokens = m.typed.tokens;
   const int p = o->lens.position;
-  const std::string at = static_cast<std::size_t>(p) < tokens.size()
-                             ? core::printable_token(tokens[static_cast<std::size_t>(p)].text)
-                             : "";
+  const std::string at =
+      static_cast<std::size_t>(p) < tokens.size()
+          ? drawable_text(core::printable_token(tokens[static_cast<std::size_t>(p)].text))
+          : "";
   ImGui::TextWrapped(
       "What the model would predict after token %d \"%s\" if it stopped after each block: the "
       "residual stream through the final LayerNorm and the output head. Click a token in the "
@@ -231,7 +233,7 @@ void draw_lens_window(AppState& state) {
         ImGui::TextUnformatted(name.c_str());
       for (const core::NextToken& t : o->lens.layers[static_cast<std::size_t>(l)]) {
         ImGui::TableNextColumn();
-        ImGui::Text("\"%s\"", t.token.c_str());
+        ImGui::Text("\"%s\"", drawable_text(t.token).c_str());
         ImGui::SameLine();
         ImGui::TextDisabled("%s", percent(t.probability).c_str());
       }
@@ -255,9 +257,10 @@ void draw_lens_window(AppState& state) {
   ImGui::Dummy(ImVec2(label_w + cell_w * static_cast<float>(g.positions),
                       cell_h * static_cast<float>(g.layers + 1)));
   for (int t = 0; t < g.positions; ++t) {  // the tokens read, along the top
-    const std::string tok = static_cast<std::size_t>(t) < tokens.size()
-                                ? core::printable_token(tokens[static_cast<std::size_t>(t)].text)
-                                : "";
+    const std::string tok =
+        static_cast<std::size_t>(t) < tokens.size()
+            ? drawable_text(core::printable_token(tokens[static_cast<std::size_t>(t)].text))
+            : "";
     const ImVec2 c(origin.x + label_w + cell_w * static_cast<float>(t), origin.y);
     draw->PushClipRect(c, ImVec2(c.x + cell_w - 2, c.y + cell_h), true);
     draw->AddText(ImVec2(c.x + 2, c.y + 2),
@@ -280,11 +283,11 @@ void draw_lens_window(AppState& state) {
       draw->PushClipRect(a, b, true);
       draw->AddText(ImVec2(a.x + 2, a.y + 2),
                     sure > 0.6f ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255),
-                    n.token.c_str());
+                    drawable_text(n.token).c_str());
       draw->PopClipRect();
       if (ImGui::IsMouseHoveringRect(a, b))
         ImGui::SetTooltip("after token %d, %s: \"%s\" %s", t, core::lens_layer_name(l).c_str(),
-                          n.token.c_str(), percent(n.probability).c_str());
+                          drawable_text(n.token).c_str(), percent(n.probability).c_str());
     }
   }
   ImGui::EndChild();

@@ -1,6 +1,8 @@
 // fonts.cpp: font files, glyph ranges, and the app's look.
 #include "platform/fonts.hpp"
 
+#include <stb_truetype.h>  // libstb's copy (ImGui's own is static inside it)
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "imgui.h"
+#include "platform/text_edit.hpp"  // append_utf8
 
 namespace attnscope::gui {
 
@@ -73,6 +76,22 @@ constexpr ImWchar kGlyphRanges[] = {
 ImVector<ImWchar> g_all_ranges;
 ImVector<ImWchar> g_extra_ranges;
 
+// Characters above U+FFFF (emoji) where ImWchar is 16-bit: ImGui cannot name
+// them, so each one a font has gets a Private Use Area stand-in from U+E000,
+// whose glyph this file rasterizes (stb_truetype) into the atlas as a custom
+// glyph of every font. The stand-ins of the last build; drawable_codepoint
+// reads them. (ImGui 1.92 bakes glyphs on demand and no longer takes custom
+// glyphs this way; there they stay U+FFFD unless ImWchar is 32-bit.)
+#if IM_UNICODE_CODEPOINT_MAX < 0x10FFFF && IMGUI_VERSION_NUM < 19200
+#define ATTNSCOPE_STAND_INS 1
+constexpr bool kStandIns = true;
+#else
+constexpr bool kStandIns = false;
+#endif
+constexpr char32_t kFirstStandIn = 0xE000;
+constexpr std::size_t kMaxStandIns = 0xF8FF - 0xE000 + 1;
+std::map<char32_t, char32_t> g_stand_ins;
+
 // The UTF-8 sequence at text[i]: its length and character, or 0 when the
 // bytes there are not a well-formed one (overlong, surrogate, cut short).
 std::size_t utf8_at(std::string_view text, std::size_t i, char32_t& cp) {
@@ -104,7 +123,7 @@ void build_ranges(const std::set<char32_t>& extra) {
   ImFontGlyphRangesBuilder all, only;
   all.AddRanges(kGlyphRanges);
   for (const char32_t cp : extra) {
-    if (cp > IM_UNICODE_CODEPOINT_MAX) continue;
+    if (cp > IM_UNICODE_CODEPOINT_MAX) continue;  // a stand-in glyph, if any
     all.AddChar(static_cast<ImWchar>(cp));
     only.AddChar(static_cast<ImWchar>(cp));
   }
@@ -157,6 +176,98 @@ const char* first_existing(const char* const* paths, std::size_t n) {
   return nullptr;
 }
 
+#if ATTNSCOPE_STAND_INS
+// One font file opened for stb_truetype (its bytes stay in font_file_bytes'
+// cache).
+struct Face {
+  stbtt_fontinfo info{};
+  bool ok = false;
+};
+
+std::vector<Face> open_faces(const std::vector<std::string>& files) {
+  std::vector<Face> faces(files.size());
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const std::vector<char>& bytes = font_file_bytes(files[k]);
+    if (bytes.empty()) continue;
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    const int offset = stbtt_GetFontOffsetForIndex(data, 0);
+    faces[k].ok = offset >= 0 && stbtt_InitFont(&faces[k].info, data, offset) != 0;
+  }
+  return faces;
+}
+
+// A stand-in glyph waiting for its pixels: its atlas rectangle in one font
+// and how to draw it.
+struct StandInGlyph {
+  ImFont* font = nullptr;
+  int rect = -1;
+  const Face* face = nullptr;
+  int glyph = 0;
+  float scale = 0;
+  int w = 0, h = 0;
+  ImWchar code = 0;
+};
+
+// Before the atlas is built: a stand-in for each character of `extra` above
+// U+FFFF that one of `faces` has (the first that has it), and a custom glyph
+// rectangle for it in each of `fonts` at its pixel size.
+std::vector<StandInGlyph> reserve_stand_ins(const std::set<char32_t>& extra,
+                                            const std::vector<Face>& faces,
+                                            const std::vector<std::pair<ImFont*, float>>& fonts) {
+  g_stand_ins.clear();
+  std::vector<StandInGlyph> out;
+  ImFontAtlas& atlas = *ImGui::GetIO().Fonts;
+  for (auto it = extra.upper_bound(0xFFFF); it != extra.end() && g_stand_ins.size() < kMaxStandIns;
+       ++it) {
+    const Face* face = nullptr;
+    int glyph = 0;
+    for (const Face& f : faces)
+      if (f.ok && (glyph = stbtt_FindGlyphIndex(&f.info, static_cast<int>(*it))) != 0) {
+        face = &f;
+        break;
+      }
+    if (!face) continue;  // no font has it: U+FFFD
+    const auto code = static_cast<ImWchar>(kFirstStandIn + g_stand_ins.size());
+    g_stand_ins[*it] = code;
+    for (const auto& [font, px] : fonts) {
+      if (!font) continue;
+      StandInGlyph g{font, -1, face, glyph, stbtt_ScaleForPixelHeight(&face->info, px), 0, 0, code};
+      int advance = 0, bearing = 0, x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+      stbtt_GetGlyphHMetrics(&face->info, glyph, &advance, &bearing);
+      stbtt_GetGlyphBitmapBox(&face->info, glyph, g.scale, g.scale, &x0, &y0, &x1, &y1);
+      g.w = std::max(x1 - x0, 1);
+      g.h = std::max(y1 - y0, 1);
+      // The box from the baseline for now; draw_stand_ins adds the ascent.
+      g.rect =
+          atlas.AddCustomRectFontGlyph(font, code, g.w, g.h, static_cast<float>(advance) * g.scale,
+                                       ImVec2(static_cast<float>(x0), static_cast<float>(y0)));
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+// After the atlas is built: each stand-in's pixels into its rectangle, and
+// its box moved down from the baseline by the font's ascent (as ImGui places
+// the glyphs it bakes; the ascent is known only now).
+void draw_stand_ins(const std::vector<StandInGlyph>& glyphs) {
+  ImFontAtlas& atlas = *ImGui::GetIO().Fonts;
+  if (!atlas.TexPixelsAlpha8) return;
+  for (const StandInGlyph& g : glyphs) {
+    const ImFontAtlasCustomRect* r = atlas.GetCustomRectByIndex(g.rect);
+    if (!r || !r->IsPacked()) continue;
+    stbtt_MakeGlyphBitmap(&g.face->info, atlas.TexPixelsAlpha8 + r->Y * atlas.TexWidth + r->X, g.w,
+                          g.h, atlas.TexWidth, g.scale, g.scale, g.glyph);
+    const float top = std::floor(g.font->Ascent + 0.5f);
+    for (ImFontGlyph& glyph : g.font->Glyphs)
+      if (glyph.Codepoint == g.code) {
+        glyph.Y0 += top;
+        glyph.Y1 += top;
+      }
+  }
+}
+#endif  // ATTNSCOPE_STAND_INS
+
 void apply_style(float scale) {
   ImGuiStyle& style = ImGui::GetStyle();
   style = ImGuiStyle();
@@ -203,11 +314,39 @@ std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extr
     char32_t cp = 0;
     const std::size_t len = utf8_at(text, i, cp);
     i += len == 0 ? 1 : len;
-    if (len == 0 || cp < 0x20 || cp > IM_UNICODE_CODEPOINT_MAX || in_fixed_glyph_ranges(cp))
+    if (len == 0 || cp < 0x20 || (cp > IM_UNICODE_CODEPOINT_MAX && !kStandIns) ||
+        in_fixed_glyph_ranges(cp))
       continue;
     added += extra.insert(cp).second ? 1 : 0;
   }
   return added;
+}
+
+char32_t drawable_codepoint(char32_t cp) {
+  if (cp > IM_UNICODE_CODEPOINT_MAX) {
+    const auto it = g_stand_ins.find(cp);
+    return it != g_stand_ins.end() ? it->second : IM_UNICODE_CODEPOINT_INVALID;
+  }
+  // A private use character of the text itself would show a stand-in's glyph.
+  if (cp >= kFirstStandIn && cp < kFirstStandIn + g_stand_ins.size())
+    return IM_UNICODE_CODEPOINT_INVALID;
+  return cp;
+}
+
+std::string drawable_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t len = utf8_at(text, i, cp);
+    const char32_t drawn = len == 0 ? IM_UNICODE_CODEPOINT_INVALID : drawable_codepoint(cp);
+    if (len > 0 && drawn == cp)
+      out.append(text.substr(i, len));
+    else
+      append_utf8(out, drawn);
+    i += len == 0 ? 1 : len;
+  }
+  return out;
 }
 
 std::string cjk_font_file() {
@@ -260,7 +399,24 @@ FontSet setup_fonts_and_style(float scale, const std::set<char32_t>& extra) {
     fonts.heading = nullptr;
   }
   io.FontDefault = body;
+  g_stand_ins.clear();
+#if ATTNSCOPE_STAND_INS
+  std::vector<Face> faces;
+  std::vector<StandInGlyph> stand_ins;
+  if (sans && extra.upper_bound(0xFFFF) != extra.end()) {
+    std::vector<std::string> files = fallback_font_files();
+    files.insert(files.begin(), sans);
+    faces = open_faces(files);
+    stand_ins = reserve_stand_ins(extra, faces,
+                                  {{body, kBaseFontPx * scale},
+                                   {fonts.heading, kBaseFontPx * 1.3f * scale},
+                                   {fonts.mono, (kBaseFontPx - 2.0f) * scale}});
+  }
   io.Fonts->Build();
+  draw_stand_ins(stand_ins);
+#else
+  io.Fonts->Build();
+#endif
   apply_style(scale);
   return fonts;
 }

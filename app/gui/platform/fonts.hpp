@@ -40,12 +40,25 @@ inline constexpr std::size_t kMaxExtraGlyphs = 8000;
 bool in_fixed_glyph_ranges(char32_t cp);
 
 // Adds to `extra` every character of the UTF-8 `text` that the fixed ranges
-// lack and that this ImGui build can draw (up to IM_UNICODE_CODEPOINT_MAX:
-// with 16-bit characters ImGui shows anything above U+FFFF as U+FFFD, which
-// the fixed ranges hold), while `extra` holds fewer than `cap`. Malformed
+// lack and that this build can draw, while `extra` holds fewer than `cap`:
+// above U+FFFF (emoji) too, which a 16-bit ImWchar cannot name and which
+// the fonts then draw through stand-ins (drawable_codepoint), except with
+// ImGui 1.92 and later, where only a 32-bit ImWchar draws them. Malformed
 // bytes are skipped. Returns how many were new.
 std::size_t collect_extra_glyphs(std::string_view text, std::set<char32_t>& extra,
                                  std::size_t cap = kMaxExtraGlyphs);
+
+// The character ImGui is given to draw `cp`. Itself, except above what this
+// build's ImWchar holds: the Private Use Area stand-in (from U+E000) whose
+// glyph the last setup_fonts_and_style made from a font that has `cp`
+// (Symbola for emoji), or U+FFFD. A private use character of the text that
+// a stand-in took is U+FFFD too. With a 32-bit ImWchar: always itself.
+char32_t drawable_codepoint(char32_t cp);
+// The UTF-8 `text` as ImGui should be given it to draw: drawable_codepoint
+// of each character, malformed bytes as U+FFFD. For what the app draws of
+// user text (the text boxes, token chips, heatmap labels, next tokens);
+// the text itself keeps its real characters.
+std::string drawable_text(std::string_view text);
 
 // The first Chinese and Japanese font installed (Droid Sans Fallback, Noto
 // Sans CJK), "" when none.

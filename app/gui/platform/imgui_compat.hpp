@@ -35,4 +35,22 @@ inline bool char_typed(ImWchar c) {
   return false;
 }
 
+// The keypad's Enter key (renamed in 1.87).
+#if IMGUI_VERSION_NUM >= 18700
+inline constexpr ImGuiKey kKeypadEnter = ImGuiKey_KeypadEnter;
+#else
+inline constexpr ImGuiKey kKeypadEnter = ImGuiKey_KeyPadEnter;
+#endif
+
+// How far the current font at the current size advances the pen for `c`
+// (1.92 bakes fonts per size).
+inline float font_char_advance(ImWchar c) {
+#if IMGUI_VERSION_NUM >= 19200
+  return ImGui::GetFontBaked()->GetCharAdvance(c);
+#else
+  const ImFont* font = ImGui::GetFont();
+  return font->GetCharAdvance(c) * (ImGui::GetFontSize() / font->FontSize);
+#endif
+}
+
 }  // namespace attnscope::gui

@@ -24,6 +24,7 @@
 #include "compute/compute_worker.hpp"
 #include "figure/scale.hpp"
 #include "imgui.h"
+#include "platform/text_edit.hpp"
 #include "render/colormap.hpp"
 #include "render/texture.hpp"
 #include "state/files_state.hpp"
@@ -125,6 +126,9 @@ struct UiState {
   // The value of the number being edited (an embedding or weight cell) when
   // its edit began; one is active at a time (drag_finite_cell).
   float edit_start = 0.0f;
+  // The caret, selection and undo of the text box that has the keyboard
+  // (widgets/text_editor.hpp; one at a time, like ImGui's own InputText).
+  TextEditState text_edit;
   std::map<std::string, ViewState> views;  // per heatmap slot
 
   // Embedding editor's generator settings (its seed is AppState::input_seed).

@@ -61,17 +61,83 @@ TEST(ExtraGlyphs, StopsAtTheCap) {
   EXPECT_EQ(collect_extra_glyphs("Ж", extra, 10), 0u);
 }
 
-TEST(ExtraGlyphs, CharactersBeyondWhatImGuiDrawsAreLeftOut) {
-  // 😀 (U+1F600): with 16-bit ImWchar ImGui decodes it to U+FFFD, which the
-  // fixed ranges hold; with 32-bit ImWchar it is collected like any other.
+TEST(ExtraGlyphs, CharactersAboveUffffAreCollectedWhereTheyCanBeDrawn) {
+  // 😀 (U+1F600): a 32-bit ImWchar names it; a 16-bit one draws it through a
+  // stand-in glyph, which ImGui 1.92 no longer takes (there it stays U+FFFD).
   std::set<char32_t> extra;
   const std::size_t added = collect_extra_glyphs("\xf0\x9f\x98\x80", extra);
-  if constexpr (IM_UNICODE_CODEPOINT_MAX >= 0x1F600) {
+  if constexpr (IM_UNICODE_CODEPOINT_MAX >= 0x1F600 || IMGUI_VERSION_NUM < 19200) {
     EXPECT_EQ(added, 1u);
     EXPECT_EQ(extra.count(U'\U0001F600'), 1u);
   } else {
     EXPECT_EQ(added, 0u);
     EXPECT_TRUE(extra.empty());
+  }
+}
+
+// The fonts built for a text with an emoji, in a context of their own.
+class EmojiGlyph : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(400, 200);
+    io.DeltaTime = 1.0f / 60.0f;
+  }
+  void TearDown() override { ImGui::DestroyContext(); }
+};
+
+TEST_F(EmojiGlyph, AnEmojiIsDrawnWithAGlyphOfItsOwnNotTheFallback) {
+  if (sans_font_file().empty()) GTEST_SKIP() << "no DejaVu Sans (fonts-dejavu-core)";
+  bool symbola = false;
+  for (const std::string& f : fallback_font_files())
+    symbola |= f.find("Symbola") != std::string::npos;
+  if (!symbola) GTEST_SKIP() << "no Symbola (fonts-symbola)";
+  if constexpr (IM_UNICODE_CODEPOINT_MAX < 0x1F600 && IMGUI_VERSION_NUM >= 19200)
+    GTEST_SKIP() << "ImGui 1.92 with a 16-bit ImWchar draws U+FFFD above U+FFFF";
+  std::set<char32_t> extra;
+  collect_extra_glyphs(
+      "a\xf0\x9f\x98\x80"
+      "b",
+      extra);
+  setup_fonts_and_style(1.0f, extra);
+  const char32_t drawn = drawable_codepoint(U'\U0001F600');
+  ASSERT_NE(drawn, static_cast<char32_t>(IM_UNICODE_CODEPOINT_INVALID));
+  if constexpr (IM_UNICODE_CODEPOINT_MAX < 0x1F600) {
+    EXPECT_GE(drawn, 0xE000u);  // a stand-in in the Private Use Area
+    EXPECT_LE(drawn, 0xF8FFu);
+  } else {
+    EXPECT_EQ(drawn, U'\U0001F600');
+  }
+  EXPECT_EQ(drawable_text("a\xf0\x9f\x98\x80"
+                          "b")
+                .size(),
+            drawn > 0xFFFF ? 6u : 5u);
+  ImGuiIO& io = ImGui::GetIO();
+  unsigned char* alpha = nullptr;
+  int w = 0, h = 0;
+  io.Fonts->GetTexDataAsAlpha8(&alpha, &w, &h);
+  for (const ImFont* font : io.Fonts->Fonts) {
+    const ImFontGlyph* g = font->FindGlyphNoFallback(static_cast<ImWchar>(drawn));
+    ASSERT_NE(g, nullptr) << "font " << font->FontSize;
+    EXPECT_NE(g, font->FallbackGlyph);
+    EXPECT_TRUE(g->Visible);
+    EXPECT_GT(g->AdvanceX, font->FontSize * 0.5f);
+    // On the line as the letters are: inside the line's height, not above it.
+    const ImFontGlyph* a = font->FindGlyphNoFallback('a');
+    ASSERT_NE(a, nullptr);
+    EXPECT_GE(g->Y0, 0.0f);
+    EXPECT_LE(g->Y1, font->FontSize * 1.2f);
+    EXPECT_GT(g->Y1, a->Y1 - font->FontSize * 0.3f);
+    // Ink in its rectangle of the atlas.
+    int ink = 0;
+    for (int y = static_cast<int>(g->V0 * static_cast<float>(h));
+         y < static_cast<int>(g->V1 * static_cast<float>(h)); ++y)
+      for (int x = static_cast<int>(g->U0 * static_cast<float>(w));
+           x < static_cast<int>(g->U1 * static_cast<float>(w)); ++x)
+        ink += alpha[y * w + x] > 128 ? 1 : 0;
+    EXPECT_GT(ink, 10) << "font " << font->FontSize;
   }
 }
 

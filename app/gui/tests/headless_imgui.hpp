@@ -15,6 +15,7 @@
 
 #include "imgui.h"
 #include "platform/fonts.hpp"
+#include "platform/text_edit.hpp"  // append_utf8
 #include "shell/ui.hpp"
 #include "state/app_state.hpp"
 
@@ -84,16 +85,7 @@ inline std::vector<DrawnGlyph> headless_glyphs() {
       if (g.Visible) glyph_at.emplace(std::make_pair(g.U0, g.V0), &g);
   auto utf8 = [](unsigned c) {
     std::string s;
-    if (c < 0x80) {
-      s += static_cast<char>(c);
-    } else if (c < 0x800) {
-      s += static_cast<char>(0xC0 | (c >> 6));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      s += static_cast<char>(0xE0 | (c >> 12));
-      s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    }
+    append_utf8(s, static_cast<char32_t>(c));
     return s;
   };
   std::vector<DrawnGlyph> out;

@@ -28,7 +28,7 @@ that crashed the app every time. So:
      typed text's tokens, computed (not busy) and without an error. Ctrl+Q
      exits 0 and saves the session.
   4. The app starts again and must show the session's model and 40 tokens.
-     End in the text box, and the rest of TEXT is typed as in 3, up to 80
+     Ctrl+End in the text box, and the rest of TEXT is typed as in 3, up to 80
      tokens.
   5. At 80 tokens the screen is grabbed into the work folder
      (typed_80_tokens.png, to look at) and must be a picture; Ctrl+Q exits
@@ -261,7 +261,9 @@ def second_half(args, env, status_path):
         return
     check(True, f"the session reopens the model with its {RELAUNCH_AT} tokens")
     click_text_box(env, wid, status_path)
-    xdotool(env, "key", "End")
+    # Ctrl+End: the end of the text (End alone ends the visual line, and
+    # 40 tokens wrap over several).
+    xdotool(env, "keydown", "ctrl", "key", "End", "keyup", "ctrl")
     if not type_tokens(proc, env, status_path, RELAUNCH_AT, len(TOKENS)):
         proc.kill()
         return

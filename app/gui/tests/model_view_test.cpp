@@ -28,6 +28,7 @@
 #include "panels/panels.hpp"
 #include "platform/fonts.hpp"
 #include "platform/native_dialog.hpp"
+#include "platform/text_edit.hpp"
 #include "shell/launch_options.hpp"
 #include "shell/ui.hpp"
 #include "state/app_state.hpp"
@@ -792,6 +793,76 @@ TEST_F(ModelApp, TextInAnyScriptIsCollectedAndDrawnFromTheFonts) {
     GTEST_SKIP() << "no fallback font with CJK installed (fonts-droid-fallback)";
   EXPECT_NE(body->FindGlyphNoFallback(0x4E16), nullptr);  // 世
   EXPECT_NE(shown.find("世界"), std::string::npos) << shown;
+}
+
+TEST_F(ModelApp, AnEmojiInTheTextIsDrawnWithAGlyphOfItsOwn) {
+  if constexpr (IM_UNICODE_CODEPOINT_MAX < 0x1F600 && IMGUI_VERSION_NUM >= 19200)
+    GTEST_SKIP() << "ImGui 1.92 with a 16-bit ImWchar draws U+FFFD above U+FFFF";
+  // 😀 (U+1F600) was "?": ImGui's 16-bit characters end at U+FFFF.
+  state.model.typed.text = "smile \xf0\x9f\x98\x80 now";
+  state.model_text_changed();
+  frames(2);
+  EXPECT_EQ(state.ui.extra_glyphs.count(U'\U0001F600'), 1u);
+  ASSERT_TRUE(state.ui.fonts_dirty);
+  headless_rebuild_fonts(state);
+  frames(2);
+  const char32_t drawn = drawable_codepoint(U'\U0001F600');
+  if (drawn == static_cast<char32_t>(IM_UNICODE_CODEPOINT_INVALID))
+    GTEST_SKIP() << "no font with U+1F600 installed (fonts-symbola)";
+  const ImFont* body = ImGui::GetIO().FontDefault;
+  const ImFontGlyph* glyph = body->FindGlyphNoFallback(static_cast<ImWchar>(drawn));
+  ASSERT_NE(glyph, nullptr);
+  EXPECT_NE(glyph, body->FallbackGlyph);
+  // The text box draws it between the words; the text keeps the real emoji.
+  std::string stand_in;
+  append_utf8(stand_in, drawn);
+  const std::string shown = squeezed(headless_text());
+  EXPECT_NE(shown.find("smile" + stand_in + "now"), std::string::npos) << shown;
+  EXPECT_EQ(state.model.typed.text, "smile \xf0\x9f\x98\x80 now");
+}
+
+TEST_F(ModelApp, TheTextBoxWrapsAndTypingInItFiresNoShortcut) {
+  state.model.typed.text =
+      "Your journey starts with one step and goes on through every layer of the model "
+      "until the last";
+  state.model_text_changed();
+  frames(3);
+  // Wrapped: the box's words come on several lines, all inside the box.
+  const std::optional<ImVec2> first = headless_text_at("Your journey");
+  ASSERT_TRUE(first);
+  ImRect box;
+  for (const ImGuiWindow* w : ImGui::GetCurrentContext()->Windows)
+    if (std::string(w->Name).find("##model_text") != std::string::npos) box = w->Rect();
+  ASSERT_GT(box.GetWidth(), 100.0f);
+  std::set<float> lines;
+  for (const DrawnGlyph& g : headless_glyphs())
+    if (g.top >= box.Min.y && g.top < box.Max.y && g.pen >= box.Min.x && g.pen < box.Max.x) {
+      EXPECT_LE(g.pen + g.advance, box.Max.x) << g.text << " runs past the box";
+      lines.insert(g.top);
+    }
+  EXPECT_GE(lines.size(), 2u) << "the text did not wrap";
+  click(*first);
+  frame();
+  ASSERT_TRUE(ImGui::GetIO().WantTextInput);
+  // "g" appends the top token and "]" picks the next head, but not while typing.
+  const int head = state.head;
+  ImGuiIO& io = ImGui::GetIO();
+#if IMGUI_VERSION_NUM < 18700
+  io.KeysDown['G'] = true;
+#else
+  io.AddKeyEvent(ImGuiKey_G, true);
+#endif
+  io.AddInputCharactersUTF8("g]");
+  frame();
+#if IMGUI_VERSION_NUM < 18700
+  io.KeysDown['G'] = false;
+#else
+  io.AddKeyEvent(ImGuiKey_G, false);
+#endif
+  frames(2);
+  EXPECT_EQ(state.head, head);
+  EXPECT_LE(state.model.typed.text.find("g]"), 1u) << state.model.typed.text;  // where clicked
+  EXPECT_TRUE(ImGui::GetIO().WantTextInput);
 }
 
 TEST_F(ModelApp, ATooLongTextOffersToKeepItsLastTokensAndSaysWhatItDropped) {

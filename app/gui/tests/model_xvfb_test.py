@@ -87,10 +87,12 @@ def main():
     before = stable_screen()
 
     # The text box is the left column's first field under "Text" (about y
-    # 230); End puts the cursor at the end of the text.
+    # 230); Ctrl+End puts the cursor at the end of the text (End alone: at
+    # the end of the visual line, and the box wraps its lines). Ctrl stays
+    # down around End, as in model_typing_xvfb_test.py's empty_text.
     typed = " the cat sat on the mat. The cat"
     act(env, status, "mousemove", "--window", wid, "180", "220", "click", "1")
-    xdotool(env, "key", "End")
+    xdotool(env, "keydown", "ctrl", "key", "End", "keyup", "ctrl")
     act(env, status, "type", "--delay", "20", typed)
     after_typing = stable_screen()
     check(before is None or after_typing != before, "typing changes the screen")

@@ -10,6 +10,7 @@
 #include "attnscope/text/tokenizer.hpp"
 #include "figure/scale.hpp"
 #include "imgui_internal.h"  // the window's wrap position
+#include "platform/fonts.hpp"
 #include "words/stage_info.hpp"
 
 namespace attnscope::gui {
@@ -84,7 +85,7 @@ std::string token_label(std::string_view token) {
       out += ch;
     }
   }
-  return out;
+  return drawable_text(out);
 }
 
 std::vector<std::string> percent_texts(const std::vector<double>& probabilities) {
@@ -116,7 +117,7 @@ std::vector<std::string> percent_texts(const std::vector<double>& probabilities)
 }
 
 bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool selected) {
-  std::string shown = core::printable_token(t.text);
+  std::string shown = drawable_text(core::printable_token(t.text));
   for (std::size_t at = 0; (at = shown.find(' ', at)) != std::string::npos;)
     shown.replace(at, 1, "\xc2\xb7");  // U+00B7 middle dot
   if (shown.empty()) shown = "\xc2\xb7";

@@ -31,7 +31,8 @@ bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool 
 // A token's printable text (core::printable_token) for a label on one line:
 // control characters as escapes ("\n", "\t", "\r", "\x1b", ...) and "\" as
 // "\\", so that a newline token does not break the line and stays apart from
-// the token made of a backslash and an n (shown "\\n").
+// the token made of a backslash and an n (shown "\\n"). Ready to draw
+// (drawable_text: an emoji as its stand-in where ImWchar is 16-bit).
 std::string token_label(std::string_view token);
 
 // The probabilities as percentages ("12.34 %"), all with the same decimals:
