@@ -243,8 +243,10 @@ void draw_text(AppState& state) {
                   state.ui.text_edit))
     state.model_text_changed();
   help("Type: the model's tokenizer splits the text as you go and the views follow");
-  ImGui::TextDisabled("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
-                      m.max_tokens());
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%zu / %d tokens; click one to look from it", m.typed.tokens.size(),
+                     m.max_tokens());
+  ImGui::PopStyleColor();
   error_text(state, m.typed.error);
   draw_keep_last(state);
   if (!m.typed.error.empty() && state.showing_model())
