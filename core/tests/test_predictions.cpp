@@ -133,6 +133,43 @@ TEST(LogitLens, EndsAtTheModelsOwnPredictionAtEveryPosition) {
   EXPECT_THROW(logit_lens(run, 0, 0), std::invalid_argument);
 }
 
+// One pass over the head for both: the same numbers as each alone, with
+// few new loss rows (fused) and with many (each alone), on both sides of
+// the 64 rows a pass holds (the lens takes L + 1 = 3 of them: 61 loss rows
+// fit, 62 do not).
+TEST(LossAndLens, GivesWhatTextLossAndLogitLensGive) {
+  ModelRun run(tiny_model(), some_ids(70));
+  const TextLoss all = text_loss(run);
+  for (std::size_t known : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{68}}) {
+    for (int position : {0, 69}) {
+      const std::span<const double> k(all.per_token.data(), known);
+      const LossAndLens both = loss_and_lens(run, k, position, 4);
+      const TextLoss loss = text_loss(run, k);
+      const LensColumn lens = logit_lens(run, position, 4);
+      const std::string what =
+          std::to_string(known) + " known, position " + std::to_string(position);
+      ASSERT_EQ(both.loss.per_token.size(), loss.per_token.size()) << what;
+      for (std::size_t i = 0; i < loss.per_token.size(); ++i)
+        EXPECT_NEAR(both.loss.per_token[i], loss.per_token[i], 1e-5) << what << " token " << i;
+      ASSERT_TRUE(both.loss.mean);
+      EXPECT_NEAR(*both.loss.mean, *loss.mean, 1e-6) << what;
+      EXPECT_EQ(both.lens.position, position);
+      ASSERT_EQ(both.lens.layers.size(), lens.layers.size()) << what;
+      for (std::size_t l = 0; l < lens.layers.size(); ++l)
+        for (std::size_t j = 0; j < lens.layers[l].size(); ++j) {
+          EXPECT_EQ(both.lens.layers[l][j].id, lens.layers[l][j].id) << what;
+          EXPECT_NEAR(both.lens.layers[l][j].probability, lens.layers[l][j].probability, 1e-6);
+        }
+    }
+  }
+  ModelRun one(tiny_model(), some_ids(1));
+  const LossAndLens alone = loss_and_lens(one, {}, 0, 3);
+  EXPECT_TRUE(alone.loss.per_token.empty());
+  EXPECT_FALSE(alone.loss.mean);
+  EXPECT_EQ(alone.lens.layers.size(), 3u);
+  EXPECT_THROW(loss_and_lens(run, {}, 70, 3), std::invalid_argument);
+}
+
 TEST(LogitLens, TheGridsTopTokenIsEachColumnsFirst) {
   ModelRun run(tiny_model(), some_ids(66));
   const LensGrid grid = logit_lens_grid(run);

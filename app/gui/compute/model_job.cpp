@@ -83,7 +83,9 @@ void predictions_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
     known = std::span<const double>(before->loss.per_token)
                 .first(std::min(before->loss.per_token.size(), shared > 0 ? shared - 1 : 0));
   }
-  o.loss = core::text_loss(run, known);
+  core::LossAndLens both = core::loss_and_lens(run, known, o.next_at, kLensTop);
+  o.loss = std::move(both.loss);
+  o.lens = std::move(both.lens);
   o.last_logits = std::make_shared<const core::RowMatrix>(run.logits());
   lens_of(run, job, o, before);
 }
