@@ -195,7 +195,7 @@ def check_package(build, work, app_id, version, gui):
     check(info.get("Package") == "attnscope", f"the package is attnscope: {info}")
     check(info.get("Version") == version, f"the package's version is {version}: {info}")
     depends = info.get("Depends", "")
-    wanted = ["libzip", "libstdc++6", "libgomp1"]
+    wanted = ["libzip", "libcurl4", "libstdc++6", "libgomp1"]
     if gui:
         wanted += ["libglfw3", "libgl1", "fonts-dejavu-core"]
     for lib in wanted:

@@ -29,7 +29,8 @@ CORE_ROOMS = {
     "formats": ["base"],  # csv, npy, json, safetensors, pth, checkpoints, files
     "text": ["base", "formats"],  # the tokenizer and its Unicode tables
     "attention": ["base", "kernels", "text"],  # chapter 3: embeddings, the four variants
-    "model": ["base", "kernels", "formats", "text"],  # GPT-2 models: config, load, forward
+    "hub": ["base", "formats"],  # the Hugging Face Hub: cache layout, downloads, sha256
+    "model": ["base", "kernels", "formats", "text", "hub"],  # GPT-2 models: config, load, forward
     "analysis": ["base", "formats"],  # inspect, diagnose, thumbnails, memory
     "io": ["base", "formats", "text", "attention", "analysis"],  # run specs, sessions
     "book": ["base", "formats", "text", "attention", "analysis", "io"],  # teaching, code

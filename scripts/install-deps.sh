@@ -24,6 +24,7 @@ done
 packages=(
   build-essential cmake pkg-config
   libeigen3-dev nlohmann-json3-dev libcli11-dev libzip-dev
+  libcurl4-openssl-dev  # `model pull`: downloads from the Hugging Face Hub
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-regex libxml2-utils clang-format
   # Packaging and its tests: the .deb's Depends (dpkg-shlibdeps reads ELF

@@ -27,6 +27,7 @@
 #include "attnscope/model/predictions.hpp"
 #include "attnscope/model/run_compare.hpp"
 #include "attnscope/text/tokenizer.hpp"
+#include "pull_command.hpp"
 #include "run_flags/run_flags.hpp"
 
 namespace attnscope::cli {
@@ -157,7 +158,12 @@ int run_model_list() {
   for (std::size_t i = 0; i < found.size(); ++i)
     out << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(found[i].name)
         << ", \"path\": " << json_string(found[i].path.string())
-        << ", \"where\": " << json_string(found[i].where) << "}";
+        << ", \"where\": " << json_string(found[i].where) << ", \"bytes\": " << found[i].bytes
+        << (found[i].repo.empty() ? std::string()
+                                  : ", \"repo\": " + json_string(found[i].repo) +
+                                        ", \"revision\": " + json_string(found[i].revision) +
+                                        ", \"commit\": " + json_string(found[i].commit))
+        << "}";
   out << "]}\n";
   std::cout << out.str();
   std::cout.flush();
@@ -560,6 +566,14 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.info->add_option("--config", c.model.config, "the book's GPT_CONFIG as JSON, for a .pth");
   c.list = c.cmd->add_subcommand(
       "list", "list the models in the Hugging Face cache and attnscope's models folder (JSON)");
+  c.pull = c.cmd->add_subcommand(
+      "pull",
+      "download a model from the Hugging Face Hub into its cache (config, safetensors, "
+      "tokenizer); prints the snapshot folder, which --model and MODEL take");
+  c.pull->add_option("REPO", c.pull_ref, "org/name[@revision], e.g. openai-community/gpt2")
+      ->required();
+  c.pull->add_option("--endpoint", c.endpoint,
+                     "the Hub's address (default: $HF_ENDPOINT, else https://huggingface.co)");
   c.trace = c.cmd->add_subcommand(
       "trace", "run a text through a model; print attention (every layer and head) as JSON");
   add_text_options(*c.trace, c);
@@ -639,6 +653,7 @@ std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
     if (c.info->parsed()) return run_model_info(c.model.path.value_or(""), c.model.config);
     if (c.list->parsed()) return run_model_list();
+    if (c.pull->parsed()) return run_model_pull(c.pull_ref, c.endpoint);
     if (c.trace->parsed()) return run_model_trace(c);
     if (c.generate->parsed()) return run_model_generate(c);
     if (c.lens->parsed()) return run_model_lens(c);

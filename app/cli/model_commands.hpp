@@ -3,6 +3,7 @@
 //
 //   model info MODEL
 //   model list
+//   model pull REPO[@REV] [--endpoint URL]
 //   model trace MODEL (--text T | --text-file F | --ids 1,2,3) [--config F]
 //               [--layers L,..] [--heads H,..] [--stages ID,..] [--format json|text]
 //               [--keep-last]
@@ -44,7 +45,10 @@ struct ModelCompareFlags {
 struct ModelCommands {
   CLI::App* cmd = nullptr;
   CLI::App *info = nullptr, *list = nullptr, *trace = nullptr, *generate = nullptr, *exp = nullptr,
-           *bench = nullptr, *patterns = nullptr, *lens = nullptr, *script = nullptr;
+           *bench = nullptr, *patterns = nullptr, *lens = nullptr, *script = nullptr,
+           *pull = nullptr;
+  std::string pull_ref;             // pull: org/name[@revision]
+  std::string endpoint;             // pull: --endpoint (default: $HF_ENDPOINT, else huggingface.co)
   run_flags::ModelFlags model;      // MODEL (PATH for info), --config, --ids, --keep-last
   run_flags::TextFlags text;        // --text, --text-file: the text the model reads
   int next_at = -1;                 // --next-at: next tokens after this token (-1: last)

@@ -16,7 +16,7 @@
 # A command -> the subcommands it takes.
 declare -gA _attnscope_cli_commands=(
   [attnscope-cli]="trace export code bench model tokenize"
-  [attnscope-cli model]="info list trace generate lens export bench patterns script compare"
+  [attnscope-cli model]="info list pull trace generate lens export bench patterns script compare"
 )
 
 # What follows an option (second column of the option tables):
@@ -116,6 +116,9 @@ declare -gA _attnscope_cli_options=(
     PATH           path
     --config       file"
   [attnscope-cli model list]="$_attnscope_cli_help"
+  [attnscope-cli model pull]="$_attnscope_cli_help
+    REPO           free
+    --endpoint     free"
   [attnscope-cli model trace]="$_attnscope_cli_help $_attnscope_cli_model_text_options
     $_attnscope_cli_model_stage_options
     --format       text_format

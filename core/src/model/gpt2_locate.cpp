@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attnscope/base/errors.hpp"
+#include "attnscope/hub/cache.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "model/gpt2_internal.hpp"
 
@@ -110,14 +111,23 @@ bool has_weights(const fs::path& dir) {
   return false;
 }
 
+// A ref of the hub repo folder `storage` naming `commit` ("main" first), or "".
+std::string ref_naming(const fs::path& storage, const std::string& commit) {
+  if (hub::read_ref(storage, "main") == commit) return "main";
+  std::error_code ec;
+  const fs::path refs = storage / "refs";
+  for (auto it = fs::recursive_directory_iterator(refs, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const std::string name = fs::relative(it->path(), refs, ec).generic_string();
+    if (hub::read_ref(storage, name) == commit) return name;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<fs::path> model_search_folders() {
-  fs::path hub = env_path("HF_HUB_CACHE");
-  if (hub.empty() && !env_path("HF_HOME").empty()) hub = env_path("HF_HOME") / "hub";
-  if (hub.empty() && !env_path("XDG_CACHE_HOME").empty())
-    hub = env_path("XDG_CACHE_HOME") / "huggingface" / "hub";
-  if (hub.empty()) hub = home() / ".cache" / "huggingface" / "hub";
+  const fs::path hub = hub::cache_root();
   fs::path data = env_path("XDG_DATA_HOME");
   if (data.empty()) data = home() / ".local" / "share";
   return {hub, data / "attnscope" / "models"};
@@ -135,15 +145,29 @@ std::vector<FoundModel> find_models() {
     if (auto at = name.find("--"); at != std::string::npos) name.replace(at, 2, "/");
     std::error_code ec2;
     for (const auto& snap : fs::directory_iterator(repo.path() / "snapshots", ec2))
-      if (fs::exists(snap.path() / "config.json", ec2) && has_weights(snap.path()))
-        found.push_back({name, snap.path(), "huggingface-cache"});
+      if (fs::exists(snap.path() / "config.json", ec2) && has_weights(snap.path())) {
+        FoundModel m;
+        m.name = m.repo = name;
+        m.path = snap.path();
+        m.where = "huggingface-cache";
+        m.commit = snap.path().filename().string();
+        m.revision = ref_naming(repo.path(), m.commit);
+        m.bytes = hub::folder_bytes(snap.path());
+        found.push_back(std::move(m));
+      }
   }
   for (const auto& e : fs::directory_iterator(folders[1], ec)) {
     const fs::path& p = e.path();
     const std::string ext = p.extension().string();
     std::error_code ec2;
-    if ((fs::is_directory(p, ec2) && has_weights(p)) || ext == ".safetensors" || ext == ".pth")
-      found.push_back({p.filename().string(), p, "attnscope"});
+    if ((fs::is_directory(p, ec2) && has_weights(p)) || ext == ".safetensors" || ext == ".pth") {
+      FoundModel m;
+      m.name = p.filename().string();
+      m.path = p;
+      m.where = "attnscope";
+      m.bytes = fs::is_directory(p, ec2) ? hub::folder_bytes(p) : fs::file_size(p, ec2);
+      found.push_back(std::move(m));
+    }
   }
   std::sort(found.begin(), found.end(), [](const FoundModel& a, const FoundModel& b) {
     return std::tie(a.name, a.path) < std::tie(b.name, b.path);

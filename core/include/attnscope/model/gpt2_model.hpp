@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,10 @@ struct FoundModel {
   std::string name;            // "openai-community/gpt2", or the file's or folder's name
   std::filesystem::path path;  // what Gpt2Model::load takes
   std::string where;           // "huggingface-cache" or "attnscope"
+  std::string repo;            // the Hub's "org/name" (huggingface-cache only)
+  std::string commit;          // the snapshot's commit (huggingface-cache only)
+  std::string revision;        // a ref naming that commit, "main" first ("" when none)
+  std::uint64_t bytes = 0;     // the files' total size (symlinks followed)
 };
 // The folders find_models searches: the Hugging Face hub cache ($HF_HUB_CACHE,
 // else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
