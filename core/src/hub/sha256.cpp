@@ -7,6 +7,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define ATTNSCOPE_SHA_NI 1
 #endif
@@ -110,8 +111,15 @@ __attribute__((target("sha,sse4.1,ssse3"))) void blocks_sha_ni(std::uint32_t* st
   _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(cdgh, tmp, 8));
 }
 
+// CPUID: leaf 7's EBX bit 29 is SHA, leaf 1's ECX bit 19 SSE4.1 (clang's
+// __builtin_cpu_supports does not know "sha").
 bool has_sha_ni() {
-  static const bool yes = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19))) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #endif
