@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "attnscope/text/utf8.hpp"
+
 namespace attnscope::gui {
 
 // ---------------------------------------------------------------------------
@@ -38,7 +40,7 @@ std::size_t snap_to_boundary(std::string_view text, std::size_t i);
 // U+FFFD, "\r\n" and "\r" turned into "\n", and control characters other
 // than newline and tab left out: what a paste or typing may insert.
 std::string sanitized_input(std::string_view text);
-void append_utf8(std::string& out, char32_t c);
+using core::append_utf8;  // one UTF-8 writer, core's
 
 // ---------------------------------------------------------------------------
 // 2. Wrapping.

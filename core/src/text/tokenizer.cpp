@@ -14,6 +14,7 @@
 
 #include "attnscope/base/errors.hpp"
 #include "attnscope/formats/files.hpp"
+#include "attnscope/text/utf8.hpp"
 #include "text/unicode_tables.hpp"
 
 #ifndef ATTNSCOPE_ASSETS_DIR
@@ -24,9 +25,8 @@
 #endif
 
 namespace attnscope::core {
-namespace {
 
-void append_utf8(std::string& out, std::uint32_t cp) {
+void append_utf8(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
@@ -43,6 +43,8 @@ void append_utf8(std::string& out, std::uint32_t cp) {
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
+
+namespace {
 
 // Length of the well-formed UTF-8 sequence at text[i] (no overlongs, no
 // surrogates, <= U+10FFFF), or 0 when there is none; `cp` gets its value.
@@ -97,8 +99,7 @@ const std::array<std::string, 256>& byte_chars() {
     for (int b = 0; b < 256; ++b) {
       const bool printable =
           (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      append_utf8(out[b], printable ? static_cast<std::uint32_t>(b)
-                                    : static_cast<std::uint32_t>(256 + n++));
+      append_utf8(out[b], printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++));
     }
     return out;
   }();
