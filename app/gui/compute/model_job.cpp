@@ -102,7 +102,7 @@ constexpr int kOverviewRowsAtOnce = 64;
 // columns the text gained or lost are zero in those rows.
 int first_row_to_make(const ModelOverview& o, const std::vector<int>& ids, int block,
                       const ModelOverview* before) {
-  if (!before || before->thumb_block != block || before->layers != o.layers ||
+  if (!before || before->thumb_block() != block || before->layers != o.layers ||
       before->heads != o.heads || before->pattern_rows.size() != o.pattern_rows.size())
     return 0;
   const auto shared = static_cast<int>(shared_prefix(before->ids, ids));
@@ -116,7 +116,7 @@ int first_row_to_make(const ModelOverview& o, const std::vector<int>& ids, int b
 void fold_rows(ModelOverview& o, std::size_t at, int layer, int head,
                const Eigen::Ref<const core::RowMatrix>& rows, int first,
                const ModelOverview* before) {
-  const int block = o.thumb_block, cells = core::thumbnail_blocks(o.tokens, kThumbnailCells);
+  const int block = o.thumb_block(), cells = core::thumbnail_blocks(o.tokens, kThumbnailCells);
   core::RowMatrix thumb = core::RowMatrix::Zero(cells, cells);
   std::vector<core::PatternRow> terms;
   if (first > 0) {
@@ -144,8 +144,7 @@ std::shared_ptr<ModelOverview> overview_of(core::ModelRun& run, const ModelJob& 
   o->thumbs.resize(n);
   o->patterns.resize(n);
   o->pattern_rows.resize(n);
-  o->thumb_block = core::thumbnail_block_size(o->tokens, kThumbnailCells);
-  const int first = first_row_to_make(*o, run.ids(), o->thumb_block, before);
+  const int first = first_row_to_make(*o, run.ids(), o->thumb_block(), before);
   if (first > 0) {
     // After an edit only the rows from `first` on, every head at once.
     const std::vector<core::RowMatrix> rows = run.weight_rows(first);

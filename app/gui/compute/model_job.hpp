@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/trace.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
@@ -65,11 +66,11 @@ struct ModelOverview {
   // ("weights", its layer and head) for the texture cache.
   std::vector<core::Stage> thumbs;
   std::vector<core::HeadPatternScores> patterns;  // on the text, same order
-  // What the next edit reuses: the thumbnails' block of cells a side
-  // (core::thumbnail_block_size), and each head's pattern terms, row by row
-  // (same order). An edit keeps the rows before its first changed token.
-  int thumb_block = 0;
+  // Each head's pattern terms, row by row (same order): what the next edit
+  // keeps for the rows before its first changed token.
   std::vector<std::vector<core::PatternRow>> pattern_rows;
+  // Tokens a side of a thumbnail's block (core::thumbnail_block_size).
+  int thumb_block() const { return core::thumbnail_block_size(tokens, kThumbnailCells); }
   std::shared_ptr<const std::vector<double>> induction;  // same order
   std::vector<core::NextToken> next;                     // the 10 most likely next tokens
   int next_at = 0;                                       // ... after this position

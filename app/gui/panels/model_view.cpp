@@ -245,8 +245,8 @@ void draw_model_grid(AppState& state) {
                    (scope == ScaleScope::Row ? "each row on its own scale, View > R"
                                              : "on one scale, 0 to 1") +
                    (o.tokens > kThumbnailCells ? "), each cell the largest weight of a block of " +
-                                                     std::to_string(o.thumb_block) + " × " +
-                                                     std::to_string(o.thumb_block) + " tokens."
+                                                     std::to_string(o.thumb_block()) + " × " +
+                                                     std::to_string(o.thumb_block()) + " tokens."
                                                : std::string(").")));
   ImGui::PopStyleColor();
 }

@@ -317,7 +317,7 @@ TEST(ModelJob, AnEditedOverviewIsAFreshOnes) {
     KeptRun alone;
     const ModelResult fresh = run_model_job(job_of(ids), alone);
     const ModelOverview& f = *fresh.overview;
-    ASSERT_EQ(o.thumb_block, f.thumb_block);
+    ASSERT_EQ(o.thumb_block(), f.thumb_block());
     ASSERT_EQ(o.thumbs.size(), f.thumbs.size());
     for (std::size_t k = 0; k < f.thumbs.size(); ++k) {
       const core::RowMatrix& a = o.thumbs[k].data();
