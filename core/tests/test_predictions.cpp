@@ -133,41 +133,34 @@ TEST(LogitLens, EndsAtTheModelsOwnPredictionAtEveryPosition) {
   EXPECT_THROW(logit_lens(run, 0, 0), std::invalid_argument);
 }
 
-// One pass over the head for both: the same numbers as each alone, with
-// few new loss rows (fused) and with many (each alone), on both sides of
-// the 64 rows a pass holds (the lens takes L + 1 = 3 of them: 61 loss rows
-// fit, 62 do not).
-TEST(LossAndLens, GivesWhatTextLossAndLogitLensGive) {
-  ModelRun run(tiny_model(), some_ids(70));
-  const TextLoss all = text_loss(run);
-  for (std::size_t known : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{68}}) {
-    for (int position : {0, 69}) {
-      const std::span<const double> k(all.per_token.data(), known);
-      const LossAndLens both = loss_and_lens(run, k, position, 4);
-      const TextLoss loss = text_loss(run, k);
-      const LensColumn lens = logit_lens(run, position, 4);
-      const std::string what =
-          std::to_string(known) + " known, position " + std::to_string(position);
-      ASSERT_EQ(both.loss.per_token.size(), loss.per_token.size()) << what;
-      for (std::size_t i = 0; i < loss.per_token.size(); ++i)
-        EXPECT_NEAR(both.loss.per_token[i], loss.per_token[i], 1e-5) << what << " token " << i;
-      ASSERT_TRUE(both.loss.mean);
-      EXPECT_NEAR(*both.loss.mean, *loss.mean, 1e-6) << what;
-      EXPECT_EQ(both.lens.position, position);
-      ASSERT_EQ(both.lens.layers.size(), lens.layers.size()) << what;
-      for (std::size_t l = 0; l < lens.layers.size(); ++l)
-        for (std::size_t j = 0; j < lens.layers[l].size(); ++j) {
-          EXPECT_EQ(both.lens.layers[l][j].id, lens.layers[l][j].id) << what;
-          EXPECT_NEAR(both.lens.layers[l][j].probability, lens.layers[l][j].probability, 1e-6);
-        }
-    }
+// An edit's forward reads the LM head once for the last row and the rows
+// whose loss changed (up to kLossRowsWithLogits of them); text_loss takes
+// those and gives what a fresh run's loss gives, on both sides of the limit.
+TEST(TextLoss, TakesTheLossRowsTheForwardRead) {
+  const int T = 70;
+  const auto limit = static_cast<int>(ModelRun::kLossRowsWithLogits);
+  for (int first : {T - 1, T - limit, T - limit - 1, 20}) {
+    std::vector<int> ids = some_ids(T);
+    ModelRun run(tiny_model(), ids);
+    const TextLoss before = text_loss(run);
+    for (int t = first; t < T; ++t)
+      ids[static_cast<std::size_t>(t)] = (ids[static_cast<std::size_t>(t)] + 5) % 50257;
+    ASSERT_EQ(run.retext(ids), first);
+    const std::string what = "first changed token " + std::to_string(first);
+    EXPECT_EQ(run.loss_logits_from(), T - first <= limit ? first - 1 : T - 1) << what;
+    const std::span<const double> known(before.per_token.data(),
+                                        static_cast<std::size_t>(first - 1));
+    const TextLoss got = text_loss(run, known);
+    ModelRun fresh(tiny_model(), ids);
+    const TextLoss want = text_loss(fresh);
+    ASSERT_EQ(got.per_token.size(), want.per_token.size()) << what;
+    for (std::size_t i = 0; i < want.per_token.size(); ++i)
+      EXPECT_NEAR(got.per_token[i], want.per_token[i], 1e-5) << what << " token " << i;
+    EXPECT_NE(got.per_token.back(), before.per_token.back()) << what;
   }
   ModelRun one(tiny_model(), some_ids(1));
-  const LossAndLens alone = loss_and_lens(one, {}, 0, 3);
-  EXPECT_TRUE(alone.loss.per_token.empty());
-  EXPECT_FALSE(alone.loss.mean);
-  EXPECT_EQ(alone.lens.layers.size(), 3u);
-  EXPECT_THROW(loss_and_lens(run, {}, 70, 3), std::invalid_argument);
+  EXPECT_TRUE(text_loss(one).per_token.empty());
+  EXPECT_EQ(one.loss_logits_from(), 0);
 }
 
 TEST(LogitLens, TheGridsTopTokenIsEachColumnsFirst) {

@@ -58,13 +58,14 @@ std::size_t shared_prefix(const std::vector<int>& a, const std::vector<int>& b) 
                                   a.begin());
 }
 
-// The lens column at o.next_at, and the grid where the job asks for it
-// (its columns before the first changed token taken from `before`'s).
+// The lens column at o.next_at and the grid, where the job asks for them
+// (the grid's columns before the first changed token taken from `before`'s).
 void lens_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
              const ModelOverview* before) {
+  if (!job.lens) return;
   if (o.lens.layers.empty() || o.lens.position != o.next_at)
     o.lens = core::logit_lens(run, o.next_at, kLensTop);
-  if (!job.lens_grid || o.grid) return;
+  if (o.grid) return;
   const core::LensGrid* known = before && before->grid ? before->grid.get() : nullptr;
   const int reuse = known ? static_cast<int>(shared_prefix(before->ids, o.ids)) : 0;
   o.grid =
@@ -73,6 +74,7 @@ void lens_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
 
 // The loss, the last logits and the lens of a new text; what `before` (the
 // previous text's overview) computed for the tokens they share is reused.
+// The loss of the new tokens reads the logits the run's forward made.
 void predictions_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
                     const ModelOverview* before) {
   o.ids = run.ids();
@@ -83,9 +85,7 @@ void predictions_of(core::ModelRun& run, const ModelJob& job, ModelOverview& o,
     known = std::span<const double>(before->loss.per_token)
                 .first(std::min(before->loss.per_token.size(), shared > 0 ? shared - 1 : 0));
   }
-  core::LossAndLens both = core::loss_and_lens(run, known, o.next_at, kLensTop);
-  o.loss = std::move(both.loss);
-  o.lens = std::move(both.lens);
+  o.loss = core::text_loss(run, known);
   o.last_logits = std::make_shared<const core::RowMatrix>(run.logits());
   lens_of(run, job, o, before);
 }
@@ -259,9 +259,12 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   if (reused && kept.overview) {
     // The same text and model: every head's thumbnail and scores stand;
     // only another clicked position asks for other next tokens.
-    // The lens grid is made once asked for (the Lens window opened).
+    // The lens is made once asked for (the Logit lens window opened).
     const int at = next_position(*r.run, job);
-    if (at != kept.overview->next_at || (job.lens_grid && !kept.overview->grid)) {
+    const ModelOverview& was = *kept.overview;
+    const bool lens_missing =
+        job.lens && (!was.grid || was.lens.layers.empty() || was.lens.position != at);
+    if (at != was.next_at || lens_missing) {
       auto o = std::make_shared<ModelOverview>(*kept.overview);
       o->next_at = at;
       o->next = r.run->next_tokens_at(at, 10);

@@ -48,8 +48,9 @@ struct ModelJob {
   // The model's induction scores when known (computed once per model, as
   // `attnscope-cli model patterns` does: kInductionTokens ids, seed 0).
   std::shared_ptr<const std::vector<double>> induction;
-  // The logit lens's grid of every layer x position (the Lens window is open).
-  bool lens_grid = false;
+  // The logit lens at next_at and its grid of every layer x position (the
+  // Logit lens window is open).
+  bool lens = false;
   // A second checkpoint B to run on the same ids and compare head by head
   // (the Compare checkpoints window is open); null: none.
   std::shared_ptr<const core::Gpt2Model> compare;

@@ -109,7 +109,7 @@ std::optional<ComputeJob> AppState::next_job() {
     job->layer = model.layer;
     job->head = head;
     job->next_at = model.next_at;
-    job->lens_grid = model.lens_open;
+    job->lens = model.lens_open;
     job->induction = model.induction;
     if (model.compare.open) job->compare = model.compare.model;
     ComputeJob j;

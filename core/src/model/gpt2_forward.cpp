@@ -95,16 +95,17 @@ bool head_rows_tiled(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, 
 // Rows [r0, T) of head h's weights and context from the layer's [Q | K | V]
 // (T x 3d). Row i of the weights goes to weights.row(i - w0) (weights has
 // at least T - w0 rows and T columns); row i of the context to
-// ctx.row(i - r0), columns [ctx_col, ctx_col + d_head). Causal: row i reads
+// ctx->row(i - r0), columns [ctx_col, ctx_col + d_head), unless ctx is null
+// (the weights alone). Causal: row i reads
 // keys 0..i only. The score stages, when asked, are T x T.
 // qkv_largest is gemm::max_abs of qkv where the kernel may serve (see tiled_rows),
 // else negative.
 void head_rows(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_embd, int head_dim,
                int h, Eigen::Index r0, float scale, RowMatrix& weights, Eigen::Index w0,
-               Eigen::Index ctx_col, RowMatrix& ctx, const ScoreStages& out) {
+               Eigen::Index ctx_col, RowMatrix* ctx, const ScoreStages& out) {
   const Eigen::Index T = qkv.rows();
-  if (!out.scores && qkv_largest >= 0.0f &&
-      head_rows_tiled(qkv, qkv_largest, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, ctx))
+  if (!out.scores && ctx && qkv_largest >= 0.0f &&
+      head_rows_tiled(qkv, qkv_largest, n_embd, head_dim, h, r0, scale, weights, w0, ctx_col, *ctx))
     return;
   const auto q = qkv.middleCols(h * head_dim, head_dim);
   const auto k = qkv.middleCols(n_embd + h * head_dim, head_dim);
@@ -124,8 +125,9 @@ void head_rows(const Eigen::Ref<const RowMatrix>& qkv, float qkv_largest, int n_
         out.scaled->row(row) = out.masked->row(row) * scale;
       }
     }
-    ctx.middleRows(b - r0, m).middleCols(ctx_col, head_dim).noalias() =
-        weights.block(b - w0, 0, m, e) * v.topRows(e);
+    if (ctx)
+      ctx->middleRows(b - r0, m).middleCols(ctx_col, head_dim).noalias() =
+          weights.block(b - w0, 0, m, e) * v.topRows(e);
   }
 }
 
@@ -347,7 +349,7 @@ void ModelRun::forward_from(int first_row) {
     x.row(t) = w.wte.map().row(ids_[static_cast<std::size_t>(t)]) + w.wpe.map().row(t);
   if (first_row < T)
     for (int l = 0; l < model_->config().n_layer; ++l) forward_layer(l, first_row);
-  finish();
+  finish(static_cast<int>(first_row));
 }
 
 ModelRun::~ModelRun() = default;
@@ -393,7 +395,7 @@ void ModelRun::forward_layer(int layer, int first_row) {
 #pragma omp parallel for schedule(dynamic, 1)
   for (int h = 0; h < c.n_head; ++h)
     head_rows(qkv, bound, c.n_embd, c.head_dim(), h, r0, scale, *maps[static_cast<std::size_t>(h)],
-              w0, h * c.head_dim(), concat, {});
+              w0, h * c.head_dim(), &concat, {});
   for (int h = 0; h < c.n_head; ++h) {
     auto& m = maps[static_cast<std::size_t>(h)];
     if (whole)
@@ -423,24 +425,39 @@ void ModelRun::forward_layer(int layer, int first_row) {
   add_rows_to(attn, next);  // the MLP's residual
 }
 
-void ModelRun::finish() { logits_of_row(static_cast<Eigen::Index>(ids_.size()) - 1, logits_); }
+void ModelRun::finish(int first_row) {
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  // The loss of the tokens from first_row on reads the logits of the rows
+  // before them: row first_row - 1 (unchanged, but its target is new) on.
+  const Eigen::Index from = std::max<Eigen::Index>(first_row - 1, 0);
+  loss_from_ = T - 1 - from <= kLossRowsWithLogits ? from : T - 1;
+  logits_of_row(T - 1, logits_, loss_from_, &loss_logits_);
+}
 
-void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits) const {
+void ModelRun::logits_of_row(Eigen::Index row, RowMatrix& logits, Eigen::Index extra_from,
+                             RowMatrix* extra) const {
   const detail::ThreadShare share;
   const Gpt2Model::Weights& w = model_->weights();
   const Gpt2Config& c = w.config;
   const RowMatrix x = w.ln_f.apply(residual_.back().middleRows(row, 1), c.layer_norm_epsilon);
+  const Eigen::Index extra_rows = extra ? std::max<Eigen::Index>(row - extra_from, 0) : 0;
+  const RowMatrix x_extra =
+      w.ln_f.apply(residual_.back().middleRows(extra_from, extra_rows), c.layer_norm_epsilon);
   const auto head = w.head().map();  // V x d
   logits.resize(1, head.rows());
+  if (extra) extra->resize(extra_rows, head.rows());
   const Eigen::Index V = head.rows(), chunk = 1024;  // 50 chunks of 3 MB for GPT-2
   const auto chunks = static_cast<int>((V + chunk - 1) / chunk);
   // Bound by reading the head: each thread streams its own range in order
-  // and then helps with the others' (cpu_share.hpp).
+  // and then helps with the others' (cpu_share.hpp). The extra rows read
+  // each chunk while it is still in cache, as head_logits would compute them.
   detail::RangeShare ranges(chunks, detail::team_size());
 #pragma omp parallel num_threads(detail::team_size())
   ranges.run([&](int k, bool) {
     const Eigen::Index begin = k * chunk, size = std::min(chunk, V - begin);
     logits.middleCols(begin, size).noalias() = x * head.middleRows(begin, size).transpose();
+    if (extra_rows > 0)
+      extra->middleCols(begin, size).noalias() = x_extra * head.middleRows(begin, size).transpose();
   });
 }
 
@@ -551,8 +568,7 @@ std::vector<std::shared_ptr<const RowMatrix>> ModelRun::layer_weights(int layer)
   for (std::size_t k = 0; k < missing.size(); ++k) {
     const int h = missing[k];
     auto w = std::make_shared<RowMatrix>(T, T);
-    RowMatrix context(T, c.head_dim());  // not kept
-    head_rows(qkv, -1.0f, c.n_embd, c.head_dim(), h, 0, scale, *w, 0, 0, context, {});
+    head_rows(qkv, -1.0f, c.n_embd, c.head_dim(), h, 0, scale, *w, 0, 0, nullptr, {});
     maps[static_cast<std::size_t>(h)] = std::move(w);
   }
   return maps;
@@ -575,9 +591,8 @@ std::vector<RowMatrix> ModelRun::weight_rows(int first_row) {
     const int layer = k / c.n_head, h = k % c.n_head;
     RowMatrix& w = rows[static_cast<std::size_t>(k)];
     w.resize(n, T);
-    RowMatrix context(n, c.head_dim());  // not kept
     head_rows(used(qkv_[static_cast<std::size_t>(layer)]), -1.0f, c.n_embd, c.head_dim(), h,
-              first_row, score_scale(c, layer), w, first_row, 0, context, {});
+              first_row, score_scale(c, layer), w, first_row, 0, nullptr, {});
   }
   return rows;
 }
@@ -651,7 +666,7 @@ std::shared_ptr<const RowMatrix> ModelRun::head_stage(int layer, int head, std::
   const ScoreStages out =
       before_weights ? ScoreStages{scores.get(), masked.get(), scaled.get()} : ScoreStages{};
   head_rows(qkv, -1.0f, c.n_embd, static_cast<int>(hd), head, 0, score_scale(c, layer), *weights, 0,
-            0, *context, out);
+            0, context.get(), out);
   cache_->put({layer, head, stage_id::weights}, weights);
   cache_->put({layer, head, stage_id::context}, context);
   if (before_weights) {

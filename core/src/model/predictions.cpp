@@ -224,17 +224,25 @@ TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   if (T < 2) return loss;
   const auto reused = std::min<std::size_t>(known.size(), static_cast<std::size_t>(T - 1));
   loss.per_token.assign(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(reused));
+  auto add = [&](Eigen::Index r, const float* logits, Eigen::Index n) {
+    const int target = run.ids()[static_cast<std::size_t>(r + 1)];
+    loss.per_token.push_back(log_sum_exp(logits, n) - static_cast<double>(logits[target]));
+  };
+  if (const Eigen::Index from = run.loss_logits_from(); from <= static_cast<Eigen::Index>(reused)) {
+    // The forward read the head for these rows already (ModelRun::finish).
+    const RowMatrix& logits = run.loss_logits();
+    for (auto r = static_cast<Eigen::Index>(reused); r < T - 1; ++r)
+      add(r, logits.row(r - from).data(), logits.cols());
+    finish_loss(loss);
+    return loss;
+  }
   const auto normed = run.stage({-1, -1, stage_id::ln_f});
   RowMatrix rows, logits;
   for (auto r = static_cast<Eigen::Index>(reused); r < T - 1; r += kRowChunk) {
     const Eigen::Index m = std::min<Eigen::Index>(kRowChunk, T - 1 - r);
     rows = normed->middleRows(r, m);
     head_logits(run.model(), rows, logits);
-    for (Eigen::Index i = 0; i < m; ++i) {
-      const int target = run.ids()[static_cast<std::size_t>(r + i + 1)];
-      const double lse = log_sum_exp(logits.row(i).data(), logits.cols());
-      loss.per_token.push_back(lse - static_cast<double>(logits(i, target)));
-    }
+    for (Eigen::Index i = 0; i < m; ++i) add(r + i, logits.row(i).data(), logits.cols());
   }
   finish_loss(loss);
   return loss;
@@ -256,39 +264,6 @@ LensColumn logit_lens(ModelRun& run, int position, int k) {
   column.position = position;
   for (int l = 0; l <= L; ++l) column.layers.push_back(top_tokens(run.model(), logits.row(l), k));
   return column;
-}
-
-LossAndLens loss_and_lens(ModelRun& run, std::span<const double> known, int position, int k) {
-  check_position(run, position);
-  if (k < 1) throw std::invalid_argument("--top must be at least 1");
-  const int T = run.num_tokens(), L = run.num_layers();
-  const std::size_t reused =
-      T < 2 ? 0 : std::min<std::size_t>(known.size(), static_cast<std::size_t>(T - 1));
-  const Eigen::Index loss_rows = T < 2 ? 0 : T - 1 - static_cast<Eigen::Index>(reused);
-  if (loss_rows + L + 1 > kRowChunk) return {text_loss(run, known), logit_lens(run, position, k)};
-  const Gpt2Model::Weights& w = run.model().weights();
-  // Rows: the loss's new positions after LN_f, then the lens's residuals after LN_f.
-  RowMatrix rows(loss_rows + L + 1, w.config.n_embd);
-  if (loss_rows > 0)
-    rows.topRows(loss_rows) = run.stage({-1, -1, stage_id::ln_f})
-                                  ->middleRows(static_cast<Eigen::Index>(reused), loss_rows);
-  rows.bottomRows(L + 1) = w.ln_f.apply(run.residual_column(position), w.config.layer_norm_epsilon);
-  RowMatrix logits;
-  head_logits(run.model(), rows, logits);
-  LossAndLens out;
-  if (T >= 2) {
-    out.loss.per_token.assign(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(reused));
-    for (Eigen::Index i = 0; i < loss_rows; ++i) {
-      const int target = run.ids()[reused + static_cast<std::size_t>(i) + 1];
-      out.loss.per_token.push_back(log_sum_exp(logits.row(i).data(), logits.cols()) -
-                                   static_cast<double>(logits(i, target)));
-    }
-    finish_loss(out.loss);
-  }
-  out.lens.position = position;
-  for (int l = 0; l <= L; ++l)
-    out.lens.layers.push_back(top_tokens(run.model(), logits.row(loss_rows + l), k));
-  return out;
 }
 
 LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel, const LensGrid* known,

@@ -208,6 +208,14 @@ class ModelRun final {
   RowMatrix residual_column(int position) const;
   // The last position's logits (1 x vocab).
   const RowMatrix& logits() const { return logits_; }
+  // The logits of rows [loss_logits_from(), T - 1), read from the LM head
+  // in the same pass as the last row's by the last forward: the rows it
+  // changed and the one before, what the loss of its new tokens needs
+  // (none, from = T - 1, after a forward of more rows than
+  // kLossRowsWithLogits).
+  static constexpr Eigen::Index kLossRowsWithLogits = 8;
+  const RowMatrix& loss_logits() const { return loss_logits_; }
+  Eigen::Index loss_logits_from() const { return loss_from_; }
   // The k most likely next tokens after the last position, most likely first.
   std::vector<NextToken> next_tokens(int k = 10) const;
   // The same after token `position` (0-based): what the model predicts there
@@ -225,14 +233,18 @@ class ModelRun final {
   // Rows [first_row, T) of x_0, then of every layer, then the logits.
   void forward_from(int first_row);
   void forward_layer(int layer, int first_row);
-  void finish();
+  // The logits after a forward from first_row: the last row's, and the
+  // loss rows' (loss_logits) where there are few.
+  void finish(int first_row);
   std::shared_ptr<const RowMatrix> compute(const StageKey& key);
   std::shared_ptr<const RowMatrix> head_stage(int layer, int head, std::string_view id);
   std::shared_ptr<const RowMatrix> layer_stage(int layer, std::string_view id);
   void settle(int layer, int head);
   std::vector<NextToken> top_tokens(const RowMatrix& logits, int k) const;
-  // logits (1 x vocab) of the final residual's row `row`, on every thread.
-  void logits_of_row(Eigen::Index row, RowMatrix& logits) const;
+  // logits (1 x vocab) of the final residual's row `row`, on every thread;
+  // with `extra`, rows [extra_from, row) too, in the same pass over the head.
+  void logits_of_row(Eigen::Index row, RowMatrix& logits, Eigen::Index extra_from = 0,
+                     RowMatrix* extra = nullptr) const;
   // Rows [0, T) of residual_ or qkv_ (each reserves n_positions rows, which
   // take memory only once written: an append never moves them).
   auto used(const RowMatrix& m) const { return m.topRows(static_cast<Eigen::Index>(ids_.size())); }
@@ -243,6 +255,8 @@ class ModelRun final {
   std::vector<RowMatrix> residual_;  // x_l (T x d) for l = 0..L: inputs of each block, then x_L
   std::vector<RowMatrix> qkv_;       // [Q | K | V] of each block (T x 3d); see used()
   RowMatrix logits_;
+  RowMatrix loss_logits_;
+  Eigen::Index loss_from_ = 0;
   std::unique_ptr<Cache> cache_;
   mutable std::mutex mutex_;
 };

@@ -100,15 +100,6 @@ std::string lens_layer_name(int layer);
 // Throws std::invalid_argument for a position outside 0..T-1 or k < 1.
 LensColumn logit_lens(ModelRun& run, int position, int k);
 
-// text_loss(run, known) and logit_lens(run, position, k) from one pass over
-// the LM head when the loss's new rows are few (typing: the head is read
-// once per keystroke, not twice). Throws as logit_lens does.
-struct LossAndLens {
-  TextLoss loss;
-  LensColumn lens;
-};
-LossAndLens loss_and_lens(ModelRun& run, std::span<const double> known, int position, int k);
-
 // The top token of every (layer, position) of the lens: (L + 1) x T.
 struct LensGrid {
   int layers = 0, positions = 0;
