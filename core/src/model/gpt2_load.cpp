@@ -6,6 +6,7 @@
 #include <exception>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <unsupported/Eigen/SpecialFunctions>
@@ -27,6 +28,21 @@ namespace fs = std::filesystem;
 using detail::fail;
 
 namespace {
+
+// "org/name" for a folder (or a file in one) the Hugging Face cache holds,
+// models--org--name/snapshots/<commit>/: the commit says nothing to people.
+std::optional<std::string> cached_repo_name(const fs::path& path) {
+  std::error_code ec;
+  const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
+  const fs::path snapshots = folder.parent_path();
+  const std::string repo_dir = snapshots.parent_path().filename().string();
+  if (snapshots.filename() != "snapshots" || !repo_dir.starts_with("models--")) return std::nullopt;
+  std::string name = repo_dir.substr(8);
+  const auto at = name.find("--");
+  if (at == std::string::npos || name.empty()) return std::nullopt;
+  name.replace(at, 2, "/");
+  return decode_utf8_replace(name);
+}
 
 using detail::Block;
 using detail::Linear;
@@ -304,6 +320,7 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
   // Shown and written as text (titles, trace JSON, exports): bytes of the
   // file name that are not UTF-8 become U+FFFD, as the token texts do.
   std::string name = decode_utf8_replace(full.filename().string());
+  if (std::optional<std::string> repo = cached_repo_name(full)) name = std::move(*repo);
   return std::make_shared<const Gpt2Model>(std::move(weights), std::move(name),
                                            book ? ModelFormat::Book : ModelFormat::HuggingFace,
                                            std::move(tokenizer));
