@@ -139,6 +139,9 @@ void draw_file_menu_items(AppState& state) {
     ImGui::SetTooltip(
         "A trained GPT-2: a Hugging Face folder, a .safetensors file or the "
         "book's chapter-5 .pth");
+  if (ImGui::MenuItem("Get a model from the Hub...")) open_get_model_window(state);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Download trained GPT-2 weights from the Hugging Face Hub, then open them");
   if (ImGui::MenuItem("Save session...")) open_file_dialog(state, FileDialog::SaveSession);
   ImGui::Separator();
   if (ImGui::MenuItem("Import embeddings..."))

@@ -119,6 +119,8 @@ void draw_model_list(AppState& state) {
   }
   help("Lists the models in the Hugging Face cache and in attnscope's models folder");
   draw_browse(state);
+  if (ImGui::Button("Get a model from the Hub...")) open_get_model_window(state);
+  help("Download GPT-2 (or any GPT-2-style model) from the Hugging Face Hub, with progress");
   if (!m.found_scanned) return;
   if (m.found.empty()) {
     std::string where;

@@ -44,8 +44,13 @@ void draw_no_model(AppState& state) {
   ImGui::TextUnformatted("No model is open yet.");
   ImGui::Spacing();
   text_wrapped(state,
-               "attnscope reads a trained GPT-2 from your disk; it never downloads one. Open "
-               "(Checkpoint, on the left) or drop onto this window:");
+               "Trained GPT-2 weights are one download away: Get a model fetches them from the "
+               "Hugging Face Hub (548 MB for GPT-2 124M) and opens them.");
+  if (ImGui::Button("Get a model...")) open_get_model_window(state);
+  ImGui::Spacing();
+  text_wrapped(state,
+               "A model already on your disk: open it (Checkpoint, on the left) or drop onto this "
+               "window:");
   text_wrapped(state,
                "  • a Hugging Face gpt2 folder: config.json, model.safetensors, vocab.json and "
                "merges.txt (huggingface-cli download openai-community/gpt2 puts one in the "

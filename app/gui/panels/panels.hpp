@@ -47,6 +47,10 @@ void draw_model_panel(AppState& state);
 void draw_text_loss(AppState& state);
 void draw_sampling(AppState& state);
 void draw_lens_window(AppState& state);
+// Get a model (get_model_window.cpp): the window that fetches a model from
+// the Hugging Face Hub; drawn every frame (it polls a pull under way).
+void open_get_model_window(AppState& state);
+void draw_get_model_window(AppState& state);
 // Browse... beside the checkpoint path: the desktop's file dialog (`tool`)
 // for a checkpoint; when it closes, poll_model_browse opens what was chosen
 // (a config.json: its folder) and returns true; false while it is open.

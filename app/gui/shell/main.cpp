@@ -10,6 +10,7 @@
 //      after every event, nothing while minimised, autosave shortly after
 //      changes), --screenshot, --bench-frames, --export-png
 #include <GLFW/glfw3.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -227,7 +228,15 @@ struct App {
   std::uint64_t shown_version = 0;
   unsigned reported_gl_errors = 0;
   std::string status_file;  // $ATTNSCOPE_STATUS_FILE; empty: none (write_status)
+  double ui_cpu_ms = 0;     // the UI thread's CPU time for the last frame's UI (draw_ui)
 };
+
+// The calling thread's CPU time in milliseconds.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 // The state: the book's preset, the last session (unless a flag says
 // otherwise), then the launch flags. Returns an exit code when a flag is bad.
@@ -394,9 +403,11 @@ FrameDrawn draw_frame(App& app) {
 
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  const double ui_start = thread_cpu_ms();
   ImGui::NewFrame();
   gui::draw_ui(state);
   ImGui::Render();
+  app.ui_cpu_ms = thread_cpu_ms() - ui_start;
   FrameDrawn out;
   glfwGetFramebufferSize(app.window, &out.fbw, &out.fbh);
   gui::clear_framebuffer(out.fbw, out.fbh, 0.11f, 0.12f, 0.14f);
@@ -421,13 +432,31 @@ FrameDrawn draw_frame(App& app) {
   return out;
 }
 
+// The Get a model window's download as the status file names it.
+const char* pull_state_id(gui::ModelDownload::State s) {
+  switch (s) {
+    case gui::ModelDownload::State::Running:
+      return "running";
+    case gui::ModelDownload::State::Done:
+      return "done";
+    case gui::ModelDownload::State::Failed:
+      return "failed";
+    case gui::ModelDownload::State::Cancelled:
+      return "cancelled";
+    default:
+      return "idle";
+  }
+}
+
 // $ATTNSCOPE_STATUS_FILE: after every frame on screen, what it shows, one
 // "key value" line each (frame, inputs, source, tokens, text_bytes,
-// shown_tokens, busy, error). Tests that drive the window from outside
-// (xdotool) wait with it for the frame that shows their edit (inputs: the
-// input events taken in so far, so a test knows which frame saw its click),
-// and tell an app that died from one that is slow, without reading pixels. Written to a temporary
-// file and renamed, so a reader never sees half of it; not synced to disk.
+// shown_tokens, busy, error, pull: the Get a model window's download, model: the
+// open model's path, ui_ms: the UI thread's CPU time for the frame's UI, get_window: 1 while the
+// Get a model window is open). Tests that drive the
+// window from outside (xdotool) wait with it for the frame that shows their edit (inputs: the input
+// events taken in so far, so a test knows which frame saw its click), and tell an app that died
+// from one that is slow, without reading pixels. Written to a temporary file and renamed, so a
+// reader never sees half of it; not synced to disk.
 void write_status(App& app) {
   const gui::AppState& state = app.state;
   const gui::ModelState& m = state.model;
@@ -444,7 +473,9 @@ void write_status(App& app) {
       "\nsource " + std::string(gui::source_id(state.source)) + "\ntokens " +
       std::to_string(state.model_source() ? m.typed.tokens.size() : state.inputs.tokens.size()) +
       "\ntext_bytes " + std::to_string(m.typed.text.size()) + "\nshown_tokens " +
-      std::to_string(shown) + "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\n";
+      std::to_string(shown) + "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\npull " +
+      pull_state_id(m.get.download->state()) + "\nmodel " + m.model_path + "\nui_ms " +
+      std::to_string(app.ui_cpu_ms) + "\nget_window " + (m.get.open ? "1" : "0") + "\n";
   const std::string tmp = app.status_file + ".tmp";
   bool written = false;
   if (std::FILE* f = std::fopen(tmp.c_str(), "wb")) {
@@ -501,10 +532,13 @@ void run_interactive(App& app) {
       if (autosave)
         if (const auto due = autosave->time_to_check(Clock::now()))
           timeout = std::clamp(std::chrono::duration<double>(*due).count(), 0.001, 0.5);
+      // A download under way: its progress is drawn five times a second.
+      const bool pulling = state.model.get.download->running();
+      if (pulling) timeout = std::min(timeout, 0.2);
       glfwWaitEventsTimeout(timeout);
       // While the desktop's file dialog is open, its closing posts the wake-up.
       draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing() ||
-             state.files.native || state.model.browse;
+             state.files.native || state.model.browse || pulling;
     }
     if (autosave) {
       if (wake.events > 0) autosave->note_activity(Clock::now());

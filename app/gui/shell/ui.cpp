@@ -201,6 +201,7 @@ void draw_ui(AppState& state) {
   draw_learn_windows(state);  // teach/teach.hpp
   if (state.model_source()) draw_lens_window(state);
   if (state.model_source()) draw_checkpoint_compare(state);
+  draw_get_model_window(state);
   draw_computing_indicator(state);
 }
 

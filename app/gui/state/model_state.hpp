@@ -21,6 +21,7 @@
 #include "attnscope/model/predictions.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "compute/model_job.hpp"
+#include "state/model_download.hpp"
 #include "state/typed_text.hpp"
 
 namespace attnscope::gui {
@@ -120,6 +121,17 @@ struct CheckpointCompare {
   std::shared_ptr<const ModelComparison> result;
 };
 
+// The Get a model window: a model fetched from the Hugging Face Hub into
+// the cache, then opened (panels/get_model_window.cpp).
+struct GetModel {
+  bool open = false;
+  std::string field;        // "org/name[@revision]"
+  std::string field_error;  // why the field is not a repo id ("" none)
+  std::string endpoint;     // as the environment says, read when the window opens
+  bool offline = false;     // HF_HUB_OFFLINE
+  std::unique_ptr<ModelDownload> download = std::make_unique<ModelDownload>();
+};
+
 struct ModelState {
   // The checkpoint: the path field, an optional config file, recent paths.
   std::string path;
@@ -156,8 +168,9 @@ struct ModelState {
   std::vector<bool> heads_off;  // the head view's heads switched off
   PatternChoice pattern;
   SamplingState sampling;
-  bool lens_open = false;  // the Logit lens window (its grid is computed while open)
+  bool lens_open = false;  // the Logit lens window (the lens is computed while open)
   CheckpointCompare compare;
+  GetModel get;
   int hovered =
       -1;  // the model view's thumbnail under the pointer (layer * heads + head), -1: none
 
