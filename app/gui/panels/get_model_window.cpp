@@ -84,8 +84,8 @@ void draw_repo_field(AppState& state) {
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - get_w -
                           ImGui::GetStyle().ItemSpacing.x);
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere(0);
-  const bool entered = ImGui::InputTextWithHint("##repo", "org/name or org/name@revision",
-                                                &g.field, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool entered = ImGui::InputTextWithHint("##repo", "org/name or org/name@revision", &g.field,
+                                                ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   ImGui::BeginDisabled(g.download->running() || g.field.empty());
   const bool clicked = ImGui::Button("Get##field");
@@ -112,19 +112,31 @@ void draw_file_row(const core::hub::FileProgress& f) {
       f.state == FileState::Cached || f.state == FileState::Done
           ? 1.0f
           : (total > 0 ? static_cast<float>(static_cast<double>(f.done) / total) : 0.0f);
-  const std::string bytes = total > 0 ? byte_size_text(static_cast<double>(f.done)) + " of " +
-                                            byte_size_text(total)
-                                      : byte_size_text(static_cast<double>(f.done));
+  const std::string bytes =
+      total > 0 ? byte_size_text(static_cast<double>(f.done)) + " of " + byte_size_text(total)
+                : byte_size_text(static_cast<double>(f.done));
   ImGui::ProgressBar(fraction, ImVec2(-1, 0), bytes.c_str());
   ImGui::TableNextColumn();
   const char* what = "waiting";
   switch (f.state) {
-    case FileState::Queued: what = "waiting"; break;
-    case FileState::Cached: what = "in the cache"; break;
-    case FileState::Downloading: what = "downloading"; break;
-    case FileState::Checking: what = "checking"; break;
-    case FileState::Done: what = "checked"; break;
-    case FileState::Failed: what = "failed"; break;
+    case FileState::Queued:
+      what = "waiting";
+      break;
+    case FileState::Cached:
+      what = "in the cache";
+      break;
+    case FileState::Downloading:
+      what = "downloading";
+      break;
+    case FileState::Checking:
+      what = "checking";
+      break;
+    case FileState::Done:
+      what = "checked";
+      break;
+    case FileState::Failed:
+      what = "failed";
+      break;
   }
   ImGui::TextUnformatted(what);
 }
@@ -144,8 +156,8 @@ void draw_progress(AppState& state) {
     ImGui::EndTable();
   }
   const double done = static_cast<double>(p.done), total = static_cast<double>(p.total);
-  std::string line = total > 0 ? byte_size_text(done) + " of " + byte_size_text(total)
-                               : byte_size_text(done);
+  std::string line =
+      total > 0 ? byte_size_text(done) + " of " + byte_size_text(total) : byte_size_text(done);
   if (d.running() && p.bytes_per_second > 0)
     line += " · " + byte_size_text(p.bytes_per_second) + "/s";
   if (const std::string left = d.running() ? time_left_text(p.seconds_left) : ""; !left.empty())
@@ -169,11 +181,11 @@ void draw_outcome(AppState& state) {
         std::snprintf(what, sizeof what, "%s was already complete in the cache (commit %.7s).",
                       ref_text(d.ref()).c_str(), r.commit.c_str());
       else
-        std::snprintf(what, sizeof what, "%s is in the cache (commit %.7s): %d file%s, %s in %.1f s.",
-                      ref_text(d.ref()).c_str(), r.commit.c_str(), r.files_fetched,
-                      r.files_fetched == 1 ? "" : "s",
-                      byte_size_text(static_cast<double>(r.bytes_transferred)).c_str(),
-                      d.seconds());
+        std::snprintf(
+            what, sizeof what, "%s is in the cache (commit %.7s): %d file%s, %s in %.1f s.",
+            ref_text(d.ref()).c_str(), r.commit.c_str(), r.files_fetched,
+            r.files_fetched == 1 ? "" : "s",
+            byte_size_text(static_cast<double>(r.bytes_transferred)).c_str(), d.seconds());
       ImGui::PushStyleColor(ImGuiCol_Text, kDoneColour);
       text_wrapped(state, what);
       ImGui::PopStyleColor();
@@ -192,7 +204,8 @@ void draw_outcome(AppState& state) {
                    "from there.");
       if (ImGui::Button("Resume")) start_pull(state, d.ref());
       break;
-    default: break;
+    default:
+      break;
   }
 }
 

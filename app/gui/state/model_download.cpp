@@ -14,8 +14,7 @@ namespace attnscope::gui {
 namespace {
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -86,9 +85,7 @@ void ModelDownload::finish() {
   progress_ = job_->progress();
   result_ = job_->result();
   ended_ = now_seconds();
-  state_ = result_.ok          ? State::Done
-           : result_.cancelled ? State::Cancelled
-                               : State::Failed;
+  state_ = result_.ok ? State::Done : result_.cancelled ? State::Cancelled : State::Failed;
   job_.reset();
 }
 

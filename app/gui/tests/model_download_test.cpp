@@ -30,8 +30,8 @@ class ScratchCache : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = fs::temp_directory_path() /
-            ("attnscope_download_test_" + std::to_string(::testing::UnitTest::GetInstance()
-                                                             ->random_seed()));
+            ("attnscope_download_test_" +
+             std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
     fs::remove_all(root_);
     fs::create_directories(root_);
     if (const char* was = std::getenv("HF_HUB_CACHE")) saved_ = was;
