@@ -123,7 +123,7 @@ void draw_welcome_card(AppState& state) {
 void draw_ui(AppState& state) {
   state.poll_model_loader();
   state.poll_compare_loader();
-  state.recompute_if_dirty();  // the one recompute point of the frame
+  state.recompute_if_dirty();  // the frame's recompute point (post_if_dirty ends it)
   note_text_glyphs(state);     // characters the fonts lack: baked before the next frame
   state.textures.collect(ImGui::GetFrameCount());
   handle_shortcuts(state);
@@ -203,6 +203,9 @@ void draw_ui(AppState& state) {
   if (state.model_source()) draw_checkpoint_compare(state);
   draw_get_model_window(state);
   draw_computing_indicator(state);
+  // An edit made while drawing this frame (a keystroke, a click) goes to
+  // the engine now, while the frame is rendered and shown, not a frame later.
+  state.post_if_dirty();
 }
 
 }  // namespace attnscope::gui

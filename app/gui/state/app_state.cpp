@@ -125,26 +125,28 @@ std::optional<ComputeJob> AppState::next_job() {
   return ComputeJob{config, inputs, explicit_parameters, requested_version, nullptr};
 }
 
-void AppState::recompute_if_dirty() {
-  if (dirty) {
-    dirty = false;
-    ++requested_version;  // jobs in flight are stale from here on
-    if (incoming) {       // ... and so is a result still being prepared
-      incoming.reset();
-      textures.drop_prepared();
-    }
-    std::optional<ComputeJob> job = next_job();
-    if (!job) {
-      settled_version = requested_version;  // keep the last good trace on screen
-    } else if (worker) {
-      keep_only_the_view();
-      worker->post(std::move(*job));
-    } else {
-      settled_version = requested_version;
-      adopt(run_job(*job, sync_cache, sync_model_run));
-      return;
-    }
+void AppState::post_if_dirty() {
+  if (!dirty) return;
+  dirty = false;
+  ++requested_version;  // jobs in flight are stale from here on
+  if (incoming) {       // ... and so is a result still being prepared
+    incoming.reset();
+    textures.drop_prepared();
   }
+  std::optional<ComputeJob> job = next_job();
+  if (!job) {
+    settled_version = requested_version;  // keep the last good trace on screen
+  } else if (worker) {
+    keep_only_the_view();
+    worker->post(std::move(*job));
+  } else {
+    settled_version = requested_version;
+    adopt(run_job(*job, sync_cache, sync_model_run));
+  }
+}
+
+void AppState::recompute_if_dirty() {
+  post_if_dirty();
   if (!worker) return;
   // A finished job: adopted only when it answers the newest request; older
   // ones (the inputs changed since) are dropped, never shown.

@@ -1,6 +1,7 @@
 // app_state.hpp: everything the app knows, owned by main and passed to every
-// panel. Widgets edit `inputs`/`config` and call mark_dirty(); the frame's one
-// recompute point, recompute_if_dirty(), validates and runs the engine. Panels
+// panel. Widgets edit `inputs`/`config` and call mark_dirty(); the frame's
+// recompute point, recompute_if_dirty() (and post_if_dirty() at the frame's
+// end, for edits drawn in it), validates and runs the engine. Panels
 // read `trace` and write only the selection and UI state.
 //
 // Sections: pinned cell / UI state / AppState. The stepper's steps: step.hpp.
@@ -234,6 +235,11 @@ struct AppState {
   // are dropped, never shown). On an invalid state keeps the last good trace
   // and sets `error`.
   void recompute_if_dirty();
+  // The first half of recompute_if_dirty: when dirty, posts the job (or runs
+  // it without a worker). The frame ends with it, so that an edit made while
+  // drawing (a keystroke, a click) reaches the engine while the frame is
+  // still being rendered and shown, not a frame later.
+  void post_if_dirty();
   // The job for the current state, or nullopt (and `error` says why, or is
   // empty when there is simply nothing to run: a model source with no model).
   std::optional<ComputeJob> next_job();

@@ -816,5 +816,28 @@ TEST_F(Headless, ALongSequencesSquareWeightsFitTheirBoxWhole) {
   EXPECT_NEAR(height, width, 2.0f) << "all 512 x 512 cells, square, not a slice";
 }
 
+// An edit made while a frame is drawn (here a click on Roll, which takes a
+// new seed) is posted to the engine at the end of that frame, not at the
+// start of the next one: the engine works while the frame is shown.
+TEST_F(Headless, AnEditReachesTheEngineInTheFrameThatMadeIt) {
+  set_variant(core::Variant::SelfAttentionV2);  // a seed that matters: Roll is enabled
+  state.start_worker({});
+  state.mark_dirty();
+  frame();
+  state.worker->wait_idle();
+  frames(2);
+  ASSERT_TRUE(state.trace);
+  const std::uint64_t seed = state.config.seed, version = state.requested_version;
+  const auto roll = headless_text_at("Roll");
+  ASSERT_TRUE(roll) << headless_text();
+  click(*roll);  // the button acts on the release, in the click's last frame
+  ASSERT_NE(state.config.seed, seed) << "Roll took a new seed";
+  EXPECT_FALSE(state.dirty) << "the edit waits for another frame";
+  EXPECT_EQ(state.requested_version, version + 1);
+  state.worker->wait_idle();
+  frames(2);
+  EXPECT_EQ(state.trace->config.seed, state.config.seed);
+}
+
 }  // namespace
 }  // namespace attnscope::gui
