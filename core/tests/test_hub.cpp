@@ -3,6 +3,7 @@
 // on 127.0.0.1 that trickles (cancel within a second) or is not there.
 // The whole pull against a stand-in Hub is app/tests/hub_pull_test.py.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -21,6 +22,7 @@
 #include "attnscope/hub/protocol.hpp"
 #include "attnscope/hub/pull.hpp"
 #include "attnscope/hub/sha256.hpp"
+#include "hub/feeder.hpp"
 
 namespace hub = attnscope::core::hub;
 namespace fs = std::filesystem;
@@ -221,6 +223,53 @@ TEST(HubCache, RefsNameCommitsAndCommitsNameThemselves) {
   EXPECT_EQ(hub::read_ref(st, std::string(40, 'b')), std::string(40, 'b'));
   EXPECT_FALSE(hub::read_ref(st, "../refs/main"));
   fs::remove_all(st);
+}
+
+// ---------------------------------------------------------------------------
+// BlobFeeder: the bytes to the file on the transfer's thread, to the hash on its own
+
+std::string read_all(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(BlobFeeder, WritesAndHashesEveryByteInOrderAcrossItsBuffers) {
+  const fs::path dir = temp_folder("feeder");
+  std::mt19937 rng(11);
+  // Enough for every buffer to go round twice, in chunks of odd sizes.
+  std::string data(2 * hub::BlobFeeder::kBuffers * hub::BlobFeeder::kBufferBytes + 12345, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const int fd = ::open((dir / "blob").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "head", 4), 4);  // a resumed file: the feeder appends
+  hub::Sha256 hash;
+  hash.update("head");
+  {
+    hub::BlobFeeder feeder(fd, &hash);
+    for (std::size_t at = 0; at < data.size();) {
+      const std::size_t n = std::min<std::size_t>(data.size() - at, 1 + rng() % (700 << 10));
+      ASSERT_TRUE(feeder.add(data.data() + at, n));
+      at += n;
+    }
+    EXPECT_EQ(feeder.finish(), "");
+  }
+  ::close(fd);
+  EXPECT_EQ(hash.hex(), hub::sha256_hex("head" + data));
+  EXPECT_EQ(read_all(dir / "blob"), "head" + data);
+  fs::remove_all(dir);
+}
+
+TEST(BlobFeeder, AFailedWriteStopsTheTransferWithItsReason) {
+  const fs::path dir = temp_folder("feeder-fail");
+  std::ofstream(dir / "blob") << "x";
+  const int fd = ::open((dir / "blob").c_str(), O_RDONLY);  // every write fails
+  ASSERT_GE(fd, 0);
+  hub::Sha256 hash;
+  hub::BlobFeeder feeder(fd, &hash);
+  EXPECT_FALSE(feeder.add("abc", 3));
+  EXPECT_NE(feeder.finish(), "");
+  ::close(fd);
+  fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------

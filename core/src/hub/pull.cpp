@@ -8,6 +8,7 @@
 //   4. PullJob: progress, cancel, waiting
 #include "attnscope/hub/pull.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "attnscope/formats/files.hpp"
 #include "attnscope/hub/protocol.hpp"
 #include "attnscope/hub/sha256.hpp"
+#include "hub/feeder.hpp"
 #include "hub/http.hpp"
 
 namespace attnscope::core::hub {
@@ -153,6 +155,14 @@ struct Planned {
   fs::path blob;
 };
 
+// How one GET of a file into its partial file ended.
+struct Attempt {
+  HttpOutcome outcome;
+  std::uint64_t got = 0;
+  bool bad_range = false;
+  std::string write_error;
+};
+
 }  // namespace
 
 class PullRun {
@@ -172,6 +182,7 @@ class PullRun {
   void ask_sizes(const std::vector<std::string>& names);
   void check_space() const;
   void fetch(std::size_t i);
+  Attempt download(std::size_t i, const fs::path& partial, std::uint64_t have, Sha256* hash);
   void link_and_ref();
   std::string file_url(const std::string& name) const {
     return o_.endpoint + "/" + o_.ref.repo + "/resolve/" + url_escape(commit_, false) + "/" +
@@ -347,17 +358,44 @@ void hash_file(const fs::path& file, Sha256& hash) {
 
 }  // namespace
 
-namespace {
-
-// How one GET of a file into its partial file ended.
-struct Attempt {
-  HttpOutcome outcome;
-  std::uint64_t got = 0;
-  bool bad_range = false;
-  std::string write_error;
-};
-
-}  // namespace
+// One GET of file i from byte `have` on, appended to `partial`: the bytes
+// go to a BlobFeeder, which writes and hashes them on its own thread while
+// this one receives the next.
+Attempt PullRun::download(std::size_t i, const fs::path& partial, std::uint64_t have,
+                          Sha256* hash) {
+  const int fd = ::open(partial.c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (have ? 0 : O_TRUNC), 0644);
+  if (fd < 0)
+    throw Failure("cannot write " + partial.string() + ": " + std::strerror(errno) +
+                  "; check the cache folder's permissions or set HF_HUB_CACHE");
+  Attempt a;
+  {
+    BlobFeeder feeder(fd, hash);
+    bool first = true;
+    const BodySink sink = [&](const char* data, std::size_t n, const ResponseHead& h) {
+      if (first) {  // nothing is queued yet: the file and hash are this thread's
+        first = false;
+        if (h.status == 200 && have > 0) {  // the Range was ignored: start over
+          if (ftruncate(fd, 0) != 0) return false;
+          if (hash) *hash = Sha256();
+          file_state(i, FileState::Downloading, 0);
+        } else if (h.status == 206) {
+          const auto range = parse_content_range(h.get("content-range").value_or(""));
+          if (!range || range->first != have) return !(a.bad_range = true);
+        }
+      }
+      if (!feeder.add(data, n)) return false;
+      received(i, n);
+      transferred_ += n;
+      a.got += n;
+      return true;
+    };
+    a.outcome = http_.get(file_url(files_[i].name), have, sink);
+    a.write_error = feeder.finish();
+  }
+  if (::close(fd) != 0 && a.write_error.empty()) a.write_error = std::strerror(errno);
+  return a;
+}
 
 void PullRun::fetch(std::size_t i) {
   Planned& p = files_[i];
@@ -381,38 +419,7 @@ void PullRun::fetch(std::size_t i) {
     hash = Sha256();
     if (lfs && have > 0) hash_file(partial, hash);
     if (p.meta.size && have == *p.meta.size) break;
-    std::FILE* out = std::fopen(partial.c_str(), have ? "ab" : "wb");
-    if (!out)
-      throw Failure("cannot write " + partial.string() + ": " + std::strerror(errno) +
-                    "; check the cache folder's permissions or set HF_HUB_CACHE");
-    std::setvbuf(out, nullptr, _IONBF, 0);  // libcurl's chunks are large; the disk shows progress
-    Attempt a;
-    bool first = true;
-    const BodySink sink = [&](const char* data, std::size_t n, const ResponseHead& h) {
-      if (first) {
-        first = false;
-        if (h.status == 200 && have > 0) {  // the Range was ignored: start over
-          std::fflush(out);
-          if (ftruncate(fileno(out), 0) != 0) return false;
-          hash = Sha256();
-          file_state(i, FileState::Downloading, 0);
-        } else if (h.status == 206) {
-          const auto range = parse_content_range(h.get("content-range").value_or(""));
-          if (!range || range->first != have) return !(a.bad_range = true);
-        }
-      }
-      if (std::fwrite(data, 1, n, out) != n) {
-        a.write_error = std::strerror(errno);
-        return false;
-      }
-      if (lfs) hash.update(data, n);
-      received(i, n);
-      transferred_ += n;
-      a.got += n;
-      return true;
-    };
-    a.outcome = http_.get(file_url(p.name), have, sink);
-    if (std::fclose(out) != 0 && a.write_error.empty()) a.write_error = std::strerror(errno);
+    const Attempt a = download(i, partial, have, lfs ? &hash : nullptr);
     if (!a.write_error.empty())
       throw Failure("cannot write " + partial.string() + " (" + a.write_error +
                     "); free some disk space or set HF_HUB_CACHE, then pull again");
