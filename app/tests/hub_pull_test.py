@@ -10,8 +10,10 @@ dropped connection resumes with a Range request and ends with the right
 sha256; that a corrupted body, 401, 403, 404, 500, a redirect loop, a file
 list naming ../x, and Ctrl+C on a slow server each end with one clear line
 and nothing in the cache that looks complete; offline mode; that a second
-pull transfers nothing; that a tree laid out by hand as the Python tools
-lay it out is found and opened; HF_TOKEN; refused repo ids.
+pull transfers nothing; that a pulled model opens by its repo id
+(org/name[@revision]) and a folder of that name wins over it; that a tree
+laid out by hand as the Python tools lay it out is found and opened;
+HF_TOKEN; refused repo ids.
 """
 
 import hashlib
@@ -129,11 +131,17 @@ def cdn_ranges():
             if r[1].startswith("/cdn/") and r[2].get("Range")]
 
 
-def trace_ok(model):
-    p = subprocess.run([CLI, "model", "trace", model, "--text", "Hello, world!"],
-                       capture_output=True, text=True, timeout=TIMEOUT_S)
+def trace(model, env=None, cwd=None):
+    return subprocess.run([CLI, "model", "trace", model, "--text", "Hello, world!"],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, env=env, cwd=cwd)
+
+
+def trace_ok(model, env=None):
+    p = trace(model, env)
     assert p.returncode == 0, f"model trace {model}: {p.stderr}"
-    assert json.loads(p.stdout)["ids"] == [15496, 11, 995, 0]
+    out = json.loads(p.stdout)
+    assert out["ids"] == [15496, 11, 995, 0]
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -299,6 +307,21 @@ def token_is_sent_as_bearer(tmp):
     assert auth == {"Bearer hf_from_file"}, auth
 
 
+def a_pulled_model_opens_by_its_repo_id_and_a_path_wins(tmp):
+    tmp = fresh(tmp, "by-id")
+    env = env_for(tmp)
+    expect_failure(trace(REPO, env), "attnscope-cli model pull org/tiny")
+    assert pull(tmp).returncode == 0
+    for ref in (REPO, REPO + "@main", f"{REPO}@{COMMIT}"):
+        assert trace_ok(ref, env)["model"] == ref
+    expect_failure(trace(REPO + "@v2", env), "attnscope-cli model pull org/tiny@v2")
+    info = subprocess.run([CLI, "model", "info", REPO], capture_output=True, text=True,
+                          env=env, timeout=TIMEOUT_S)
+    assert info.returncode == 0 and json.loads(info.stdout)["config"]["n_layer"] == 2, info.stderr
+    os.makedirs(os.path.join(tmp, "org", "tiny"))  # a folder of that name, without a model
+    expect_failure(trace(REPO, env, cwd=tmp), "no model.safetensors")
+
+
 def a_tree_laid_out_by_the_python_tools_is_found_and_opened(tmp):
     tmp = fresh(tmp, "by-hand")
     st = os.path.join(tmp, "hub", "models--someone--gpt2-tiny")
@@ -333,13 +356,14 @@ TESTS = [
     ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes,
     offline_mode_uses_only_the_cache,
     token_is_sent_as_bearer,
+    a_pulled_model_opens_by_its_repo_id_and_a_path_wins,
     a_tree_laid_out_by_the_python_tools_is_found_and_opened,
 ]
 
 
 def main():
     global CLI, SERVER
-    CLI = harness.cli_argument("hub_pull_test.py")
+    CLI = os.path.abspath(harness.cli_argument("hub_pull_test.py"))
     SERVER = HubServer()
     SERVER.repos[REPO] = Repo(FILES)
     try:
