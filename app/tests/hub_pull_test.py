@@ -46,6 +46,7 @@ FILES = {
     "pytorch_model.bin": b"never fetched",
     "flax_model.msgpack": b"never fetched",
     "onnx/model.onnx": b"never fetched",
+    "sub/model.safetensors": b"never fetched: attnscope reads the top level",
     "README.md": b"# tiny",
 }
 WANTED = ["config.json", "generation_config.json", "model.safetensors", "tokenizer_config.json"]
@@ -159,6 +160,8 @@ def fresh_pull_lays_out_the_cache_as_huggingface_hub_and_opens(tmp):
         assert f.read() == COMMIT
     fetched = [r[1] for r in SERVER.body_requests()]
     assert not any(n in "".join(fetched) for n in (".bin", ".msgpack", ".onnx", "README")), fetched
+    asked = [r[1] for r in SERVER.requests]
+    assert not any("/sub/" in a or "/onnx/" in a for a in asked), asked  # the top level only
     for n in WANTED:  # piped: one plain line per file
         assert f"{n}: fetched" in p.stderr, p.stderr
     trace_ok(snapshot)
