@@ -7,7 +7,8 @@
 Checks that a pull lays out the cache as huggingface_hub does (blobs named
 by ETag, relative symlinks, refs/main) and the model then opens; that a
 dropped connection resumes with a Range request and ends with the right
-sha256; that a corrupted body, 401, 403, 404, 500, a redirect loop, a file
+sha256; that a corrupted body (an LFS file's sha256, a small file's git
+blob sha1), 401, 403, 404, 500, a redirect loop, a file
 list naming ../x, and Ctrl+C on a slow server each end with one clear line
 and nothing in the cache that looks complete; offline mode; that a second
 pull transfers nothing; that a pulled model opens by its repo id
@@ -226,6 +227,15 @@ def corrupted_body_is_refused_and_leaves_no_blob(tmp):
     expect_nothing_complete(tmp)
 
 
+def a_corrupted_small_file_is_refused_by_its_git_blob_sha1(tmp):
+    tmp = fresh(tmp, "corrupt-small")
+    SERVER.faults["corrupt"] = "config.json"  # same length: only the hash can tell
+    expect_failure(pull(tmp), "git blob sha1")
+    blobs = os.listdir(os.path.join(storage(tmp), "blobs"))
+    assert not any(b.startswith(etag("config.json")) for b in blobs), blobs
+    expect_nothing_complete(tmp)
+
+
 def errors_are_one_clear_line(tmp):
     cases = [
         ((401, "resolve", None), "accept the licence at https://huggingface.co/org/tiny and set HF_TOKEN"),
@@ -355,6 +365,7 @@ TESTS = [
     dropped_connection_resumes_on_the_next_pull,
     a_drop_that_moved_is_resumed_within_the_pull,
     corrupted_body_is_refused_and_leaves_no_blob,
+    a_corrupted_small_file_is_refused_by_its_git_blob_sha1,
     errors_are_one_clear_line,
     ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes,
     offline_mode_uses_only_the_cache,

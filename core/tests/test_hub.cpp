@@ -21,6 +21,7 @@
 #include "attnscope/hub/cache.hpp"
 #include "attnscope/hub/protocol.hpp"
 #include "attnscope/hub/pull.hpp"
+#include "attnscope/hub/sha1.hpp"
 #include "attnscope/hub/sha256.hpp"
 #include "hub/feeder.hpp"
 
@@ -64,6 +65,37 @@ TEST(Sha256, KnowsItsOwnForm) {
   EXPECT_TRUE(hub::is_sha256_hex(hub::sha256_hex("x")));
   EXPECT_FALSE(hub::is_sha256_hex("abc"));
   EXPECT_FALSE(hub::is_sha256_hex(std::string(64, 'G')));
+}
+
+TEST(Sha1, MatchesTheFipsVectors) {
+  EXPECT_EQ(hub::sha1_hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_EQ(hub::sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(hub::sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  EXPECT_EQ(hub::sha1_hex(std::string(1000000, 'a')), "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+}
+
+TEST(Sha1, GivesGitsBlobIds) {
+  // `git hash-object` of an empty file and of "hello world\n".
+  EXPECT_EQ(hub::git_blob_sha1(""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+  EXPECT_EQ(hub::git_blob_sha1("hello world\n"), "3b18e512dba79e4c8300dd08aeb37f8e728b8dad");
+  EXPECT_TRUE(hub::is_sha1_hex(hub::git_blob_sha1("x")));
+  EXPECT_FALSE(hub::is_sha1_hex(hub::sha256_hex("x")));
+  EXPECT_FALSE(hub::is_sha1_hex(std::string(40, 'A')));
+}
+
+TEST(Sha1, AnySplitOfTheBytesGivesTheSameDigest) {
+  std::mt19937 rng(3);
+  std::string data(700, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (std::size_t n = 0; n < data.size(); n += 29) {
+    hub::Sha1 split;
+    const std::size_t at = rng() % (n + 1), at2 = at + rng() % (n - at + 1);
+    split.update(data.data(), at);
+    split.update(data.data() + at, at2 - at);
+    split.update(data.data() + at2, n - at2);
+    ASSERT_EQ(split.hex(), hub::sha1_hex(std::string_view(data.data(), n))) << n << " " << at;
+  }
 }
 
 // ---------------------------------------------------------------------------

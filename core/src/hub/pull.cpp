@@ -23,6 +23,7 @@
 #include "attnscope/base/errors.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/hub/protocol.hpp"
+#include "attnscope/hub/sha1.hpp"
 #include "attnscope/hub/sha256.hpp"
 #include "hub/feeder.hpp"
 #include "hub/http.hpp"
@@ -182,6 +183,7 @@ class PullRun {
   void ask_sizes(const std::vector<std::string>& names);
   void check_space() const;
   void fetch(std::size_t i);
+  std::uint64_t check(const Planned& p, const fs::path& partial, Sha256& hash) const;
   Attempt download(std::size_t i, const fs::path& partial, std::uint64_t have, Sha256* hash);
   void link_and_ref();
   std::string file_url(const std::string& name) const {
@@ -346,8 +348,10 @@ void PullRun::check_space() const {
 
 namespace {
 
-// Feeds the first `bytes` of `file` to `hash` (a partial file being resumed).
-void hash_file(const fs::path& file, Sha256& hash) {
+// Feeds the bytes of `file` to `hash` (a partial file being resumed, or a
+// small file being checked).
+template <class Hash>
+void hash_file(const fs::path& file, Hash& hash) {
   std::ifstream in(file, std::ios::binary);
   std::vector<char> buf(1 << 20);
   while (in) {
@@ -397,6 +401,39 @@ Attempt PullRun::download(std::size_t i, const fs::path& partial, std::uint64_t 
   return a;
 }
 
+// Checks a downloaded file against what the server announced: its size,
+// and its ETag: an LFS file's sha256 (hashed as it arrived, into `hash`),
+// a small file's git blob sha1 (hashed here from the file). Removes the
+// file and throws when they differ; returns its size.
+std::uint64_t PullRun::check(const Planned& p, const fs::path& partial, Sha256& hash) const {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(partial, ec);
+  if (p.meta.size && size != *p.meta.size) {
+    fs::remove(partial, ec);
+    throw Failure(p.name + ": " + std::to_string(size) + " bytes arrived, the server announced " +
+                  std::to_string(*p.meta.size) + "; the partial file was removed: pull again");
+  }
+  std::string kind, got;
+  if (p.meta.lfs()) {
+    kind = "sha256";
+    got = hash.hex();
+  } else if (is_sha1_hex(p.meta.etag)) {
+    kind = "git blob sha1";
+    Sha1 sha1;
+    start_git_blob(sha1, size);
+    hash_file(partial, sha1);
+    got = sha1.hex();
+  }
+  if (got != p.meta.etag && !kind.empty()) {
+    fs::remove(partial, ec);
+    throw Failure(p.name + ": the bytes that arrived have " + kind + " " + got.substr(0, 12) +
+                  "..., not the " + p.meta.etag.substr(0, 12) +
+                  "... the server announced; the file was removed: pull again (if it "
+                  "repeats, the server or a proxy is damaging it)");
+  }
+  return size;
+}
+
 void PullRun::fetch(std::size_t i) {
   Planned& p = files_[i];
   std::error_code ec;
@@ -435,22 +472,7 @@ void PullRun::fetch(std::size_t i) {
     fail_http(r, p.name, o_, !o_.token.empty());
   }
   file_state(i, FileState::Checking);
-  const std::uint64_t size = fs::file_size(partial, ec);
-  if (p.meta.size && size != *p.meta.size) {
-    fs::remove(partial, ec);
-    throw Failure(p.name + ": " + std::to_string(size) + " bytes arrived, the server announced " +
-                  std::to_string(*p.meta.size) + "; the partial file was removed: pull again");
-  }
-  if (lfs) {
-    const std::string got = hash.hex();
-    if (got != p.meta.etag) {
-      fs::remove(partial, ec);
-      throw Failure(p.name + ": the bytes that arrived have sha256 " + got.substr(0, 12) +
-                    "..., not the " + p.meta.etag.substr(0, 12) +
-                    "... the server announced; the file was removed: pull again (if it "
-                    "repeats, the server or a proxy is damaging it)");
-    }
-  }
+  const std::uint64_t size = check(p, partial, hash);
   fs::rename(partial, p.blob);
   file_state(i, FileState::Done, size);
   ++fetched_;

@@ -12,8 +12,8 @@
 // ones a model needs (is_model_file), refuse names that would leave the
 // folder, ask each file's ETag and size (HEAD), check free space, download
 // each missing blob into blobs/<etag>.incomplete (resumed with Range),
-// check its size and, for LFS files, its sha256 against the ETag, rename
-// it to blobs/<etag>; then link snapshots/<commit>/<file> and write
+// check its size and its ETag (an LFS file's sha256, a small file's git
+// blob sha1), rename it to blobs/<etag>; then link snapshots/<commit>/<file> and write
 // refs/<revision> last. A pull that stops early leaves no snapshot link or
 // ref that looks complete; only partial blobs, which the next pull resumes.
 #pragma once
@@ -53,7 +53,7 @@ enum class FileState {
   Queued,       // not started
   Cached,       // its blob was already in the cache
   Downloading,  // bytes arriving
-  Checking,     // sha256 / size being checked
+  Checking,     // size and hash being checked
   Done,         // fetched and checked
   Failed,
 };
