@@ -5,18 +5,20 @@
     python3 hub_pull_test.py path/to/attnscope-cli
 
 Checks that a pull lays out the cache as huggingface_hub does (blobs named
-by ETag, relative symlinks, refs/main) and the model then opens; that a
-dropped connection resumes with a Range request and ends with the right
-sha256; that a corrupted body (an LFS file's sha256, a small file's git
-blob sha1), 401, 403, 404, 500, a redirect loop, a file
-list naming ../x, and Ctrl+C on a slow server each end with one clear line
-and nothing in the cache that looks complete; offline mode; that a second
-pull transfers nothing; that a pulled model opens by its repo id
-(org/name[@revision]) and a folder of that name wins over it; that a tree
-laid out by hand as the Python tools lay it out is found and opened;
-HF_TOKEN; refused repo ids.
+by ETag, relative symlinks, refs/main, nothing from subfolders) and the
+model then opens; that a dropped connection resumes with a Range request
+and ends with the right sha256; that a corrupted body (an LFS file's
+sha256, a small file's git blob sha1), 401, 403, 404, 500, a redirect loop,
+a file list naming ../x, and Ctrl+C on a slow server each end with one
+clear line and nothing in the cache that looks complete; that a blob whose
+lock another pull holds (huggingface_hub's .locks/, flock) is waited for;
+offline mode; that a second pull transfers nothing; that a pulled model
+opens by its repo id (org/name[@revision]) and a folder of that name wins
+over it; that a tree laid out by hand as the Python tools lay it out is
+found and opened; HF_TOKEN; refused repo ids.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -294,6 +296,47 @@ def ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes(tmp):
     assert tree(storage(tmp)) == expected_tree()
 
 
+def a_blob_locked_by_another_pull_is_waited_for(tmp):
+    """The lock huggingface_hub takes (filelock: flock on .locks/.../ETAG.lock),
+    held here as a Python download would hold it: the pull waits, touching
+    no partial file; Ctrl+C ends the wait within a second; once it is
+    released a pull goes on."""
+    tmp = fresh(tmp, "locked")
+    folder = os.path.join(tmp, "hub", ".locks", "models--org--tiny")
+    os.makedirs(folder)
+    partial = os.path.join(storage(tmp), "blobs", etag("model.safetensors") + ".incomplete")
+    with open(os.path.join(folder, etag("model.safetensors") + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+
+        def start():
+            return subprocess.Popen([CLI, "model", "pull", REPO, "--endpoint", SERVER.endpoint],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=env_for(tmp))
+
+        def wait_for_the_lock(proc):
+            config = os.path.join(storage(tmp), "blobs", etag("config.json"))
+            deadline = time.monotonic() + 10  # config.json comes first, unlocked
+            while time.monotonic() < deadline and not os.path.exists(config):
+                time.sleep(0.02)
+            time.sleep(0.3)
+            assert proc.poll() is None, proc.communicate()
+            assert not os.path.exists(partial), "wrote the blob another pull holds"
+
+        proc = start()
+        wait_for_the_lock(proc)
+        start_s = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+        assert proc.returncode == 130 and time.monotonic() - start_s < 1.5, (proc.returncode, err)
+        assert "model.safetensors: waiting for another pull" in err, err
+        proc = start()
+        wait_for_the_lock(proc)
+        fcntl.flock(held, fcntl.LOCK_UN)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    assert proc.returncode == 0, err
+    assert tree(storage(tmp)) == expected_tree()
+
+
 def offline_mode_uses_only_the_cache(tmp):
     tmp = fresh(tmp, "offline")
     expect_failure(pull(tmp, env=env_for(tmp, HF_HUB_OFFLINE="1")), "HF_HUB_OFFLINE")
@@ -368,6 +411,7 @@ TESTS = [
     a_corrupted_small_file_is_refused_by_its_git_blob_sha1,
     errors_are_one_clear_line,
     ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes,
+    a_blob_locked_by_another_pull_is_waited_for,
     offline_mode_uses_only_the_cache,
     token_is_sent_as_bearer,
     a_pulled_model_opens_by_its_repo_id_and_a_path_wins,

@@ -9,6 +9,7 @@
 #include "attnscope/hub/pull.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <utility>
 
 #include "attnscope/base/errors.hpp"
 #include "attnscope/formats/files.hpp"
@@ -183,6 +186,16 @@ class PullRun {
   void ask_sizes(const std::vector<std::string>& names);
   void check_space() const;
   void fetch(std::size_t i);
+  struct BlobLock {  // an flock on a blob's lock file, released when closed
+    int fd = -1;
+    BlobLock() = default;
+    BlobLock(BlobLock&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    BlobLock& operator=(BlobLock&&) = delete;
+    ~BlobLock() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  BlobLock lock_blob(std::size_t i);
   std::uint64_t check(const Planned& p, const fs::path& partial, Sha256& hash) const;
   Attempt download(std::size_t i, const fs::path& partial, std::uint64_t have, Sha256* hash);
   void link_and_ref();
@@ -401,6 +414,32 @@ Attempt PullRun::download(std::size_t i, const fs::path& partial, std::uint64_t 
   return a;
 }
 
+// The lock huggingface_hub takes on a blob while it writes it,
+// <cache>/.locks/models--org--name/<etag>.lock, taken with flock as its
+// filelock does: two pulls of one model (ours or Python's) never write the
+// same partial file at once. A busy lock is tried again every 50 ms, so a
+// cancel stops the wait well within a second.
+PullRun::BlobLock PullRun::lock_blob(std::size_t i) {
+  const fs::path folder = o_.cache / ".locks" / repo_folder_name(o_.ref.repo);
+  fs::create_directories(folder);
+  const fs::path file = folder / (files_[i].meta.etag + ".lock");
+  BlobLock lock;
+  lock.fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock.fd < 0)
+    throw Failure("cannot open the lock " + file.string() + ": " + std::strerror(errno) +
+                  "; check the cache folder's permissions or set HF_HUB_CACHE");
+  bool waiting = false;
+  while (::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      throw Failure("cannot lock " + file.string() + ": " + std::strerror(errno));
+    if (!waiting) file_state(i, FileState::Waiting);
+    waiting = true;
+    check_cancel();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return lock;
+}
+
 // Checks a downloaded file against what the server announced: its size,
 // and its ETag: an LFS file's sha256 (hashed as it arrived, into `hash`),
 // a small file's git blob sha1 (hashed here from the file). Removes the
@@ -436,6 +475,7 @@ std::uint64_t PullRun::check(const Planned& p, const fs::path& partial, Sha256& 
 
 void PullRun::fetch(std::size_t i) {
   Planned& p = files_[i];
+  const BlobLock lock = lock_blob(i);  // held until the blob is in place
   std::error_code ec;
   if (fs::exists(p.blob, ec)) {
     file_state(i, FileState::Cached, fs::file_size(p.blob, ec));

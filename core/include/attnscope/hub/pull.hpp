@@ -10,10 +10,13 @@
 //
 // What a pull does, in order: list the revision's files (the API), keep the
 // ones a model needs (is_model_file), refuse names that would leave the
-// folder, ask each file's ETag and size (HEAD), check free space, download
-// each missing blob into blobs/<etag>.incomplete (resumed with Range),
-// check its size and its ETag (an LFS file's sha256, a small file's git
-// blob sha1), rename it to blobs/<etag>; then link snapshots/<commit>/<file> and write
+// folder, ask each file's ETag and size (HEAD), check free space; then for
+// each blob not yet in the cache, holding the lock huggingface_hub takes on
+// it (<cache>/.locks/models--org--name/<etag>.lock, flock), so that a second
+// pull of the same blob waits for the first: download it into
+// blobs/<etag>.incomplete (resumed with Range), check its size and ETag (an
+// LFS file's sha256, a small file's git blob sha1), rename it to
+// blobs/<etag>. Then link snapshots/<commit>/<file> and write
 // refs/<revision> last. A pull that stops early leaves no snapshot link or
 // ref that looks complete; only partial blobs, which the next pull resumes.
 #pragma once
@@ -51,6 +54,7 @@ PullOptions pull_options(const RepoRef& ref, const std::string& endpoint = "");
 
 enum class FileState {
   Queued,       // not started
+  Waiting,      // another pull (attnscope's or Python's) holds its lock
   Cached,       // its blob was already in the cache
   Downloading,  // bytes arriving
   Checking,     // size and hash being checked
