@@ -298,6 +298,8 @@ TEST(BlobFeeder, AFailedWriteStopsTheTransferWithItsReason) {
   ASSERT_GE(fd, 0);
   hub::Sha256 hash;
   hub::BlobFeeder feeder(fd, &hash);
+  const std::string full(hub::BlobFeeder::kBufferBytes, 'x');  // written when full
+  EXPECT_FALSE(feeder.add(full.data(), full.size()));
   EXPECT_FALSE(feeder.add("abc", 3));
   EXPECT_NE(feeder.finish(), "");
   ::close(fd);

@@ -1,10 +1,12 @@
 // feeder.hpp: a download's bytes into its partial file and, on a second
 // thread, into its hash (internal to the hub room). Hashing is the slowest
 // step (SHA-256 runs at about the speed of a loopback transfer), so the
-// transfer's thread only writes each chunk, as curl -o does, and copies it
-// for the hashing thread.
+// transfer's thread only gathers libcurl's chunks (16 kB each) into large
+// buffers and writes each full one with one write(2); the hashing thread
+// then hashes it while the transfer goes on.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -26,24 +28,30 @@ class BlobFeeder {
   BlobFeeder(const BlobFeeder&) = delete;
   BlobFeeder& operator=(const BlobFeeder&) = delete;
 
-  // Writes `size` bytes to the file, copies them into the buffer being
-  // filled and hands each full buffer to the hashing thread; waits (on a
-  // condition variable) while all buffers are queued. False when the write
-  // failed: stop the transfer.
+  // Copies `size` bytes into the buffer being filled; a full buffer (or one
+  // kFlushEvery old: a slow transfer reaches the disk too) is written to
+  // the file and handed to the hashing thread, waiting (on a condition
+  // variable) while all buffers are queued. False once a write has failed:
+  // stop the transfer.
   bool add(const char* data, std::size_t size);
-  // Hands over the rest, waits until everything is hashed, ends the thread.
-  // Returns the write error ("" when none). Later calls return it again.
+  // Writes the rest, waits until everything written is hashed, ends the
+  // thread. Returns the write error ("" when none). Later calls return it
+  // again.
   std::string finish();
 
-  static constexpr std::size_t kBufferBytes = 4u << 20;
-  static constexpr int kBuffers = 4;
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kFlushEvery = std::chrono::milliseconds(250);
+  static constexpr std::size_t kBufferBytes = 512u << 10;
+  static constexpr int kBuffers = 16;
 
  private:
+  void flush();
   void hand_over();
   void loop();
   int fd_;
   Sha256* hash_;
-  std::vector<char> filling_;  // the transfer thread's own
+  std::vector<char> filling_;  // the transfer thread's own, as are these two
+  Clock::time_point last_flush_ = Clock::now();
   std::mutex mutex_;
   std::condition_variable changed_;  // a buffer queued or freed, or the end
   std::deque<std::vector<char>> full_;

@@ -64,7 +64,7 @@ enum class FileState {
 
 struct FileProgress {
   std::string name;                    // "model.safetensors"
-  std::uint64_t done = 0;              // bytes on disk (partial included)
+  std::uint64_t done = 0;              // bytes received (a resumed partial file included)
   std::optional<std::uint64_t> total;  // from the server, when it said
   FileState state = FileState::Queued;
 };
@@ -73,7 +73,7 @@ struct FileProgress {
 struct PullProgress {
   std::string phase;  // "listing files", "asking sizes", "downloading", "linking", "done"
   std::vector<FileProgress> files;
-  std::uint64_t done = 0;       // bytes on disk over all files
+  std::uint64_t done = 0;       // bytes received over all files
   std::uint64_t total = 0;      // bytes over all files whose size is known
   double bytes_per_second = 0;  // over the last few seconds
   double seconds_left = -1;     // -1: unknown
