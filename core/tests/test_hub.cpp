@@ -23,6 +23,7 @@
 #include "attnscope/hub/pull.hpp"
 #include "attnscope/hub/sha1.hpp"
 #include "attnscope/hub/sha256.hpp"
+#include "attnscope/model/gpt2_model.hpp"
 #include "hub/feeder.hpp"
 
 namespace hub = attnscope::core::hub;
@@ -255,6 +256,36 @@ TEST(HubCache, RefsNameCommitsAndCommitsNameThemselves) {
   EXPECT_EQ(hub::read_ref(st, std::string(40, 'b')), std::string(40, 'b'));
   EXPECT_FALSE(hub::read_ref(st, "../refs/main"));
   fs::remove_all(st);
+}
+
+TEST(HubCache, AModelArgumentThatIsARepoIdOpensItsSnapshot) {
+  const fs::path cache = temp_folder("resolve");
+  EnvGuard env;
+  env.set("HF_HUB_CACHE", cache.c_str());
+  const std::string commit(40, 'c');
+  const fs::path snap = cache / "models--org--m" / "snapshots" / commit;
+  fs::create_directories(snap);
+  std::ofstream(snap / "config.json") << "{}";
+  fs::create_directories(cache / "models--org--m" / "refs");
+  std::ofstream(cache / "models--org--m" / "refs" / "main") << commit;
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m"), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m@main"), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m@" + commit), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path(cache), cache) << "a path is itself";
+  const auto error = [](const std::string& model) {
+    try {
+      attnscope::core::resolve_model_path(model);
+    } catch (const ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("org/m@v2").find("`attnscope-cli model pull org/m@v2`"), std::string::npos)
+      << error("org/m@v2");
+  EXPECT_NE(error("org/other").find("`attnscope-cli model pull org/other`"), std::string::npos);
+  EXPECT_EQ(error("missing.safetensors").find("model pull"), std::string::npos)
+      << "a file name is no model id";
+  fs::remove_all(cache);
 }
 
 // ---------------------------------------------------------------------------

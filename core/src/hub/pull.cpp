@@ -376,8 +376,8 @@ void hash_file(const fs::path& file, Hash& hash) {
 }  // namespace
 
 // One GET of file i from byte `have` on, appended to `partial`: the bytes
-// go to a BlobFeeder, which writes and hashes them on its own thread while
-// this one receives the next.
+// go to a BlobFeeder, which writes them in large pieces and hashes them on
+// a second thread while this one receives the next.
 Attempt PullRun::download(std::size_t i, const fs::path& partial, std::uint64_t have,
                           Sha256* hash) {
   const int fd = ::open(partial.c_str(),
