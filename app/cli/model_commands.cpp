@@ -108,8 +108,9 @@ bool is_pth_path(const fs::path& p) {
   return e == ".pth" || e == ".pt";
 }
 
-int run_model_info(const std::string& path, const std::optional<std::string>& config_path) {
+int run_model_info(const std::string& model, const std::optional<std::string>& config_path) {
   std::error_code ec;
+  const std::string path = core::resolve_model_path(model).string();  // a repo id: its snapshot
   if (is_pth_path(path)) return run_pth_info(path, config_path);
   std::optional<core::Gpt2Config> config;
   std::vector<core::SafetensorsFile> files;
@@ -499,7 +500,9 @@ int run_model_compare(const ModelCompareFlags& f) {
   if (f.head) heads.push_back(*f.head);
   const core::RunDifference d = core::compare_runs(run_a, *run_b, layers, heads);
   std::error_code ec;
-  const bool same = fs::equivalent(f.model.path.value_or(""), f.b_path, ec) && !ec;
+  const bool same = fs::equivalent(core::resolve_model_path(f.model.path.value_or("")),
+                                   core::resolve_model_path(f.b_path), ec) &&
+                    !ec;
   if (f.format == "text") return print(compare_text(d, a->name(), b->name()));
   std::string out = "{\"a\": " + json_string(a->name()) + ", \"b\": " + json_string(b->name()) +
                     ", \"same_file\": " + (same ? "true" : "false") +

@@ -42,10 +42,13 @@ std::string progress_line(const hub::PullProgress& p) {
   for (std::size_t i = 0; i < p.files.size(); ++i) {
     const auto s = p.files[i].state;
     if (s == hub::FileState::Done || s == hub::FileState::Cached) ++finished;
-    if (s == hub::FileState::Downloading || s == hub::FileState::Checking) current = i;
+    if (s == hub::FileState::Downloading || s == hub::FileState::Checking ||
+        s == hub::FileState::Waiting)
+      current = i;
   }
   std::string line = p.files[current].name + "  " + size_text(static_cast<double>(p.done)) + " / " +
                      size_text(static_cast<double>(p.total));
+  if (p.files[current].state == hub::FileState::Waiting) line += "  waiting for another pull";
   char buf[96];
   if (p.total > 0) {
     std::snprintf(buf, sizeof buf, "  %3.0f%%",
@@ -74,6 +77,9 @@ void print_new_lines(const hub::PullProgress& p, std::vector<hub::FileState>& sh
       std::fprintf(stderr, "%s: fetched, %s\n", p.files[i].name.c_str(), size.c_str());
     else if (s == hub::FileState::Cached)
       std::fprintf(stderr, "%s: in the cache, %s\n", p.files[i].name.c_str(), size.c_str());
+    else if (s == hub::FileState::Waiting)
+      std::fprintf(stderr, "%s: waiting for another pull of it to finish (its lock is held)\n",
+                   p.files[i].name.c_str());
   }
 }
 

@@ -218,8 +218,9 @@ ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& f, Program program, 
   if (program == Program::App) {
     made.path = cmd.add_option("--model", f.path,
                                "open a trained model: a Hugging Face GPT-2 folder or "
-                               ".safetensors, or the book's chapter-5 .pth (--model-config: its "
-                               "GPT_CONFIG as JSON); --text is then the model's text");
+                               ".safetensors, the book's chapter-5 .pth (--model-config: its "
+                               "GPT_CONFIG as JSON), or org/name[@revision] pulled into the "
+                               "Hugging Face cache; --text is then the model's text");
     made.config = cmd.add_option("--model-config", f.config,
                                  "with --model: its config file: config.json for safetensors, "
                                  "the book's GPT_CONFIG as JSON for .pth (default: beside the "
@@ -235,7 +236,9 @@ ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& f, Program program, 
     return made;
   }
   made.path = cmd.add_option("MODEL", f.path,
-                             "a Hugging Face GPT-2 folder, a .safetensors file, or the book's .pth")
+                             "a Hugging Face GPT-2 folder, a .safetensors file, the book's "
+                             ".pth, or org/name[@revision] pulled into the Hugging Face cache "
+                             "(model pull)")
                   ->required();
   made.config = cmd.add_option("--config", f.config,
                                "config file: config.json for safetensors, the book's GPT_CONFIG "

@@ -5,15 +5,20 @@
     python3 hub_pull_test.py path/to/attnscope-cli
 
 Checks that a pull lays out the cache as huggingface_hub does (blobs named
-by ETag, relative symlinks, refs/main) and the model then opens; that a
-dropped connection resumes with a Range request and ends with the right
-sha256; that a corrupted body, 401, 403, 404, 500, a redirect loop, a file
-list naming ../x, and Ctrl+C on a slow server each end with one clear line
-and nothing in the cache that looks complete; offline mode; that a second
-pull transfers nothing; that a tree laid out by hand as the Python tools
-lay it out is found and opened; HF_TOKEN; refused repo ids.
+by ETag, relative symlinks, refs/main, nothing from subfolders) and the
+model then opens; that a dropped connection resumes with a Range request
+and ends with the right sha256; that a corrupted body (an LFS file's
+sha256, a small file's git blob sha1), 401, 403, 404, 500, a redirect loop,
+a file list naming ../x, and Ctrl+C on a slow server each end with one
+clear line and nothing in the cache that looks complete; that a blob whose
+lock another pull holds (huggingface_hub's .locks/, flock) is waited for;
+offline mode; that a second pull transfers nothing; that a pulled model
+opens by its repo id (org/name[@revision]) and a folder of that name wins
+over it; that a tree laid out by hand as the Python tools lay it out is
+found and opened; HF_TOKEN; refused repo ids.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -44,6 +49,7 @@ FILES = {
     "pytorch_model.bin": b"never fetched",
     "flax_model.msgpack": b"never fetched",
     "onnx/model.onnx": b"never fetched",
+    "sub/model.safetensors": b"never fetched: attnscope reads the top level",
     "README.md": b"# tiny",
 }
 WANTED = ["config.json", "generation_config.json", "model.safetensors", "tokenizer_config.json"]
@@ -129,11 +135,17 @@ def cdn_ranges():
             if r[1].startswith("/cdn/") and r[2].get("Range")]
 
 
-def trace_ok(model):
-    p = subprocess.run([CLI, "model", "trace", model, "--text", "Hello, world!"],
-                       capture_output=True, text=True, timeout=TIMEOUT_S)
+def trace(model, env=None, cwd=None):
+    return subprocess.run([CLI, "model", "trace", model, "--text", "Hello, world!"],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, env=env, cwd=cwd)
+
+
+def trace_ok(model, env=None):
+    p = trace(model, env)
     assert p.returncode == 0, f"model trace {model}: {p.stderr}"
-    assert json.loads(p.stdout)["ids"] == [15496, 11, 995, 0]
+    out = json.loads(p.stdout)
+    assert out["ids"] == [15496, 11, 995, 0]
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -151,6 +163,8 @@ def fresh_pull_lays_out_the_cache_as_huggingface_hub_and_opens(tmp):
         assert f.read() == COMMIT
     fetched = [r[1] for r in SERVER.body_requests()]
     assert not any(n in "".join(fetched) for n in (".bin", ".msgpack", ".onnx", "README")), fetched
+    asked = [r[1] for r in SERVER.requests]
+    assert not any("/sub/" in a or "/onnx/" in a for a in asked), asked  # the top level only
     for n in WANTED:  # piped: one plain line per file
         assert f"{n}: fetched" in p.stderr, p.stderr
     trace_ok(snapshot)
@@ -215,6 +229,15 @@ def corrupted_body_is_refused_and_leaves_no_blob(tmp):
     expect_nothing_complete(tmp)
 
 
+def a_corrupted_small_file_is_refused_by_its_git_blob_sha1(tmp):
+    tmp = fresh(tmp, "corrupt-small")
+    SERVER.faults["corrupt"] = "config.json"  # same length: only the hash can tell
+    expect_failure(pull(tmp), "git blob sha1")
+    blobs = os.listdir(os.path.join(storage(tmp), "blobs"))
+    assert not any(b.startswith(etag("config.json")) for b in blobs), blobs
+    expect_nothing_complete(tmp)
+
+
 def errors_are_one_clear_line(tmp):
     cases = [
         ((401, "resolve", None), "accept the licence at https://huggingface.co/org/tiny and set HF_TOKEN"),
@@ -273,6 +296,47 @@ def ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes(tmp):
     assert tree(storage(tmp)) == expected_tree()
 
 
+def a_blob_locked_by_another_pull_is_waited_for(tmp):
+    """The lock huggingface_hub takes (filelock: flock on .locks/.../ETAG.lock),
+    held here as a Python download would hold it: the pull waits, touching
+    no partial file; Ctrl+C ends the wait within a second; once it is
+    released a pull goes on."""
+    tmp = fresh(tmp, "locked")
+    folder = os.path.join(tmp, "hub", ".locks", "models--org--tiny")
+    os.makedirs(folder)
+    partial = os.path.join(storage(tmp), "blobs", etag("model.safetensors") + ".incomplete")
+    with open(os.path.join(folder, etag("model.safetensors") + ".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+
+        def start():
+            return subprocess.Popen([CLI, "model", "pull", REPO, "--endpoint", SERVER.endpoint],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=env_for(tmp))
+
+        def wait_for_the_lock(proc):
+            config = os.path.join(storage(tmp), "blobs", etag("config.json"))
+            deadline = time.monotonic() + 10  # config.json comes first, unlocked
+            while time.monotonic() < deadline and not os.path.exists(config):
+                time.sleep(0.02)
+            time.sleep(0.3)
+            assert proc.poll() is None, proc.communicate()
+            assert not os.path.exists(partial), "wrote the blob another pull holds"
+
+        proc = start()
+        wait_for_the_lock(proc)
+        start_s = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+        assert proc.returncode == 130 and time.monotonic() - start_s < 1.5, (proc.returncode, err)
+        assert "model.safetensors: waiting for another pull" in err, err
+        proc = start()
+        wait_for_the_lock(proc)
+        fcntl.flock(held, fcntl.LOCK_UN)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    assert proc.returncode == 0, err
+    assert tree(storage(tmp)) == expected_tree()
+
+
 def offline_mode_uses_only_the_cache(tmp):
     tmp = fresh(tmp, "offline")
     expect_failure(pull(tmp, env=env_for(tmp, HF_HUB_OFFLINE="1")), "HF_HUB_OFFLINE")
@@ -297,6 +361,21 @@ def token_is_sent_as_bearer(tmp):
     assert pull(case).returncode == 0
     auth = {r[2].get("Authorization") for r in SERVER.requests if r[1].startswith("/api/")}
     assert auth == {"Bearer hf_from_file"}, auth
+
+
+def a_pulled_model_opens_by_its_repo_id_and_a_path_wins(tmp):
+    tmp = fresh(tmp, "by-id")
+    env = env_for(tmp)
+    expect_failure(trace(REPO, env), "attnscope-cli model pull org/tiny")
+    assert pull(tmp).returncode == 0
+    for ref in (REPO, REPO + "@main", f"{REPO}@{COMMIT}"):
+        assert trace_ok(ref, env)["model"] == ref
+    expect_failure(trace(REPO + "@v2", env), "attnscope-cli model pull org/tiny@v2")
+    info = subprocess.run([CLI, "model", "info", REPO], capture_output=True, text=True,
+                          env=env, timeout=TIMEOUT_S)
+    assert info.returncode == 0 and json.loads(info.stdout)["config"]["n_layer"] == 2, info.stderr
+    os.makedirs(os.path.join(tmp, "org", "tiny"))  # a folder of that name, without a model
+    expect_failure(trace(REPO, env, cwd=tmp), "no model.safetensors")
 
 
 def a_tree_laid_out_by_the_python_tools_is_found_and_opened(tmp):
@@ -329,17 +408,20 @@ TESTS = [
     dropped_connection_resumes_on_the_next_pull,
     a_drop_that_moved_is_resumed_within_the_pull,
     corrupted_body_is_refused_and_leaves_no_blob,
+    a_corrupted_small_file_is_refused_by_its_git_blob_sha1,
     errors_are_one_clear_line,
     ctrl_c_on_a_slow_server_stops_within_a_second_and_resumes,
+    a_blob_locked_by_another_pull_is_waited_for,
     offline_mode_uses_only_the_cache,
     token_is_sent_as_bearer,
+    a_pulled_model_opens_by_its_repo_id_and_a_path_wins,
     a_tree_laid_out_by_the_python_tools_is_found_and_opened,
 ]
 
 
 def main():
     global CLI, SERVER
-    CLI = harness.cli_argument("hub_pull_test.py")
+    CLI = os.path.abspath(harness.cli_argument("hub_pull_test.py"))
     SERVER = HubServer()
     SERVER.repos[REPO] = Repo(FILES)
     try:

@@ -82,6 +82,10 @@ class Repo:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # http.server writes the headers and the body apart; with Nagle's
+    # algorithm on, a small body then waits for the client's delayed ACK
+    # (40 ms on Linux), which no real Hub or CDN adds to a small file.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass

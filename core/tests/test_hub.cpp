@@ -3,6 +3,7 @@
 // on 127.0.0.1 that trickles (cancel within a second) or is not there.
 // The whole pull against a stand-in Hub is app/tests/hub_pull_test.py.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,7 +21,10 @@
 #include "attnscope/hub/cache.hpp"
 #include "attnscope/hub/protocol.hpp"
 #include "attnscope/hub/pull.hpp"
+#include "attnscope/hub/sha1.hpp"
 #include "attnscope/hub/sha256.hpp"
+#include "attnscope/model/gpt2_model.hpp"
+#include "hub/feeder.hpp"
 
 namespace hub = attnscope::core::hub;
 namespace fs = std::filesystem;
@@ -62,6 +66,37 @@ TEST(Sha256, KnowsItsOwnForm) {
   EXPECT_TRUE(hub::is_sha256_hex(hub::sha256_hex("x")));
   EXPECT_FALSE(hub::is_sha256_hex("abc"));
   EXPECT_FALSE(hub::is_sha256_hex(std::string(64, 'G')));
+}
+
+TEST(Sha1, MatchesTheFipsVectors) {
+  EXPECT_EQ(hub::sha1_hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_EQ(hub::sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(hub::sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  EXPECT_EQ(hub::sha1_hex(std::string(1000000, 'a')), "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+}
+
+TEST(Sha1, GivesGitsBlobIds) {
+  // `git hash-object` of an empty file and of "hello world\n".
+  EXPECT_EQ(hub::git_blob_sha1(""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+  EXPECT_EQ(hub::git_blob_sha1("hello world\n"), "3b18e512dba79e4c8300dd08aeb37f8e728b8dad");
+  EXPECT_TRUE(hub::is_sha1_hex(hub::git_blob_sha1("x")));
+  EXPECT_FALSE(hub::is_sha1_hex(hub::sha256_hex("x")));
+  EXPECT_FALSE(hub::is_sha1_hex(std::string(40, 'A')));
+}
+
+TEST(Sha1, AnySplitOfTheBytesGivesTheSameDigest) {
+  std::mt19937 rng(3);
+  std::string data(700, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (std::size_t n = 0; n < data.size(); n += 29) {
+    hub::Sha1 split;
+    const std::size_t at = rng() % (n + 1), at2 = at + rng() % (n - at + 1);
+    split.update(data.data(), at);
+    split.update(data.data() + at, at2 - at);
+    split.update(data.data() + at2, n - at2);
+    ASSERT_EQ(split.hex(), hub::sha1_hex(std::string_view(data.data(), n))) << n << " " << at;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -221,6 +256,85 @@ TEST(HubCache, RefsNameCommitsAndCommitsNameThemselves) {
   EXPECT_EQ(hub::read_ref(st, std::string(40, 'b')), std::string(40, 'b'));
   EXPECT_FALSE(hub::read_ref(st, "../refs/main"));
   fs::remove_all(st);
+}
+
+TEST(HubCache, AModelArgumentThatIsARepoIdOpensItsSnapshot) {
+  const fs::path cache = temp_folder("resolve");
+  EnvGuard env;
+  env.set("HF_HUB_CACHE", cache.c_str());
+  const std::string commit(40, 'c');
+  const fs::path snap = cache / "models--org--m" / "snapshots" / commit;
+  fs::create_directories(snap);
+  std::ofstream(snap / "config.json") << "{}";
+  fs::create_directories(cache / "models--org--m" / "refs");
+  std::ofstream(cache / "models--org--m" / "refs" / "main") << commit;
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m"), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m@main"), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path("org/m@" + commit), snap);
+  EXPECT_EQ(attnscope::core::resolve_model_path(cache), cache) << "a path is itself";
+  const auto error = [](const std::string& model) {
+    try {
+      attnscope::core::resolve_model_path(model);
+    } catch (const ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("org/m@v2").find("`attnscope-cli model pull org/m@v2`"), std::string::npos)
+      << error("org/m@v2");
+  EXPECT_NE(error("org/other").find("`attnscope-cli model pull org/other`"), std::string::npos);
+  EXPECT_EQ(error("missing.safetensors").find("model pull"), std::string::npos)
+      << "a file name is no model id";
+  fs::remove_all(cache);
+}
+
+// ---------------------------------------------------------------------------
+// BlobFeeder: the bytes to the file on the transfer's thread, to the hash on its own
+
+std::string read_all(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(BlobFeeder, WritesAndHashesEveryByteInOrderAcrossItsBuffers) {
+  const fs::path dir = temp_folder("feeder");
+  std::mt19937 rng(11);
+  // Enough for every buffer to go round twice, in chunks of odd sizes.
+  std::string data(2 * hub::BlobFeeder::kBuffers * hub::BlobFeeder::kBufferBytes + 12345, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const int fd = ::open((dir / "blob").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "head", 4), 4);  // a resumed file: the feeder appends
+  hub::Sha256 hash;
+  hash.update("head");
+  {
+    hub::BlobFeeder feeder(fd, &hash);
+    for (std::size_t at = 0; at < data.size();) {
+      const std::size_t n = std::min<std::size_t>(data.size() - at, 1 + rng() % (700 << 10));
+      ASSERT_TRUE(feeder.add(data.data() + at, n));
+      at += n;
+    }
+    EXPECT_EQ(feeder.finish(), "");
+  }
+  ::close(fd);
+  EXPECT_EQ(hash.hex(), hub::sha256_hex("head" + data));
+  EXPECT_EQ(read_all(dir / "blob"), "head" + data);
+  fs::remove_all(dir);
+}
+
+TEST(BlobFeeder, AFailedWriteStopsTheTransferWithItsReason) {
+  const fs::path dir = temp_folder("feeder-fail");
+  std::ofstream(dir / "blob") << "x";
+  const int fd = ::open((dir / "blob").c_str(), O_RDONLY);  // every write fails
+  ASSERT_GE(fd, 0);
+  hub::Sha256 hash;
+  hub::BlobFeeder feeder(fd, &hash);
+  const std::string full(hub::BlobFeeder::kBufferBytes, 'x');  // written when full
+  EXPECT_FALSE(feeder.add(full.data(), full.size()));
+  EXPECT_FALSE(feeder.add("abc", 3));
+  EXPECT_NE(feeder.finish(), "");
+  ::close(fd);
+  fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------

@@ -108,7 +108,7 @@ std::string blob_link_target(std::string_view file, std::string_view etag) {
 }
 
 bool is_model_file(std::string_view name) {
-  if (name.find('/') != std::string_view::npos) return false;  // transformers reads the top level
+  if (name.find('/') != std::string_view::npos) return false;  // see cache.hpp: top level only
   for (const char* exact :
        {"config.json", "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json",
         "vocab.json", "merges.txt", "generation_config.json", "special_tokens_map.json"})

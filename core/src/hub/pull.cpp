@@ -8,6 +8,8 @@
 //   4. PullJob: progress, cancel, waiting
 #include "attnscope/hub/pull.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,11 +20,15 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <utility>
 
 #include "attnscope/base/errors.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/hub/protocol.hpp"
+#include "attnscope/hub/sha1.hpp"
 #include "attnscope/hub/sha256.hpp"
+#include "hub/feeder.hpp"
 #include "hub/http.hpp"
 
 namespace attnscope::core::hub {
@@ -153,6 +159,14 @@ struct Planned {
   fs::path blob;
 };
 
+// How one GET of a file into its partial file ended.
+struct Attempt {
+  HttpOutcome outcome;
+  std::uint64_t got = 0;
+  bool bad_range = false;
+  std::string write_error;
+};
+
 }  // namespace
 
 class PullRun {
@@ -172,6 +186,18 @@ class PullRun {
   void ask_sizes(const std::vector<std::string>& names);
   void check_space() const;
   void fetch(std::size_t i);
+  struct BlobLock {  // an flock on a blob's lock file, released when closed
+    int fd = -1;
+    BlobLock() = default;
+    BlobLock(BlobLock&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    BlobLock& operator=(BlobLock&&) = delete;
+    ~BlobLock() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  BlobLock lock_blob(std::size_t i);
+  std::uint64_t check(const Planned& p, const fs::path& partial, Sha256& hash) const;
+  Attempt download(std::size_t i, const fs::path& partial, std::uint64_t have, Sha256* hash);
   void link_and_ref();
   std::string file_url(const std::string& name) const {
     return o_.endpoint + "/" + o_.ref.repo + "/resolve/" + url_escape(commit_, false) + "/" +
@@ -335,8 +361,10 @@ void PullRun::check_space() const {
 
 namespace {
 
-// Feeds the first `bytes` of `file` to `hash` (a partial file being resumed).
-void hash_file(const fs::path& file, Sha256& hash) {
+// Feeds the bytes of `file` to `hash` (a partial file being resumed, or a
+// small file being checked).
+template <class Hash>
+void hash_file(const fs::path& file, Hash& hash) {
   std::ifstream in(file, std::ios::binary);
   std::vector<char> buf(1 << 20);
   while (in) {
@@ -347,20 +375,107 @@ void hash_file(const fs::path& file, Sha256& hash) {
 
 }  // namespace
 
-namespace {
+// One GET of file i from byte `have` on, appended to `partial`: the bytes
+// go to a BlobFeeder, which writes them in large pieces and hashes them on
+// a second thread while this one receives the next.
+Attempt PullRun::download(std::size_t i, const fs::path& partial, std::uint64_t have,
+                          Sha256* hash) {
+  const int fd = ::open(partial.c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (have ? 0 : O_TRUNC), 0644);
+  if (fd < 0)
+    throw Failure("cannot write " + partial.string() + ": " + std::strerror(errno) +
+                  "; check the cache folder's permissions or set HF_HUB_CACHE");
+  Attempt a;
+  {
+    BlobFeeder feeder(fd, hash);
+    bool first = true;
+    const BodySink sink = [&](const char* data, std::size_t n, const ResponseHead& h) {
+      if (first) {  // nothing is queued yet: the file and hash are this thread's
+        first = false;
+        if (h.status == 200 && have > 0) {  // the Range was ignored: start over
+          if (ftruncate(fd, 0) != 0) return false;
+          if (hash) *hash = Sha256();
+          file_state(i, FileState::Downloading, 0);
+        } else if (h.status == 206) {
+          const auto range = parse_content_range(h.get("content-range").value_or(""));
+          if (!range || range->first != have) return !(a.bad_range = true);
+        }
+      }
+      if (!feeder.add(data, n)) return false;
+      received(i, n);
+      transferred_ += n;
+      a.got += n;
+      return true;
+    };
+    a.outcome = http_.get(file_url(files_[i].name), have, sink);
+    a.write_error = feeder.finish();
+  }
+  if (::close(fd) != 0 && a.write_error.empty()) a.write_error = std::strerror(errno);
+  return a;
+}
 
-// How one GET of a file into its partial file ended.
-struct Attempt {
-  HttpOutcome outcome;
-  std::uint64_t got = 0;
-  bool bad_range = false;
-  std::string write_error;
-};
+// The lock huggingface_hub takes on a blob while it writes it,
+// <cache>/.locks/models--org--name/<etag>.lock, taken with flock as its
+// filelock does: two pulls of one model (ours or Python's) never write the
+// same partial file at once. A busy lock is tried again every 50 ms, so a
+// cancel stops the wait well within a second.
+PullRun::BlobLock PullRun::lock_blob(std::size_t i) {
+  const fs::path folder = o_.cache / ".locks" / repo_folder_name(o_.ref.repo);
+  fs::create_directories(folder);
+  const fs::path file = folder / (files_[i].meta.etag + ".lock");
+  BlobLock lock;
+  lock.fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock.fd < 0)
+    throw Failure("cannot open the lock " + file.string() + ": " + std::strerror(errno) +
+                  "; check the cache folder's permissions or set HF_HUB_CACHE");
+  bool waiting = false;
+  while (::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      throw Failure("cannot lock " + file.string() + ": " + std::strerror(errno));
+    if (!waiting) file_state(i, FileState::Waiting);
+    waiting = true;
+    check_cancel();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return lock;
+}
 
-}  // namespace
+// Checks a downloaded file against what the server announced: its size,
+// and its ETag: an LFS file's sha256 (hashed as it arrived, into `hash`),
+// a small file's git blob sha1 (hashed here from the file). Removes the
+// file and throws when they differ; returns its size.
+std::uint64_t PullRun::check(const Planned& p, const fs::path& partial, Sha256& hash) const {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(partial, ec);
+  if (p.meta.size && size != *p.meta.size) {
+    fs::remove(partial, ec);
+    throw Failure(p.name + ": " + std::to_string(size) + " bytes arrived, the server announced " +
+                  std::to_string(*p.meta.size) + "; the partial file was removed: pull again");
+  }
+  std::string kind, got;
+  if (p.meta.lfs()) {
+    kind = "sha256";
+    got = hash.hex();
+  } else if (is_sha1_hex(p.meta.etag)) {
+    kind = "git blob sha1";
+    Sha1 sha1;
+    start_git_blob(sha1, size);
+    hash_file(partial, sha1);
+    got = sha1.hex();
+  }
+  if (got != p.meta.etag && !kind.empty()) {
+    fs::remove(partial, ec);
+    throw Failure(p.name + ": the bytes that arrived have " + kind + " " + got.substr(0, 12) +
+                  "..., not the " + p.meta.etag.substr(0, 12) +
+                  "... the server announced; the file was removed: pull again (if it "
+                  "repeats, the server or a proxy is damaging it)");
+  }
+  return size;
+}
 
 void PullRun::fetch(std::size_t i) {
   Planned& p = files_[i];
+  const BlobLock lock = lock_blob(i);  // held until the blob is in place
   std::error_code ec;
   if (fs::exists(p.blob, ec)) {
     file_state(i, FileState::Cached, fs::file_size(p.blob, ec));
@@ -381,38 +496,7 @@ void PullRun::fetch(std::size_t i) {
     hash = Sha256();
     if (lfs && have > 0) hash_file(partial, hash);
     if (p.meta.size && have == *p.meta.size) break;
-    std::FILE* out = std::fopen(partial.c_str(), have ? "ab" : "wb");
-    if (!out)
-      throw Failure("cannot write " + partial.string() + ": " + std::strerror(errno) +
-                    "; check the cache folder's permissions or set HF_HUB_CACHE");
-    std::setvbuf(out, nullptr, _IONBF, 0);  // libcurl's chunks are large; the disk shows progress
-    Attempt a;
-    bool first = true;
-    const BodySink sink = [&](const char* data, std::size_t n, const ResponseHead& h) {
-      if (first) {
-        first = false;
-        if (h.status == 200 && have > 0) {  // the Range was ignored: start over
-          std::fflush(out);
-          if (ftruncate(fileno(out), 0) != 0) return false;
-          hash = Sha256();
-          file_state(i, FileState::Downloading, 0);
-        } else if (h.status == 206) {
-          const auto range = parse_content_range(h.get("content-range").value_or(""));
-          if (!range || range->first != have) return !(a.bad_range = true);
-        }
-      }
-      if (std::fwrite(data, 1, n, out) != n) {
-        a.write_error = std::strerror(errno);
-        return false;
-      }
-      if (lfs) hash.update(data, n);
-      received(i, n);
-      transferred_ += n;
-      a.got += n;
-      return true;
-    };
-    a.outcome = http_.get(file_url(p.name), have, sink);
-    if (std::fclose(out) != 0 && a.write_error.empty()) a.write_error = std::strerror(errno);
+    const Attempt a = download(i, partial, have, lfs ? &hash : nullptr);
     if (!a.write_error.empty())
       throw Failure("cannot write " + partial.string() + " (" + a.write_error +
                     "); free some disk space or set HF_HUB_CACHE, then pull again");
@@ -428,22 +512,7 @@ void PullRun::fetch(std::size_t i) {
     fail_http(r, p.name, o_, !o_.token.empty());
   }
   file_state(i, FileState::Checking);
-  const std::uint64_t size = fs::file_size(partial, ec);
-  if (p.meta.size && size != *p.meta.size) {
-    fs::remove(partial, ec);
-    throw Failure(p.name + ": " + std::to_string(size) + " bytes arrived, the server announced " +
-                  std::to_string(*p.meta.size) + "; the partial file was removed: pull again");
-  }
-  if (lfs) {
-    const std::string got = hash.hex();
-    if (got != p.meta.etag) {
-      fs::remove(partial, ec);
-      throw Failure(p.name + ": the bytes that arrived have sha256 " + got.substr(0, 12) +
-                    "..., not the " + p.meta.etag.substr(0, 12) +
-                    "... the server announced; the file was removed: pull again (if it "
-                    "repeats, the server or a proxy is damaging it)");
-    }
-  }
+  const std::uint64_t size = check(p, partial, hash);
   fs::rename(partial, p.blob);
   file_state(i, FileState::Done, size);
   ++fetched_;

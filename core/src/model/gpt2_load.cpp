@@ -318,8 +318,12 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
   fs::path full = fs::absolute(path).lexically_normal();
   if (full.filename().empty()) full = full.parent_path();  // "gpt2/" -> "gpt2"
   // Shown and written as text (titles, trace JSON, exports): bytes of the
-  // file name that are not UTF-8 become U+FFFD, as the token texts do.
-  std::string name = decode_utf8_replace(full.filename().string());
+  // file name that are not UTF-8 become U+FFFD, as the token texts do. A
+  // repo id found in the Hub's cache is named as given ("org/name"), and so
+  // is a snapshot folder of the cache (its own name is a commit).
+  std::error_code ec;
+  std::string name =
+      decode_utf8_replace(fs::exists(path, ec) ? full.filename().string() : path.string());
   if (std::optional<std::string> repo = cached_repo_name(full)) name = std::move(*repo);
   return std::make_shared<const Gpt2Model>(std::move(weights), std::move(name),
                                            book ? ModelFormat::Book : ModelFormat::HuggingFace,

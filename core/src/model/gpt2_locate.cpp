@@ -40,9 +40,38 @@ fs::path tokenizer_folder(const fs::path& dir) {
 
 }  // namespace
 
-ModelFiles locate_model(const fs::path& path, const std::optional<fs::path>& config) {
+fs::path resolve_model_path(const fs::path& model) {
+  std::error_code ec;
+  if (fs::exists(model, ec) || model.empty()) return model;
+  const std::string text = model.string();
+  hub::RepoRef ref;
+  try {
+    ref = hub::parse_repo_ref(text);
+  } catch (const ParseError&) {
+    fail(model, "no such file or folder");
+  }
+  const fs::path storage = hub::cache_root() / hub::repo_folder_name(ref.repo);
+  const std::string pull = "attnscope-cli model pull " + text;
+  const auto commit = hub::read_ref(storage, ref.revision);
+  if (!commit) {
+    if (text.find('/') == std::string::npos && text.find('.') != std::string::npos)
+      fail(model, "no such file or folder");  // "gpt2.safetensors" is a file, not a model id
+    fail(model, "no such file or folder, and no " + ref.repo + " revision '" + ref.revision +
+                    "' in the Hugging Face cache (" + storage.string() + "): `" + pull +
+                    "` downloads it");
+  }
+  const fs::path snapshot = storage / "snapshots" / *commit;
+  if (!fs::exists(snapshot / "config.json", ec))
+    fail(model, "the Hugging Face cache names commit " + *commit + " for " + ref.repo + "@" +
+                    ref.revision + " but has no model in " + snapshot.string() + ": `" + pull +
+                    "` completes it");
+  return snapshot;
+}
+
+ModelFiles locate_model(const fs::path& given, const std::optional<fs::path>& config) {
   std::error_code ec;
   ModelFiles files;
+  const fs::path path = resolve_model_path(given);
   if (!fs::exists(path, ec)) fail(path, "no such file or folder");
   fs::path dir = path;
   if (fs::is_directory(path, ec)) {

@@ -46,6 +46,9 @@ std::string blob_link_target(std::string_view file, std::string_view etag);
 // Whether a pull fetches this file of a repo: config.json, the safetensors
 // weights (or shards and their index), the tokenizer files, the generation
 // config; never other weights formats (.bin, .h5, .onnx, .gguf, .msgpack, .ot).
+// Top level only: locate_model reads a model folder's top level, and a shard
+// index naming a file in a folder is refused, so no file in a subfolder is
+// ever needed (blob_link_target's depth serves trees other tools made).
 bool is_model_file(std::string_view name);
 
 // Whether `s` is a full commit hash (40 lowercase hex digits).

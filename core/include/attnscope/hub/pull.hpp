@@ -10,10 +10,13 @@
 //
 // What a pull does, in order: list the revision's files (the API), keep the
 // ones a model needs (is_model_file), refuse names that would leave the
-// folder, ask each file's ETag and size (HEAD), check free space, download
-// each missing blob into blobs/<etag>.incomplete (resumed with Range),
-// check its size and, for LFS files, its sha256 against the ETag, rename
-// it to blobs/<etag>; then link snapshots/<commit>/<file> and write
+// folder, ask each file's ETag and size (HEAD), check free space; then for
+// each blob not yet in the cache, holding the lock huggingface_hub takes on
+// it (<cache>/.locks/models--org--name/<etag>.lock, flock), so that a second
+// pull of the same blob waits for the first: download it into
+// blobs/<etag>.incomplete (resumed with Range), check its size and ETag (an
+// LFS file's sha256, a small file's git blob sha1), rename it to
+// blobs/<etag>. Then link snapshots/<commit>/<file> and write
 // refs/<revision> last. A pull that stops early leaves no snapshot link or
 // ref that looks complete; only partial blobs, which the next pull resumes.
 #pragma once
@@ -51,16 +54,17 @@ PullOptions pull_options(const RepoRef& ref, const std::string& endpoint = "");
 
 enum class FileState {
   Queued,       // not started
+  Waiting,      // another pull (attnscope's or Python's) holds its lock
   Cached,       // its blob was already in the cache
   Downloading,  // bytes arriving
-  Checking,     // sha256 / size being checked
+  Checking,     // size and hash being checked
   Done,         // fetched and checked
   Failed,
 };
 
 struct FileProgress {
   std::string name;                    // "model.safetensors"
-  std::uint64_t done = 0;              // bytes on disk (partial included)
+  std::uint64_t done = 0;              // bytes received (a resumed partial file included)
   std::optional<std::uint64_t> total;  // from the server, when it said
   FileState state = FileState::Queued;
 };
@@ -69,7 +73,7 @@ struct FileProgress {
 struct PullProgress {
   std::string phase;  // "listing files", "asking sizes", "downloading", "linking", "done"
   std::vector<FileProgress> files;
-  std::uint64_t done = 0;       // bytes on disk over all files
+  std::uint64_t done = 0;       // bytes received over all files
   std::uint64_t total = 0;      // bytes over all files whose size is known
   double bytes_per_second = 0;  // over the last few seconds
   double seconds_left = -1;     // -1: unknown

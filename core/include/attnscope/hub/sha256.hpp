@@ -1,5 +1,6 @@
 // sha256.hpp: SHA-256 (FIPS 180-4), for checking the files a pull fetches
-// against the Hub's ETag (an LFS file's ETag is its content's sha256).
+// against the Hub's ETag (an LFS file's ETag is its content's sha256; a
+// small file's is its git blob sha1, hub/sha1.hpp).
 #pragma once
 
 #include <array>

@@ -51,9 +51,19 @@ struct ModelFiles {
                                     // vocab.bpe; empty: GPT-2's own (assets/gpt2)
 };
 
-// Resolves a folder, a .safetensors / .index.json file or a .pth file to its
-// files; `config` overrides the config found beside the weights. Throws
-// ParseError naming the path and what to add when something is missing.
+// What a model argument names: `model` itself when that file or folder
+// exists (a path always wins); else, when it reads as a Hub repo id
+// "org/name[@revision]" (hub::parse_repo_ref), the snapshot folder the
+// Hugging Face cache (hub::cache_root) holds for it: refs/<revision> ->
+// snapshots/<commit>, a commit naming itself. Throws ParseError naming
+// `attnscope-cli model pull org/name` when the id is not in the cache, and
+// "no such file or folder" when `model` is neither.
+std::filesystem::path resolve_model_path(const std::filesystem::path& model);
+
+// Resolves a folder, a .safetensors / .index.json file, a .pth file or a
+// pulled repo id (resolve_model_path) to its files; `config` overrides the
+// config found beside the weights. Throws ParseError naming the path and
+// what to add when something is missing.
 ModelFiles locate_model(const std::filesystem::path& path,
                         const std::optional<std::filesystem::path>& config = std::nullopt);
 
