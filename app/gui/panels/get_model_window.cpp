@@ -122,6 +122,9 @@ void draw_file_row(const core::hub::FileProgress& f) {
     case FileState::Queued:
       what = "waiting";
       break;
+    case FileState::Waiting:
+      what = "another pull has it";
+      break;
     case FileState::Cached:
       what = "in the cache";
       break;
