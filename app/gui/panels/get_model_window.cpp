@@ -46,7 +46,9 @@ void draw_catalog(AppState& state) {
   ImGui::TableSetupColumn("Licence", ImGuiTableColumnFlags_WidthStretch, 1.0f);
   ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthStretch, 1.0f);
   ImGui::TableHeadersRow();
-  for (const CatalogModel& c : model_catalog()) {
+  const std::vector<CatalogModel>& catalog = model_catalog();
+  for (std::size_t k = 0; k < catalog.size(); ++k) {
+    const CatalogModel& c = catalog[k];
     const core::hub::RepoRef ref{std::string(c.repo), "main"};
     ImGui::PushID(c.repo.data(), c.repo.data() + c.repo.size());
     ImGui::TableNextRow();
@@ -61,7 +63,7 @@ void draw_catalog(AppState& state) {
     ImGui::TextUnformatted(c.licence.data(), c.licence.data() + c.licence.size());
     ImGui::TableNextColumn();
     const bool this_one = g.download->running() && g.download->ref().repo == c.repo;
-    if (const auto cached = cached_model(ref); cached && !this_one) {
+    if (const auto& cached = g.in_cache[k]; cached && !this_one) {
       if (ImGui::Button("Open")) open_pulled(state, cached->snapshot);
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("In the cache (commit %.7s): %s", cached->commit.c_str(),
@@ -218,6 +220,7 @@ void open_get_model_window(AppState& state) { state.model.get.open = true; }
 
 void draw_get_model_window(AppState& state) {
   GetModel& g = state.model.get;
+  const bool was_running = g.download->running();
   g.download->poll();  // also while the window is closed: a pull runs on
   if (!g.open) return;
   const ImVec2 screen = ImGui::GetIO().DisplaySize;
@@ -234,6 +237,14 @@ void draw_get_model_window(AppState& state) {
                "Downloads a trained model from the Hugging Face Hub into the Hugging Face cache, "
                "where transformers finds it too (and Find models lists it): " +
                    core::hub::cache_root().string());
+  // Which listed models are in the cache: read from disk when the window
+  // opens and when a pull ends, not every frame.
+  if (ImGui::IsWindowAppearing() || (was_running && !g.download->running()) ||
+      g.in_cache.size() != model_catalog().size()) {
+    g.in_cache.clear();
+    for (const CatalogModel& c : model_catalog())
+      g.in_cache.push_back(cached_model({std::string(c.repo), "main"}));
+  }
   if (ImGui::IsWindowAppearing()) {  // the environment as a pull reads it
     const auto env = core::hub::pull_options(core::hub::RepoRef{"org/name", "main"});
     g.endpoint = env.endpoint;

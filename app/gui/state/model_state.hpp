@@ -129,6 +129,9 @@ struct GetModel {
   std::string field_error;  // why the field is not a repo id ("" none)
   std::string endpoint;     // as the environment says, read when the window opens
   bool offline = false;     // HF_HUB_OFFLINE
+  // model_catalog()'s models in the cache, same order (read when the window
+  // opens and when a pull ends).
+  std::vector<std::optional<CachedModel>> in_cache;
   std::unique_ptr<ModelDownload> download = std::make_unique<ModelDownload>();
 };
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hub/digest.hpp"
+
 namespace attnscope::core::hub {
 
 namespace {
@@ -73,30 +75,11 @@ void Sha1::update(const void* data, std::size_t size) {
 }
 
 std::array<std::uint8_t, 20> Sha1::digest() {
-  const std::uint64_t bits = length_ * 8;
-  const std::uint8_t one = 0x80;
-  update(&one, 1);
-  const std::uint8_t zero[64] = {};
-  update(zero, (buffered_ <= 56 ? 56 : 120) - buffered_);
-  std::uint8_t tail[8];
-  for (int i = 0; i < 8; ++i) tail[i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  update(tail, 8);
-  std::array<std::uint8_t, 20> out;
-  for (int i = 0; i < 5; ++i)
-    for (int j = 0; j < 4; ++j)
-      out[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
-  return out;
+  detail::pad_message(*this, length_, buffered_);
+  return detail::digest_bytes(state_);
 }
 
-std::string Sha1::hex() {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (std::uint8_t b : digest()) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
+std::string Sha1::hex() { return detail::hex_of(digest()); }
 
 std::string sha1_hex(std::string_view bytes) {
   Sha1 h;
