@@ -452,7 +452,7 @@ const char* pull_state_id(gui::ModelDownload::State s) {
 // "key value" line each (frame, inputs, source, tokens, text_bytes,
 // shown_tokens, busy, error, pull: the Get a model window's download, model: the
 // open model's path, ui_ms: the UI thread's CPU time for the frame's UI, get_window: 1 while the
-// Get a model window is open). Tests that drive the
+// Get a model window is open, typing: 1 while a text field has the keyboard). Tests that drive the
 // window from outside (xdotool) wait with it for the frame that shows their edit (inputs: the input
 // events taken in so far, so a test knows which frame saw its click), and tell an app that died
 // from one that is slow, without reading pixels. Written to a temporary file and renamed, so a
@@ -475,7 +475,8 @@ void write_status(App& app) {
       "\ntext_bytes " + std::to_string(m.typed.text.size()) + "\nshown_tokens " +
       std::to_string(shown) + "\nbusy " + (busy ? "1" : "0") + "\nerror " + error + "\npull " +
       pull_state_id(m.get.download->state()) + "\nmodel " + m.model_path + "\nui_ms " +
-      std::to_string(app.ui_cpu_ms) + "\nget_window " + (m.get.open ? "1" : "0") + "\n";
+      std::to_string(app.ui_cpu_ms) + "\nget_window " + (m.get.open ? "1" : "0") + "\ntyping " +
+      (ImGui::GetIO().WantTextInput ? "1" : "0") + "\n";
   const std::string tmp = app.status_file + ".tmp";
   bool written = false;
   if (std::FILE* f = std::fopen(tmp.c_str(), "wb")) {

@@ -45,8 +45,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import xvfb_util  # noqa: E402
-from xvfb_util import (act, check, finish, fresh_work, grab_bytes, launch, png_info,  # noqa: E402
-                       quit_app, read_status, wait_until, wait_window_gone, xdotool)
+from xvfb_util import (act, check, finish, focus_field, fresh_work, grab_bytes, launch,  # noqa: E402
+                       png_info, quit_app, read_status, wait_until, wait_window_gone, xdotool)
 from xvfb_util import status_number as number  # noqa: E402
 
 # 80 tokens for GPT-2's tokenizer: every word with its leading space is one
@@ -91,7 +91,8 @@ def open_model(env, wid, model, status_path):
     xdotool(env, "windowfocus", "--sync", wid)
     act(env, status_path, "mousemove", "--window", wid, "230", "57", "click", "1")
     act(env, status_path, "mousemove", "--window", wid, "150", "135", "click", "1")
-    act(env, status_path, "mousemove", "--window", wid, "180", "125", "click", "1")
+    check(focus_field(env, wid, status_path, 180, 125),
+          "a click puts the cursor in the Checkpoint field")
     xdotool(env, "type", "--delay", "5", model)
     xdotool(env, "key", "Return")
 
@@ -100,8 +101,7 @@ def click_text_box(env, wid, status_path):
     """Clicks into the model's text box (the left column's first field under
     "Text", one line of text at the top of it); the field has focus once the
     app drew the click."""
-    xdotool(env, "windowfocus", "--sync", wid)
-    act(env, status_path, "mousemove", "--window", wid, "180", "220", "click", "1")
+    check(focus_field(env, wid, status_path, 180, 220), "a click puts the cursor in the text box")
 
 
 def empty_text(env, wid, status_path):
@@ -228,6 +228,8 @@ def first_half(args, env, status_path, model):
     if not check(code is None and status.get("source") == "model"
                  and number(status, "shown_tokens") == number(status, "tokens") > 0,
                  f"the model opens and shows its text (status {status}, exit {code})"):
+        # What the screen showed instead, to look at.
+        grab_bytes(env, args.grab, os.path.join(args.work, "model_not_open.png"))
         proc.kill()
         return False
 

@@ -23,7 +23,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from xvfb_util import (act, check, finish, fresh_work, grab_bytes, launch, new_files,  # noqa: E402
+from xvfb_util import (act, check, finish, focus_field, fresh_work, grab_bytes, launch,  # noqa: E402
+                       new_files,
                        png_info, quit_app, run, wait_for_window, wait_screen_stable, wait_until,
                        write_tiny_gpt2, xdotool)
 
@@ -81,7 +82,7 @@ def main():
     # item), then the path into the Checkpoint field and Return.
     act(env, status, "mousemove", "--window", wid, "230", "57", "click", "1")
     act(env, status, "mousemove", "--window", wid, "150", "135", "click", "1")
-    act(env, status, "mousemove", "--window", wid, "180", "125", "click", "1")
+    check(focus_field(env, wid, status, 180, 125), "a click puts the cursor in the Checkpoint field")
     xdotool(env, "type", "--delay", "5", model)
     act(env, status, "key", "Return")
     before = stable_screen()
@@ -91,7 +92,7 @@ def main():
     # the end of the visual line, and the box wraps its lines). Ctrl stays
     # down around End, as in model_typing_xvfb_test.py's empty_text.
     typed = " the cat sat on the mat. The cat"
-    act(env, status, "mousemove", "--window", wid, "180", "220", "click", "1")
+    check(focus_field(env, wid, status, 180, 220), "a click puts the cursor in the text box")
     xdotool(env, "keydown", "ctrl", "key", "End", "keyup", "ctrl")
     act(env, status, "type", "--delay", "20", typed)
     after_typing = stable_screen()

@@ -189,6 +189,22 @@ def act(env, status_path, *xdotool_args, timeout=60):
     return wait_until(answered, timeout, step=0.02)
 
 
+def focus_field(env, wid, status_path, x, y, tries=3):
+    """Clicks the text field at (x, y) in the window until the app says a
+    text field has the keyboard (the status file's `typing`). On a loaded
+    machine a click can reach the app before the frame that lays the field
+    out there, and the keys typed next would go nowhere. False when no
+    click took."""
+    for attempt in range(tries):
+        xdotool(env, "windowfocus", "--sync", wid)
+        act(env, status_path, "mousemove", "--window", wid, str(x), str(y), "click", "1")
+        if wait_until(lambda: read_status(status_path).get("typing") == "1", 5, step=0.05):
+            if attempt:
+                print(f"note: the field at ({x}, {y}) took {attempt + 1} clicks", flush=True)
+            return True
+    return False
+
+
 def wait_for_window(env, timeout=60):
     """The X window id of the app's window (named "attnscope"), or None."""
     out = subprocess.run(["timeout", str(timeout), "xdotool", "search", "--sync", "--name", "^attnscope$"],
