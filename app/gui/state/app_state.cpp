@@ -296,6 +296,16 @@ void AppState::open_model(const std::string& path) {
   model.load_error.clear();
   // A load the learner asked for: its failure is shown, never fallen back from.
   model.restoring = false;
+  // A Hub model not pulled yet: the window that fetches it, with its id.
+  if (const auto ref = uncached_repo(path)) {
+    model.get.field = path;
+    model.get.field_error.clear();
+    model.get.open = true;
+    model.load_error = path + " is not a file or folder here, and " + ref->repo +
+                       " is not in the Hugging Face cache yet: Get in the Get a model window "
+                       "downloads it (File > Get a model from the Hub...)";
+    return;
+  }
   model.loader->start(path, model.config);
 }
 

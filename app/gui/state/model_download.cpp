@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <system_error>
 
@@ -44,6 +45,20 @@ std::optional<CachedModel> cached_model(const core::hub::RepoRef& ref) {
                        fs::exists(snapshot / "model.safetensors.index.json", ec);
   if (!fs::exists(snapshot / "config.json", ec) || !weights) return std::nullopt;
   return CachedModel{*commit, snapshot.string()};
+}
+
+std::optional<core::hub::RepoRef> uncached_repo(const std::string& model) {
+  std::error_code ec;
+  if (model.empty() || model.find('/') == std::string::npos || std::filesystem::exists(model, ec))
+    return std::nullopt;
+  core::hub::RepoRef ref;
+  try {
+    ref = core::hub::parse_repo_ref(model);
+  } catch (const std::exception&) {
+    return std::nullopt;  // not an id: the loader says "no such file or folder"
+  }
+  if (cached_model(ref)) return std::nullopt;
+  return ref;
 }
 
 ModelDownload::~ModelDownload() {

@@ -35,6 +35,11 @@ struct CachedModel {
   std::string snapshot;  // what AppState::open_model takes
 };
 std::optional<CachedModel> cached_model(const core::hub::RepoRef& ref);
+// A model argument that is no file or folder here but reads as a Hub repo id
+// ("org/name[@revision]") whose model is not whole in the cache: its ref,
+// for the window to fetch it. nullopt for anything else (a path, an id the
+// cache holds), which the loader opens or explains.
+std::optional<core::hub::RepoRef> uncached_repo(const std::string& model);
 
 class ModelDownload {
  public:

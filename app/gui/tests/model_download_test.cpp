@@ -72,6 +72,27 @@ TEST_F(ScratchCache, AFinishedPullIsFoundAndAnUnfinishedOneIsNot) {
   EXPECT_FALSE(cached_model({"org/tiny", "v2"})) << "another revision was never pulled";
 }
 
+TEST_F(ScratchCache, ARepoIdNotYetPulledIsToldFromAPathAndFromAPulledModel) {
+  EXPECT_EQ(uncached_repo("org/tiny").value_or(core::hub::RepoRef{}).repo, "org/tiny");
+  const auto at = uncached_repo("org/tiny@v2");
+  ASSERT_TRUE(at);
+  EXPECT_EQ(at->revision, "v2");
+  EXPECT_FALSE(uncached_repo("gpt2.safetensors")) << "no slash: a file name";
+  EXPECT_FALSE(uncached_repo("")) << "no model named";
+  EXPECT_FALSE(uncached_repo("a/b/c")) << "not an id: the loader names the path";
+  EXPECT_FALSE(uncached_repo(root_.string())) << "a folder that exists is a path";
+  const fs::path here = root_ / "org" / "local";
+  fs::create_directories(here);
+  EXPECT_FALSE(uncached_repo(here.string())) << "an existing org/name folder wins";
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  const fs::path snap = root_ / "models--org--tiny" / "snapshots" / commit;
+  write(root_ / "models--org--tiny" / "refs" / "main", commit);
+  write(snap / "config.json", "{}");
+  EXPECT_TRUE(uncached_repo("org/tiny")) << "config.json alone: a pull stopped early";
+  write(snap / "model.safetensors", "weights");
+  EXPECT_FALSE(uncached_repo("org/tiny")) << "pulled whole: the loader opens it";
+}
+
 TEST_F(ScratchCache, APullThatCannotConnectSaysSoAndLeavesNoModel) {
   ModelDownload d;
   EXPECT_EQ(d.state(), ModelDownload::State::Idle);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -949,6 +950,27 @@ TEST_F(ModelApp, AMalformedModelFolderGivesItsMessageAndKeepsTheModel) {
   state.open_model((dir.path() / "nowhere").string());
   state.poll_model_loader(true);
   EXPECT_NE(state.model.load_error.find("nowhere"), std::string::npos) << state.model.load_error;
+}
+
+TEST_F(ModelApp, AHubIdNotYetPulledOpensTheWindowThatGetsIt) {
+  core::testing::TempDir dir;
+  const char* was = std::getenv("HF_HUB_CACHE");
+  const std::string saved = was ? was : "";
+  setenv("HF_HUB_CACHE", dir.path().c_str(), 1);
+  const auto before = state.model.model;
+  state.open_model("openai-community/gpt2");
+  if (saved.empty())
+    unsetenv("HF_HUB_CACHE");
+  else
+    setenv("HF_HUB_CACHE", saved.c_str(), 1);
+  EXPECT_FALSE(state.model.loader->loading()) << "nothing to load until it is pulled";
+  EXPECT_TRUE(state.model.get.open);
+  EXPECT_EQ(state.model.get.field, "openai-community/gpt2");
+  EXPECT_NE(state.model.load_error.find("Get a model"), std::string::npos)
+      << state.model.load_error;
+  EXPECT_EQ(state.model.model, before) << "the open model stays";
+  frames(3);  // the window and the message draw
+  EXPECT_TRUE(state.showing_model());
 }
 
 TEST_F(ModelApp, DroppedFilesOpenAModelOrSayWhatCanBeDropped) {
