@@ -172,6 +172,13 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
   m.keep_last = o.model.keep_last;
   state.open_model(*o.model.path);
   state.poll_model_loader(true);
+  // A Hub id not downloaded yet: the app opens on the window that gets it
+  // (open_model filled it in), unless other flags need the model now.
+  if (!m.model && m.get.open && !o.model.ids && !o.layer && !o.head && !o.stage &&
+      !o.compare_model) {
+    state.set_source(Source::Model);
+    return;
+  }
   if (!m.model) throw core::ParseError("--model: " + m.load_error);
   if (o.model.ids) apply_ids_flag(*o.model.ids, state);
   if (!m.typed.error.empty())

@@ -301,9 +301,9 @@ void AppState::open_model(const std::string& path) {
     model.get.field = path;
     model.get.field_error.clear();
     model.get.open = true;
-    model.load_error = path + " is not a file or folder here, and " + ref->repo +
-                       " is not in the Hugging Face cache yet: Get in the Get a model window "
-                       "downloads it (File > Get a model from the Hub...)";
+    model.load_error = path +
+                       " is no file or folder here and not in the Hugging Face cache yet: "
+                       "Get in the Get a model window downloads it from the Hub";
     return;
   }
   model.loader->start(path, model.config);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "attnscope/attention/embedding.hpp"
@@ -369,6 +370,27 @@ TEST(LaunchOptions, BadValuesGetTheCliMessages) {
             std::string::npos);
   // An empty path is refused as attnscope-cli refuses it, not ignored.
   EXPECT_EQ(launch_error({"--config", ""}), "--config needs a file path (or - for standard input)");
+}
+
+TEST(LaunchOptions, AHubIdNotDownloadedOpensTheWindowThatGetsItUnlessFlagsNeedTheModel) {
+  core::testing::TempDir cache;
+  const char* was = std::getenv("HF_HUB_CACHE");
+  const std::string saved = was ? was : "";
+  setenv("HF_HUB_CACHE", cache.path().c_str(), 1);
+  const AppState s = launched({"--model", "openai-community/gpt2"});
+  EXPECT_TRUE(s.model.get.open);
+  EXPECT_EQ(s.model.get.field, "openai-community/gpt2");
+  EXPECT_EQ(s.source, Source::Model);
+  EXPECT_FALSE(s.model.model);
+  EXPECT_NE(s.model.load_error.find("Get a model window"), std::string::npos) << s.model.load_error;
+  // --layer needs the model at launch: the launch is refused with why.
+  EXPECT_NE(launch_error({"--model", "openai-community/gpt2", "--layer", "3"})
+                .find("not in the Hugging Face cache"),
+            std::string::npos);
+  if (saved.empty())
+    unsetenv("HF_HUB_CACHE");
+  else
+    setenv("HF_HUB_CACHE", saved.c_str(), 1);
 }
 
 TEST(LaunchOptions, SeedIsParsedLikeTheCliNeverWrapped) {
