@@ -7,7 +7,8 @@ Usage: modern_oracle.py OUTDIR        (writes OUTDIR/modern_cases.json)
 The classes below are written here in our own words, following the book's
 bonus code step for step (the same modules built in the same order, the same
 tensor operations): GroupedQueryAttention (ch04/04_gqa), chapter 3's
-MultiHeadAttention with the KV cache (ch04/03_kv-cache), the sliding-window
+MultiHeadAttention with the KV cache (ch04/03_kv-cache, its registered mask
+buffer sliced at ptr_current_pos), the sliding-window
 MultiHeadAttentionWithSWA (ch04/06_swa), MultiHeadLatentAttention
 (ch04/05_mla), with RoPE as llama3.py / qwen3.py apply it, and a cross-
 attention built in chapter 3's order. Each forward records its intermediates
@@ -170,7 +171,7 @@ class GroupedQueryAttention(nn.Module):  # ch04/04_gqa, RoPE as llama3.py
         return finish(self, queries, keys, values, mask, rec)
 
 
-class MultiHeadAttentionWithSWA(nn.Module):  # ch04/06_swa; window None is ch04/03's MHA
+class MultiHeadAttentionWithSWA(nn.Module):  # ch04/06_swa
     def __init__(self, d_in, d_out, dropout, num_heads, qkv_bias=False, sliding_window_size=None,
                  rope=None):
         super().__init__()
@@ -230,6 +231,56 @@ class MultiHeadAttentionWithSWA(nn.Module):  # ch04/06_swa; window None is ch04/
         diff = q_positions.unsqueeze(-1) - k_positions.unsqueeze(0)
         mask_bool = (diff < 0) | (diff >= W)
         self.ptr_current_pos = self.ptr_current_pos + num_tokens if use_cache else 0
+        return finish(self, queries, keys, values, mask_bool, rec)
+
+
+class MultiHeadAttention(nn.Module):  # ch04/03_kv-cache/gpt_with_kv_cache.py
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, rope=None):
+        super().__init__()
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1),
+                             persistent=False)
+        self.rope = rope
+        self.cache_k = self.cache_v = None
+        self.ptr_current_pos = 0
+
+    def forward(self, x, use_cache=False, rec=None):
+        b, num_tokens, _ = x.shape
+        keys_new = self.W_key(x)
+        values_new = self.W_value(x)
+        queries = self.W_query(x)
+        put(rec, "queries_all", queries[0]); put(rec, "keys_all", keys_new[0]); put(rec, "values_all", values_new[0])
+        keys_new = keys_new.view(b, num_tokens, self.num_heads, self.head_dim)
+        values_new = values_new.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        put_heads(rec, "q", queries.transpose(1, 2)); put_heads(rec, "k", keys_new.transpose(1, 2))
+        put_heads(rec, "v", values_new.transpose(1, 2))
+        if self.rope is not None:
+            start = self.ptr_current_pos if use_cache else 0
+            queries = apply_rope(queries.transpose(1, 2), *self.rope, offset=start).transpose(1, 2)
+            keys_new = apply_rope(keys_new.transpose(1, 2), *self.rope, offset=start).transpose(1, 2)
+            put_heads(rec, "q_rot", queries.transpose(1, 2)); put_heads(rec, "k_rot", keys_new.transpose(1, 2))
+        if use_cache:
+            if self.cache_k is None:
+                self.cache_k, self.cache_v = keys_new, values_new
+            else:
+                self.cache_k = torch.cat([self.cache_k, keys_new], dim=1)
+                self.cache_v = torch.cat([self.cache_v, values_new], dim=1)
+            keys, values = self.cache_k, self.cache_v
+        else:
+            keys, values = keys_new, values_new
+        keys, queries, values = keys.transpose(1, 2), queries.transpose(1, 2), values.transpose(1, 2)
+        num_tokens_K = keys.shape[-2]
+        if use_cache:
+            mask_bool = self.mask.bool()[self.ptr_current_pos:self.ptr_current_pos + num_tokens, :num_tokens_K]
+            self.ptr_current_pos += num_tokens
+        else:
+            mask_bool = self.mask.bool()[:num_tokens, :num_tokens_K]
         return finish(self, queries, keys, values, mask_bool, rec)
 
 
@@ -305,7 +356,10 @@ def build(case, d_in, d_memory):
     kind, args = case["kind"], (d_in, case["d_out"], case["dropout"], case["num_heads"])
     if kind == "gqa":
         m = GroupedQueryAttention(*args, case["num_kv_groups"], qkv_bias=case["qkv_bias"], rope=rope)
-    elif kind in ("mha", "swa"):
+    elif kind == "mha":
+        m = MultiHeadAttention(d_in, case["d_out"], case["T"], case["dropout"], case["num_heads"],
+                               qkv_bias=case["qkv_bias"], rope=rope)
+    elif kind == "swa":
         m = MultiHeadAttentionWithSWA(*args, qkv_bias=case["qkv_bias"], sliding_window_size=case["window"], rope=rope)
     elif kind == "mla":
         m = MultiHeadLatentAttention(*args, qkv_bias=case["qkv_bias"], latent_dim=case["latent_dim"])

@@ -361,6 +361,15 @@ void check_run(const modern::Config& c, const RowMatrix& x, const std::string& w
   const float scale = std::max(1.0f, r.output.cwiseAbs().maxCoeff());
   for (const modern::CacheStep& s : steps) {
     EXPECT_LE(s.max_abs_diff, 2e-5f * scale) << what << " step " << s.position;
+    if (s.position == 0 || s.position + 1 == static_cast<int>(T) || s.position == 8) {
+      const modern::CacheStep alone = modern::cache_step(c, x, s.position);
+      EXPECT_EQ(alone.cache_bytes, s.cache_bytes) << what;
+      EXPECT_EQ(alone.first_key_position, s.first_key_position) << what;
+      EXPECT_LE((alone.output - s.output).cwiseAbs().maxCoeff(), 2e-5f * scale) << what;
+      EXPECT_LE(alone.max_abs_diff, 2e-5f * scale) << what;
+      for (std::size_t g = 0; g < s.keys.size(); ++g)
+        EXPECT_LE((alone.keys[g] - s.keys[g]).cwiseAbs().maxCoeff(), 2e-5f * scale) << what;
+    }
     const auto kept = c.window ? std::min<Eigen::Index>(s.position + 1, *c.window) : s.position + 1;
     if (c.kind == Kind::Latent) {
       EXPECT_EQ(s.latent.rows(), s.position + 1) << what;
@@ -409,6 +418,19 @@ TEST(ModernSweep, InvariantsHoldForEveryClassAndShape) {
 
 // ---------------------------------------------------------------------------
 // PyTorch-free: how the classes relate
+
+TEST(ModernCache, OneStepOfALongSequenceNeedsNoEarlierSteps) {
+  const RowMatrix x = random_inputs(1024, 16, 11);
+  modern::Config c = make(Kind::SlidingWindow, 16, 4);
+  c.window = 64;
+  c.rope = true;
+  const modern::CacheStep step = modern::cache_step(c, x, 1000);
+  EXPECT_EQ(step.keys.front().rows(), 64);
+  EXPECT_EQ(step.first_key_position, 937);
+  EXPECT_EQ(step.cache_bytes, 2u * 64 * 4 * 4 * 4);
+  EXPECT_LE(step.max_abs_diff, 1e-5f);
+  EXPECT_EQ(modern::cache_step(c, x, 1000, /*check=*/false).max_abs_diff, 0.0f);
+}
 
 TEST(ModernRelations, GroupedQueryDrawsKeyValueQueryThenOutProjWithoutBias) {
   // With as many groups as heads every nn.Linear has MultiHeadAttention's

@@ -96,6 +96,7 @@ std::uint64_t kv_bytes_per_layer(std::uint64_t batch, std::uint64_t tokens, std:
 
 SwaLayerSplit distribute_swa_layers(int n_layers, int swa, int full) {
   const int block = swa + full;
+  if (block <= 0 || swa < 0 || full < 0) return {0, n_layers};  // refused by validate_kv_shape
   const int blocks = n_layers / block, rest = n_layers % block;
   return {blocks * swa + std::min(swa, rest), blocks * full + std::max(0, rest - swa)};
 }

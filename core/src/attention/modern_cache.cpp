@@ -33,40 +33,79 @@ struct Cache {
   RowMatrix latent;                     // Latent: (S, latent)
 };
 
-// Puts token t's keys/values (or latent) into the cache and fills the step's
-// cached K/V heads as the new query attends to them.
-void update_cache(Cache& cache, CacheStep& step, const Config& c, const Parameters& p,
-                  const RowMatrix& x_t, const RopeTables& rope) {
-  const int hd = head_dim(c), groups = kv_heads(c);
+// Fills the step's view of the cache: the K/V heads the new query attends
+// to (Latent: the latent and its up-projection, made whole each step, as
+// the book's class does) and the bytes the cache holds.
+void expose(const Cache& cache, CacheStep& step, const Config& c, const Parameters& p) {
   if (c.kind == Kind::Latent) {
-    append_row(cache.latent, detail::project(x_t, p.down), 0);
+    const int hd = head_dim(c);
     step.latent = cache.latent;
     const RowMatrix keys = detail::project(cache.latent, p.up_key);  // (S, d_out)
     const RowMatrix values = detail::project(cache.latent, p.up_value);
-    for (int g = 0; g < groups; ++g) {
+    for (int g = 0; g < kv_heads(c); ++g) {
       step.keys.emplace_back(keys.middleCols(g * hd, hd));
       step.values.emplace_back(values.middleCols(g * hd, hd));
     }
     step.cache_bytes = static_cast<std::size_t>(cache.latent.size()) * sizeof(float);
     return;
   }
+  step.keys = cache.keys;
+  step.values = cache.values;
+  step.cache_bytes = 0;
+  for (std::size_t g = 0; g < cache.keys.size(); ++g)
+    step.cache_bytes +=
+        static_cast<std::size_t>(cache.keys[g].size() + cache.values[g].size()) * sizeof(float);
+}
+
+// The rows a sliding window keeps (0: all).
+int window_rows(const Config& c) {
+  return c.kind == Kind::SlidingWindow && c.window ? *c.window : 0;
+}
+
+// One step of use_cache: token t's keys and values (rotated at position t)
+// or latent enter the cache, which SWA trims to the window.
+void update_cache(Cache& cache, const Config& c, const Parameters& p, const RowMatrix& x_t,
+                  const RopeTables& rope, int t) {
+  if (c.kind == Kind::Latent) {
+    append_row(cache.latent, detail::project(x_t, p.down), 0);
+    return;
+  }
+  const int hd = head_dim(c), groups = kv_heads(c);
   const RowMatrix k_new = detail::project(x_t, p.key);  // (1, groups x hd)
   const RowMatrix v_new = detail::project(x_t, p.value);
-  const int keep = c.kind == Kind::SlidingWindow && c.window ? *c.window : 0;
   cache.keys.resize(static_cast<std::size_t>(groups));
   cache.values.resize(static_cast<std::size_t>(groups));
-  step.cache_bytes = 0;
   for (int g = 0; g < groups; ++g) {
     const auto gi = static_cast<std::size_t>(g);
     RowMatrix k = k_new.middleCols(g * hd, hd);
-    if (c.rope) k = apply_rope(k, rope, step.position);  // rotated at its position, then cached
-    append_row(cache.keys[gi], k, keep);
-    append_row(cache.values[gi], v_new.middleCols(g * hd, hd), keep);
-    step.keys.push_back(cache.keys[gi]);
-    step.values.push_back(cache.values[gi]);
-    step.cache_bytes +=
-        static_cast<std::size_t>(cache.keys[gi].size() + cache.values[gi].size()) * sizeof(float);
+    if (c.rope) k = apply_rope(k, rope, t);  // rotated at its position, then cached
+    append_row(cache.keys[gi], k, window_rows(c));
+    append_row(cache.values[gi], v_new.middleCols(g * hd, hd), window_rows(c));
   }
+}
+
+// The cache as steps 0 .. t leave it, made at once from x's rows (the
+// projections are row by row, so these are the same rows up to float
+// reassociation in the products).
+Cache prefilled_cache(const Config& c, const Parameters& p, const RowMatrix& x, int t,
+                      const RopeTables& rope) {
+  Cache cache;
+  if (c.kind == Kind::Latent) {
+    cache.latent = detail::project(x.topRows(t + 1), p.down);
+    return cache;
+  }
+  const int keep = window_rows(c) > 0 ? std::min(t + 1, window_rows(c)) : t + 1;
+  const int first = t + 1 - keep, hd = head_dim(c);
+  const RowMatrix rows = x.middleRows(first, keep);
+  const RowMatrix keys = detail::project(rows, p.key);  // (keep, groups x hd)
+  const RowMatrix values = detail::project(rows, p.value);
+  for (int g = 0; g < kv_heads(c); ++g) {
+    RowMatrix k = keys.middleCols(g * hd, hd);
+    if (c.rope) k = apply_rope(k, rope, first);
+    cache.keys.push_back(std::move(k));
+    cache.values.emplace_back(values.middleCols(g * hd, hd));
+  }
+  return cache;
 }
 
 // The new query row against the cache: scores, mask, softmax, context, out_proj.
@@ -117,11 +156,31 @@ std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x) {
     CacheStep& step = steps[static_cast<std::size_t>(t)];
     step.position = t;
     const RowMatrix x_t = x.row(t);
-    update_cache(cache, step, eval, params, x_t, rope);
+    update_cache(cache, eval, params, x_t, rope, t);
+    expose(cache, step, eval, params);
     attend_step(step, eval, params, x_t, rope);
     step.max_abs_diff = (step.output - full.output.row(t)).cwiseAbs().maxCoeff();
   }
   return steps;
+}
+
+CacheStep cache_step(const Config& config, const RowMatrix& x, int t, bool check) {
+  Config eval = config;
+  eval.training = false;
+  TorchGenerator gen(config.seed);
+  const Parameters params = init_parameters(eval, static_cast<int>(x.cols()), 0, gen);
+  RopeTables rope;
+  if (config.rope) rope = compute_rope_params(head_dim(config), config.rope_theta, t + 1);
+  CacheStep step;
+  step.position = t;
+  expose(prefilled_cache(eval, params, x, t, rope), step, eval, params);
+  const RowMatrix x_t = x.row(t);
+  attend_step(step, eval, params, x_t, rope);
+  if (check) {  // recompute x[0 .. t] in full
+    const Run full = run_with_parameters(eval, params, x.topRows(t + 1), RowMatrix(), gen);
+    step.max_abs_diff = (step.output - full.output.row(t)).cwiseAbs().maxCoeff();
+  }
+  return step;
 }
 
 }  // namespace attnscope::core::modern

@@ -114,9 +114,9 @@ RowMatrix apply_rope(const RowMatrix& x, const RopeTables& tables, int offset = 
 
 // RoPE's relative-position property: q_i . k_j after rotation depends only on
 // i - j. Rotates q and k (both (T, head_dim)) at positions 0.. and again at
-// shift.., and returns the largest |difference| between the two score
-// matrices (zero in exact arithmetic; float32 rounding of the angles makes it
-// grow with the shift).
+// shift.. (a negative shift counts as 0), and returns the largest |difference| between the two
+// score matrices (zero in exact arithmetic; float32 rounding of the angles makes it grow with the
+// shift).
 float rope_shift_max_diff(const RowMatrix& q, const RowMatrix& k, double theta_base, int shift);
 
 // One query head's stages. S = number of keys (T for self-attention).
@@ -186,7 +186,16 @@ struct CacheStep {
 // Every step t = 0 .. T-1 of generating with the cache from x (T, d_in), each
 // checked against a full forward pass in eval mode (attention is causal, so
 // row t of the full pass is what recomputing x[0..t] gives). Not for Cross.
+// Keeps every step's cache, O(T^2) numbers: for long inputs use cache_step.
 // Precondition: validate(...) is "".
 std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x);
+
+// Step t alone (0 <= t < T), for long inputs: run_cached keeps every step's
+// cache, O(T^2) numbers. The cache is made at once from x's first t + 1 rows
+// (the window's for SWA), as the steps before t leave it (equal up to float
+// reassociation); then the new row attends to it, as in run_cached. With
+// `check`, x[0 .. t] is also run in full for max_abs_diff (otherwise 0).
+// Precondition: validate(...) is "".
+CacheStep cache_step(const Config& config, const RowMatrix& x, int t, bool check = true);
 
 }  // namespace attnscope::core::modern
