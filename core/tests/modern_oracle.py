@@ -6,11 +6,11 @@ Usage: modern_oracle.py OUTDIR        (writes OUTDIR/modern_cases.json)
 
 The classes below are written here in our own words, following the book's
 bonus code step for step (the same modules built in the same order, the same
-tensor operations): GroupedQueryAttention (ch04/04_gqa), chapter 3's
-MultiHeadAttention with the KV cache (ch04/03_kv-cache, its registered mask
-buffer sliced at ptr_current_pos), the sliding-window
-MultiHeadAttentionWithSWA (ch04/06_swa), MultiHeadLatentAttention
-(ch04/05_mla), with RoPE as llama3.py / qwen3.py apply it, and a cross-
+tensor operations): GroupedQueryAttention (the GQA bonus), chapter 3's
+MultiHeadAttention with the KV cache (gpt_with_kv_cache.py, its registered
+mask buffer sliced at ptr_current_pos), the sliding-window
+MultiHeadAttentionWithSWA (the SWA bonus), MultiHeadLatentAttention (the
+MLA bonus), with RoPE as the book's llama3.py / qwen3.py apply it, and a cross-
 attention built in chapter 3's order. Each forward records its intermediates
 into a dict as it computes them. For every case:
 
@@ -120,7 +120,7 @@ def finish(module, queries, keys, values, mask_bool, rec):
 # ---------------------------------------------------------------------------
 # The classes
 
-class GroupedQueryAttention(nn.Module):  # ch04/04_gqa, RoPE as llama3.py
+class GroupedQueryAttention(nn.Module):  # the GQA bonus, RoPE as llama3.py
     def __init__(self, d_in, d_out, dropout, num_heads, num_kv_groups, dtype=None, qkv_bias=False,
                  rope=None):
         super().__init__()
@@ -171,7 +171,7 @@ class GroupedQueryAttention(nn.Module):  # ch04/04_gqa, RoPE as llama3.py
         return finish(self, queries, keys, values, mask, rec)
 
 
-class MultiHeadAttentionWithSWA(nn.Module):  # ch04/06_swa
+class MultiHeadAttentionWithSWA(nn.Module):  # the SWA bonus
     def __init__(self, d_in, d_out, dropout, num_heads, qkv_bias=False, sliding_window_size=None,
                  rope=None):
         super().__init__()
@@ -234,7 +234,7 @@ class MultiHeadAttentionWithSWA(nn.Module):  # ch04/06_swa
         return finish(self, queries, keys, values, mask_bool, rec)
 
 
-class MultiHeadAttention(nn.Module):  # ch04/03_kv-cache/gpt_with_kv_cache.py
+class MultiHeadAttention(nn.Module):  # gpt_with_kv_cache.py
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, rope=None):
         super().__init__()
         self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
@@ -284,7 +284,7 @@ class MultiHeadAttention(nn.Module):  # ch04/03_kv-cache/gpt_with_kv_cache.py
         return finish(self, queries, keys, values, mask_bool, rec)
 
 
-class MultiHeadLatentAttention(nn.Module):  # ch04/05_mla
+class MultiHeadLatentAttention(nn.Module):  # the MLA bonus
     def __init__(self, d_in, d_out, dropout, num_heads, qkv_bias=False, latent_dim=None):
         super().__init__()
         self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
