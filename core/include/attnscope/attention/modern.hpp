@@ -110,13 +110,14 @@ RopeTables compute_rope_params(int head_dim, double theta_base, int context_leng
 
 // apply_rope(x, cos, sin, offset): row r of x (rows, head_dim) is position
 // offset + r: x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1].
+// Precondition: the tables hold positions up to offset + rows - 1.
 RowMatrix apply_rope(const RowMatrix& x, const RopeTables& tables, int offset = 0);
 
-// RoPE's relative-position property: q_i . k_j after rotation depends only on
-// i - j. Rotates q and k (both (T, head_dim)) at positions 0.. and again at
-// shift.. (a negative shift counts as 0), and returns the largest |difference| between the two
-// score matrices (zero in exact arithmetic; float32 rounding of the angles makes it grow with the
-// shift).
+// RoPE's relative-position property: q_i . k_j after rotation depends only
+// on i - j. Rotates q and k (both (T, head_dim)) at positions 0.. and again
+// at shift.. (a negative shift counts as 0), and returns the largest
+// |difference| between the two score matrices (zero in exact arithmetic;
+// float32 rounding of the angles makes it grow with the shift).
 float rope_shift_max_diff(const RowMatrix& q, const RowMatrix& k, double theta_base, int shift);
 
 // One query head's stages. S = number of keys (T for self-attention).
