@@ -468,6 +468,8 @@ def make_cases():
     add("swa", T=65, d_in=8, d_out=8, num_heads=2, window=16, rope=True)
     add("mla", T=64, d_in=8, d_out=8, num_heads=2)
     add("cross", T=64, d_in=8, d_out=8, num_heads=2, S=17, d_memory=9, dropout=0.5)
+    # Long enough for the engine to run the heads in parallel (T >= 128).
+    add("gqa", T=130, d_in=6, d_out=8, num_heads=2, num_kv_groups=1, dropout=0.5, rope=True)
     # Random shapes, seeds and options.
     for _ in range(30):
         kind = rng.choice(["gqa", "mha", "swa", "mla", "cross"])

@@ -19,6 +19,7 @@
 #include "attention/attention_internal.hpp"
 #include "attention/modern_internal.hpp"
 #include "attnscope/base/config.hpp"
+#include "kernels/cpu_share.hpp"
 
 namespace attnscope::core::modern {
 
@@ -297,19 +298,27 @@ Run run_with_parameters(const Config& config, const Parameters& params, const Ro
   split_heads(r);
   const MaskRule rule = detail::mask_rule(config);
   const float sqrt_dk = detail::root_dk(head_dim(config));
-  for (Head& h : r.heads) {
-    const KvHead& kv = r.kv[static_cast<std::size_t>(h.kv_head)];
-    const RowMatrix& q = config.rope ? h.queries_rotated : h.queries;
+  const int hd = head_dim(config), heads = config.num_heads;
+  // Heads run in parallel only when each has real work (as in
+  // attention_fast.cpp); the dropout draws between the two loops stay in
+  // order, one draw over all heads.
+  const core::detail::ThreadShare share;
+  const bool parallel = heads > 1 && x.rows() >= 128;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int h = 0; h < heads; ++h) {
+    Head& head = r.heads[static_cast<std::size_t>(h)];
+    const KvHead& kv = r.kv[static_cast<std::size_t>(head.kv_head)];
+    const RowMatrix& q = config.rope ? head.queries_rotated : head.queries;
     const RowMatrix& k = config.rope ? kv.keys_rotated : kv.keys;
-    h.scores.resize(q.rows(), k.rows());
-    h.scores.noalias() = q * k.transpose();
-    mask_and_softmax(h, rule, sqrt_dk);
+    head.scores.resize(q.rows(), k.rows());
+    head.scores.noalias() = q * k.transpose();
+    mask_and_softmax(head, rule, sqrt_dk);
   }
   dropout_all_heads(r.heads, config, gen);
-  const int hd = head_dim(config);
   r.concat.resize(x.rows(), config.d_out);
-  for (std::size_t h = 0; h < r.heads.size(); ++h) {
-    Head& head = r.heads[h];
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int h = 0; h < heads; ++h) {
+    Head& head = r.heads[static_cast<std::size_t>(h)];
     head.context.resize(x.rows(), hd);
     head.context.noalias() =
         head.dropped_weights * r.kv[static_cast<std::size_t>(head.kv_head)].values;
