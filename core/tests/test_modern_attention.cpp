@@ -327,6 +327,21 @@ TEST(ModernValidate, RefusesMissingOrBrokenSequences) {
   EXPECT_EQ(modern::validate(make(Kind::Cross, 4, 2), x, &memory), "");
 }
 
+TEST(ModernValidate, RefusesCacheStepsCrossAttentionAndStepsPastTheEnd) {
+  const RowMatrix x = random_inputs(4, 3, 2);
+  EXPECT_EQ(modern::validate_cache(make(Kind::Latent, 8, 2), x, 3), "");
+  EXPECT_NE(modern::validate_cache(make(Kind::Latent, 8, 2), x, 4)
+                .find("cache step 4 is outside the sequence: give a step from 0 to 3"),
+            std::string::npos);
+  EXPECT_NE(modern::validate_cache(make(Kind::Multihead, 8, 2), x, -1).find("cache step -1"),
+            std::string::npos);
+  EXPECT_NE(modern::validate_cache(make(Kind::Cross, 4, 2), x).find("no KV cache"),
+            std::string::npos);
+  EXPECT_TRUE(modern::run_cached(make(Kind::Cross, 4, 2), x).empty());
+  EXPECT_NE(modern::validate_cache(make(Kind::Multihead, 6, 4), x).find("d_out (6)"),
+            std::string::npos);
+}
+
 // ---------------------------------------------------------------------------
 // PyTorch-free: invariants over a sweep of shapes (make test-sanitize runs it)
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "attention/modern_internal.hpp"
@@ -140,7 +141,20 @@ void attend_step(CacheStep& step, const Config& c, const Parameters& p, const Ro
 
 }  // namespace
 
+std::string validate_cache(const Config& config, const RowMatrix& x, int step) {
+  if (config.kind == Kind::Cross)
+    return "cross-attention has no KV cache to grow: its keys and values come from the second "
+           "sequence, projected once; choose a self-attention class to generate token by token";
+  std::string msg = validate(config, x);
+  if (!msg.empty()) return msg;
+  if (step < 0 || step >= x.rows())
+    return "cache step " + std::to_string(step) +
+           " is outside the sequence: give a step from 0 to " + std::to_string(x.rows() - 1);
+  return "";
+}
+
 std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x) {
+  if (config.kind == Kind::Cross) return {};  // refused by validate_cache
   Config eval = config;
   eval.training = false;  // generating: no dropout, nothing drawn after the constructor
   TorchGenerator gen(config.seed);

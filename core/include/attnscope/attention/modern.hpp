@@ -184,10 +184,17 @@ struct CacheStep {
   float max_abs_diff = 0.0f;       // largest |output - the full forward's row t|
 };
 
+// Returns "" when run_cached and cache_step(config, x, step) can run,
+// otherwise one sentence: validate's, or that Cross has no cache (its keys
+// and values come from the second sequence, projected once), or that step is
+// outside 0 .. T-1.
+std::string validate_cache(const Config& config, const RowMatrix& x, int step = 0);
+
 // Every step t = 0 .. T-1 of generating with the cache from x (T, d_in), each
 // checked against a full forward pass in eval mode (attention is causal, so
 // row t of the full pass is what recomputing x[0..t] gives). Not for Cross.
 // Keeps every step's cache, O(T^2) numbers: for long inputs use cache_step.
+// Precondition: validate_cache(config, x) is "" (for Cross: no steps).
 // Precondition: validate(...) is "".
 std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x);
 
@@ -196,7 +203,7 @@ std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x);
 // (the window's for SWA), as the steps before t leave it (equal up to float
 // reassociation); then the new row attends to it, as in run_cached. With
 // `check`, x[0 .. t] is also run in full for max_abs_diff (otherwise 0).
-// Precondition: validate(...) is "".
+// Precondition: validate_cache(config, x, t) is "".
 CacheStep cache_step(const Config& config, const RowMatrix& x, int t, bool check = true);
 
 }  // namespace attnscope::core::modern
