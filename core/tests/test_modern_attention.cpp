@@ -607,5 +607,32 @@ TEST(KvMemory, RefusesShapesTheEstimatorsRefuse) {
   EXPECT_EQ(format_gb(1234567890123u), "1,234.57 GB");
 }
 
+TEST(KvMemory, EveryBookPrintIsWhatTheEstimateGivesAndOnlyItsRunMatches) {
+  ASSERT_EQ(kv_book_prints().size(), 7u);
+  for (const KvBookPrint& print : kv_book_prints()) {
+    const KvModelShape s = *find_kv_model_preset(print.preset);
+    bool found = false;
+    for (const KvMemoryRow& row : kv_memory_table(s, print.context, *kv_dtype_bytes(print.dtype))) {
+      if (row.mechanism != print.mechanism) continue;
+      found = true;
+      EXPECT_EQ(format_gb(row.bytes), print.printed) << print.preset << " " << print.mechanism;
+      EXPECT_EQ(find_kv_book_print(s, print.context, print.dtype, row.mechanism), &print);
+    }
+    EXPECT_TRUE(found) << print.preset << " " << print.mechanism;
+  }
+  KvModelShape s = readme_8b();
+  EXPECT_TRUE(find_kv_book_print(s, 32768, "bf16", "GQA"));
+  EXPECT_FALSE(find_kv_book_print(s, 32767, "bf16", "GQA"));  // another context
+  EXPECT_FALSE(find_kv_book_print(s, 32768, "fp16", "GQA"));  // another run, same bytes
+  EXPECT_FALSE(find_kv_book_print(s, 32768, "bf16", "MLA"));  // a row the README has not
+  s.n_kv_heads = 4;
+  EXPECT_FALSE(find_kv_book_print(s, 32768, "bf16", "MHA"));  // an edited shape
+  s = readme_8b();
+  s.head_dim = 128;  // the same head size, given explicitly: the same estimate
+  EXPECT_TRUE(find_kv_book_print(s, 32768, "bf16", "MHA"));
+  s.id = "mine";
+  EXPECT_FALSE(find_kv_book_print(s, 32768, "bf16", "MHA"));
+}
+
 }  // namespace
 }  // namespace attnscope::core

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "attnscope/analysis/kv_memory.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/base/trace.hpp"
 #include "attnscope/book/teach.hpp"
@@ -38,7 +39,7 @@ struct TeachState {
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false, show_dropout = false,
        show_heads = false, show_compare = false, show_weights = false, show_embedding = false,
-       show_sizes = false, show_book = false;
+       show_sizes = false, show_book = false, show_kv_memory = false;
 
   // Softmax unfolded.
   int softmax_row = 1;
@@ -62,6 +63,12 @@ struct TeachState {
   int compare_pins = 0;          // bumps on every pin (texture slot)
   std::string compare_stage = core::stage_id::weights;
   int compare_head = 0;
+
+  // KV-cache memory: the shape estimated (a preset's copy, maybe edited;
+  // an empty id until the window first opens) at kv_context tokens.
+  core::KvModelShape kv_shape;
+  int kv_context = 0;
+  bool kv_log_x = false;
 
   // Embedding space.
   int space_x = 0, space_y = 1, space_z = 2;  // which dimensions the axes show

@@ -190,7 +190,7 @@ TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
   TeachState& t = state.teach;
   t.walk_active = t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout =
       t.show_heads = t.show_compare = t.show_weights = t.show_embedding = t.show_sizes =
-          t.show_book = true;
+          t.show_book = t.show_kv_memory = true;
   std::mt19937 rng(11);
   for (core::Variant v : core::kAllVariants) {
     set_variant(v);
@@ -214,6 +214,52 @@ TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
   }
   EXPECT_TRUE(state.trace);
   EXPECT_TRUE(state.error.empty()) << state.error;
+}
+
+// Learn > KV-cache memory: the estimate of the open preset with the book's
+// printed numbers beside it, none for another context or an edited shape,
+// and a refusal (the typed values kept) for a shape the scripts refuse.
+TEST_F(Headless, KvCacheMemoryShowsTheBooksPrintsOnlyForTheirRunAndRefusesABadShape) {
+  TeachState& t = state.teach;
+  t.show_kv_memory = true;
+  frames(3);
+  std::string text = squeezed(headless_text());
+  EXPECT_NE(text.find(squeezed("The book's 8B example, 32768 tokens, bf16: head_dim 128")),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("17,179,869,184"), std::string::npos);
+  EXPECT_NE(text.find(squeezed("the same, 17.18 GB (ch04/04_gqa README)")), std::string::npos);
+  EXPECT_NE(text.find(squeezed("the same, 0.78 GB (ch04/06_swa README)")), std::string::npos);
+  t.kv_context = 4096;  // no README ran this context
+  frames(2);
+  text = squeezed(headless_text());
+  EXPECT_NE(text.find("2,147,483,648"), std::string::npos);  // 4096 x 128 x 32 x 2 x 2 x 32
+  EXPECT_EQ(text.find("README)"), std::string::npos);
+  // Typing another head count into n_heads (the field right of emb_dim's
+  // label): the learner's own shape.
+  t.kv_context = 32768;
+  frames(2);
+  const auto label = headless_text_at("emb_dim");
+  ASSERT_TRUE(label);
+  const ImVec2 field(label->x + ImGui::CalcTextSize("emb_dim").x + ImGui::GetFontSize() * 3,
+                     label->y);
+  click(field);  // selects the old value: typing replaces it
+  ASSERT_NE(ImGui::GetCurrentContext()->ActiveId, 0u) << "the field took the click";
+  for (const char c : std::string("16")) {
+    ImGui::GetIO().AddInputCharacter(static_cast<unsigned>(c));
+    frames(2);
+  }
+  EXPECT_EQ(t.kv_shape.n_heads, 16);
+  EXPECT_EQ(t.kv_shape.n_kv_heads, 8);
+  EXPECT_EQ(t.kv_shape.id, "custom");
+  text = squeezed(headless_text());
+  EXPECT_EQ(text.find("README)"), std::string::npos);
+  EXPECT_NE(text.find(squeezed("Your shape (from The book's 8B example)")), std::string::npos);
+  t.kv_shape.n_kv_heads = 3;
+  frames(2);
+  text = squeezed(headless_text());
+  EXPECT_NE(text.find(squeezed("n_kv_heads (3) must divide n_heads (16)")), std::string::npos);
+  EXPECT_EQ(t.kv_shape.n_kv_heads, 3);
 }
 
 TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {

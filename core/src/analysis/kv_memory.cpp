@@ -137,4 +137,39 @@ std::string format_gb(std::uint64_t bytes) {
   return s + " GB";
 }
 
+const std::vector<KvBookPrint>& kv_book_prints() {
+  // The READMEs' example runs: memory_estimator_gqa.py and _swa.py on the
+  // 8B shape at 32,768 tokens, memory_estimator_mla.py on its 2048-wide
+  // shape at 8,192 tokens, all in bf16.
+  static const std::vector<KvBookPrint> prints = {
+      {"book-8b", 32768, "bf16", "MHA", "17.18 GB", "ch04/04_gqa"},
+      {"book-8b", 32768, "bf16", "GQA", "4.29 GB", "ch04/04_gqa"},
+      {"book-8b", 32768, "bf16", "MHA + SWA", "3.14 GB", "ch04/06_swa"},
+      {"book-8b", 32768, "bf16", "GQA + SWA", "0.78 GB", "ch04/06_swa"},
+      {"book-mla", 8192, "bf16", "MHA", "3.25 GB", "ch04/05_mla"},
+      {"book-mla", 8192, "bf16", "GQA", "0.81 GB", "ch04/05_mla"},
+      {"book-mla", 8192, "bf16", "MLA", "0.81 GB", "ch04/05_mla"},
+  };
+  return prints;
+}
+
+const KvBookPrint* find_kv_book_print(const KvModelShape& shape, std::uint64_t context,
+                                      std::string_view dtype, std::string_view mechanism) {
+  const std::optional<KvModelShape> preset = find_kv_model_preset(shape.id);
+  if (!preset) return nullptr;
+  const KvModelShape& p = *preset;
+  const bool same_shape = p.emb_dim == shape.emb_dim && p.n_heads == shape.n_heads &&
+                          p.n_kv_heads == shape.n_kv_heads && p.n_layers == shape.n_layers &&
+                          kv_head_dim(p) == kv_head_dim(shape) &&
+                          p.latent_dim == shape.latent_dim &&
+                          p.sliding_window == shape.sliding_window &&
+                          p.swa_layers == shape.swa_layers && p.full_layers == shape.full_layers;
+  if (!same_shape) return nullptr;
+  for (const KvBookPrint& print : kv_book_prints())
+    if (print.preset == shape.id && print.context == context && print.dtype == dtype &&
+        print.mechanism == mechanism)
+      return &print;
+  return nullptr;
+}
+
 }  // namespace attnscope::core

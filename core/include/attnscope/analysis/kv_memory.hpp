@@ -82,4 +82,21 @@ std::vector<KvMemoryRow> kv_memory_table(const KvModelShape& shape, std::uint64_
 // convert_bytes: bytes / 1000^3 as "17.18 GB" (two decimals, thousands commas).
 std::string format_gb(std::uint64_t bytes);
 
+// A number the book's READMEs print from an estimator's run: the preset whose
+// shape that run used, its --context_length and dtype, and one row.
+struct KvBookPrint {
+  std::string_view preset;     // a kv_model_presets() id
+  std::uint64_t context = 0;   // --context_length
+  std::string_view dtype;      // --dtype
+  std::string_view mechanism;  // a KvMemoryRow::mechanism
+  std::string_view printed;    // as the README prints it, e.g. "17.18 GB"
+  std::string_view readme;     // which README, e.g. "ch04/04_gqa"
+};
+const std::vector<KvBookPrint>& kv_book_prints();
+// The print for this row of an estimate of `shape` at `context` tokens in
+// `dtype`, when the shape is a preset's unchanged (every field the estimate
+// reads) and the README ran that context and dtype; nullptr otherwise.
+const KvBookPrint* find_kv_book_print(const KvModelShape& shape, std::uint64_t context,
+                                      std::string_view dtype, std::string_view mechanism);
+
 }  // namespace attnscope::core
