@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attnscope/analysis/kv_memory.hpp"
+#include "attnscope/attention/modern.hpp"
 #include "attnscope/base/stages.hpp"
 #include "attnscope/base/trace.hpp"
 #include "attnscope/book/teach.hpp"
@@ -39,7 +40,7 @@ struct TeachState {
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false, show_dropout = false,
        show_heads = false, show_compare = false, show_weights = false, show_embedding = false,
-       show_sizes = false, show_book = false, show_kv_memory = false;
+       show_sizes = false, show_book = false, show_kv_memory = false, show_kv_cache = false;
 
   // Softmax unfolded.
   int softmax_row = 1;
@@ -69,6 +70,18 @@ struct TeachState {
   core::KvModelShape kv_shape;
   int kv_context = 0;
   bool kv_log_x = false;
+
+  // KV cache, step by step: the class it runs, the step and query head
+  // shown, and that step as computed for `cache_key` (inputs, class, step).
+  core::modern::Config cache_config = [] {
+    core::modern::Config c;
+    c.kind = core::modern::Kind::Multihead;  // the cache as gpt_with_kv_cache.py adds it
+    return c;
+  }();
+  int cache_t = 0, cache_head = 0;
+  std::string cache_key;
+  std::optional<core::modern::CacheStep> cache_result;
+  std::string cache_refusal;
 
   // Embedding space.
   int space_x = 0, space_y = 1, space_z = 2;  // which dimensions the axes show

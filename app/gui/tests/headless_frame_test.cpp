@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "attnscope/attention/modern.hpp"
 #include "attnscope/base/rng.hpp"
 #include "export/files.hpp"
 #include "headless_imgui.hpp"
@@ -190,7 +191,7 @@ TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
   TeachState& t = state.teach;
   t.walk_active = t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout =
       t.show_heads = t.show_compare = t.show_weights = t.show_embedding = t.show_sizes =
-          t.show_book = t.show_kv_memory = true;
+          t.show_book = t.show_kv_memory = t.show_kv_cache = true;
   std::mt19937 rng(11);
   for (core::Variant v : core::kAllVariants) {
     set_variant(v);
@@ -260,6 +261,55 @@ TEST_F(Headless, KvCacheMemoryShowsTheBooksPrintsOnlyForTheirRunAndRefusesABadSh
   text = squeezed(headless_text());
   EXPECT_NE(text.find(squeezed("n_kv_heads (3) must divide n_heads (16)")), std::string::npos);
   EXPECT_EQ(t.kv_shape.n_kv_heads, 3);
+}
+
+// Learn > KV cache, step by step: the book's six tokens one at a time
+// through the cached classes, each step what generating with use_cache
+// gives (run_cached), checked against a full recompute; a sliding window's
+// cache keeps only its last W keys; a class that cannot run is refused with
+// the typed values kept.
+TEST_F(Headless, KvCacheStepsShowWhatUseCacheGivesAndTheWindowTrimsTheCache) {
+  TeachState& t = state.teach;
+  t.show_kv_cache = true;
+  frames(3);
+  ASSERT_TRUE(t.cache_result) << t.cache_refusal;
+  std::string text = squeezed(headless_text());
+  EXPECT_NE(text.find(squeezed("Step 0: \"Your\" arrives")), std::string::npos) << text;
+  EXPECT_NE(text.find(squeezed("cached result = full recompute of tokens 0..0")),
+            std::string::npos);
+  const core::RowMatrix& x = state.inputs.embeddings;
+  for (const core::modern::Kind kind :
+       {core::modern::Kind::Multihead, core::modern::Kind::GroupedQuery,
+        core::modern::Kind::SlidingWindow, core::modern::Kind::Latent}) {
+    t.cache_config.kind = kind;
+    t.cache_config.window = 2;
+    t.cache_config.latent_dim = 3;
+    const auto steps = core::modern::run_cached(t.cache_config, x);
+    for (int step : {1, 5}) {
+      t.cache_t = step;
+      frames(2);
+      ASSERT_TRUE(t.cache_result) << t.cache_refusal;
+      const core::modern::CacheStep& s = *t.cache_result;
+      EXPECT_LT(s.max_abs_diff, 1e-5f);
+      EXPECT_LT((s.output - steps[static_cast<std::size_t>(step)].output).cwiseAbs().maxCoeff(),
+                1e-6f);
+      EXPECT_EQ(s.cache_bytes, steps[static_cast<std::size_t>(step)].cache_bytes);
+    }
+  }
+  t.cache_config.kind = core::modern::Kind::SlidingWindow;
+  frames(2);
+  ASSERT_TRUE(t.cache_result);
+  EXPECT_EQ(t.cache_result->first_key_position, 4);
+  EXPECT_EQ(t.cache_result->keys.front().rows(), 2);
+  text = squeezed(headless_text());
+  EXPECT_NE(text.find(squeezed("the 2 cached keys (positions 4..5)")), std::string::npos) << text;
+  t.cache_config.num_heads = 3;  // 4 columns cannot split into 3 heads
+  frames(2);
+  EXPECT_FALSE(t.cache_result);
+  EXPECT_FALSE(t.cache_refusal.empty());
+  EXPECT_NE(squeezed(headless_text()).find(squeezed(t.cache_refusal.substr(0, 30))),
+            std::string::npos);
+  EXPECT_EQ(t.cache_config.num_heads, 3);
 }
 
 TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
