@@ -40,7 +40,8 @@ struct TeachState {
   // Open Learn windows.
   bool show_softmax = false, show_normalisation = false, show_masking = false, show_dropout = false,
        show_heads = false, show_compare = false, show_weights = false, show_embedding = false,
-       show_sizes = false, show_book = false, show_kv_memory = false, show_kv_cache = false;
+       show_sizes = false, show_book = false, show_kv_memory = false, show_kv_cache = false,
+       show_rope = false;
 
   // Softmax unfolded.
   int softmax_row = 1;
@@ -82,6 +83,10 @@ struct TeachState {
   std::string cache_key;
   std::optional<core::modern::CacheStep> cache_result;
   std::string cache_refusal;
+
+  // Rotary positions: the angle grid's size and theta; the shift test's c.
+  int rope_head_dim = 16, rope_positions = 32, rope_shift = 100;
+  double rope_theta = 10000.0;
 
   // Embedding space.
   int space_x = 0, space_y = 1, space_z = 2;  // which dimensions the axes show

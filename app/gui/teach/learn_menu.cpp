@@ -31,6 +31,7 @@ void draw_learn_menu(AppState& state) {
   ImGui::MenuItem("Embedding space", nullptr, &t.show_embedding);
   ImGui::MenuItem("Sizes", nullptr, &t.show_sizes);
   ImGui::Separator();
+  ImGui::MenuItem("Rotary positions (RoPE)", nullptr, &t.show_rope);
   ImGui::MenuItem("KV cache, step by step", nullptr, &t.show_kv_cache);
   ImGui::MenuItem("KV-cache memory", nullptr, &t.show_kv_memory);
   ImGui::EndMenu();
@@ -50,6 +51,7 @@ void draw_learn_windows(AppState& state) {
   if (t.show_sizes) draw_sizes(state);
   if (t.show_kv_memory) draw_kv_memory(state);
   if (t.show_kv_cache) draw_kv_cache(state);
+  if (t.show_rope) draw_rope(state);
   // The walkthrough panel is part of the right column (ui.cpp).
   // A step chosen this frame is set up now, after everything was drawn with
   // the old trace; the next frame's recompute runs it.

@@ -75,6 +75,7 @@ void draw_dropout_lab(AppState& state);
 void draw_sizes(AppState& state);
 void draw_kv_memory(AppState& state);
 void draw_kv_cache(AppState& state);
+void draw_rope(AppState& state);
 void draw_head_split(AppState& state);
 void draw_compare(AppState& state);
 void draw_weights_editor(AppState& state);

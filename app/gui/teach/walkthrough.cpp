@@ -28,6 +28,7 @@ constexpr bool TeachState::*kLearnWindows[] = {
     &TeachState::show_dropout, &TeachState::show_heads,         &TeachState::show_compare,
     &TeachState::show_weights, &TeachState::show_embedding,     &TeachState::show_sizes,
     &TeachState::show_book,    &TeachState::show_kv_memory,     &TeachState::show_kv_cache,
+    &TeachState::show_rope,
 };
 }  // namespace
 

@@ -191,7 +191,7 @@ TEST_F(Headless, TinyZeroAndHugeWindowsDrawEveryVariantWithEverythingOpen) {
   TeachState& t = state.teach;
   t.walk_active = t.show_softmax = t.show_normalisation = t.show_masking = t.show_dropout =
       t.show_heads = t.show_compare = t.show_weights = t.show_embedding = t.show_sizes =
-          t.show_book = t.show_kv_memory = t.show_kv_cache = true;
+          t.show_book = t.show_kv_memory = t.show_kv_cache = t.show_rope = true;
   std::mt19937 rng(11);
   for (core::Variant v : core::kAllVariants) {
     set_variant(v);
@@ -310,6 +310,32 @@ TEST_F(Headless, KvCacheStepsShowWhatUseCacheGivesAndTheWindowTrimsTheCache) {
   EXPECT_NE(squeezed(headless_text()).find(squeezed(t.cache_refusal.substr(0, 30))),
             std::string::npos);
   EXPECT_EQ(t.cache_config.num_heads, 3);
+}
+
+// Learn > Rotary positions: the run's rotated scores at positions 0.. and
+// c.. agree to float precision; a class without queries says what to pick.
+TEST_F(Headless, RopeShowsTheShiftedScoresAgreeAndAsksForAClassWithQueries) {
+  TeachState& t = state.teach;
+  t.show_rope = true;
+  set_variant(core::Variant::Simple);
+  frames(2);
+  EXPECT_NE(squeezed(headless_text()).find(squeezed("pick a class with W_query and W_key")),
+            std::string::npos);
+  set_variant(core::Variant::Multihead, 8, 2);
+  for (int shift : {0, 100, 4000}) {
+    t.rope_shift = shift;
+    frames(2);
+    const std::string text = squeezed(headless_text());
+    EXPECT_NE(text.find(squeezed("again at " + std::to_string(shift) + "..")), std::string::npos)
+        << text;
+    const std::size_t at = text.find("largest|difference|");
+    ASSERT_NE(at, std::string::npos);
+    const double diff = std::stod(text.substr(at + std::string("largest|difference|").size()));
+    if (shift == 0)
+      EXPECT_EQ(diff, 0.0);
+    else
+      EXPECT_LT(diff, 1e-4) << shift;
+  }
 }
 
 TEST_F(Headless, BannersShowRestoreAndAutosaveWarningsUntilDismissed) {
