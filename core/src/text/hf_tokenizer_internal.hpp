@@ -1,0 +1,57 @@
+// hf_tokenizer_internal.hpp: what a loaded tokenizer.json holds
+// (hf_tokenizer.cpp reads it, hf_tokenizer_encode.cpp encodes with it).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "attnscope/text/hf_tokenizer.hpp"
+
+namespace attnscope::core {
+
+// An entry of added_tokens: matched in the raw text before anything else.
+struct HfAddedToken {
+  int id = 0;
+  std::string content;
+  bool special = false;
+  bool lstrip = false;       // the match takes the whitespace before it
+  bool rstrip = false;       // ... and after it
+  bool single_word = false;  // only between non-word characters
+};
+
+struct HfTokenizer::Impl {
+  // Model and pre-tokenizer.
+  bool byte_level = false;      // ByteLevel: bytes as GPT-2's printable characters
+  int max_digits = 0;           // the Split regex's \p{N}{1,max_digits}; 0 without a Split
+  bool split_on_space = false;  // Split(" ", MergedWithPrevious)
+  bool ignore_merges = false;   // a pre-token in the vocabulary is one token
+  bool byte_fallback = false;   // an unknown character -> its <0xNN> tokens
+  bool fuse_unk = false;
+  int unk_id = -1;
+  // Normalizer (applied in this order).
+  bool nfc = false;
+  bool prepend_space_mark = false;  // Prepend("▁")
+  bool replace_space = false;       // Replace(" " -> "▁")
+
+  std::unordered_map<std::string, int> id_of;  // vocabulary key -> id
+  std::vector<std::string> bytes_of_id;        // id -> the bytes it stands for
+  // (left id << 32 | right id) -> (rank, merged id)
+  std::unordered_map<std::uint64_t, std::pair<int, int>> merges;
+  std::array<int, 256> byte_ids{};      // byte-level: id of each byte's character
+  std::array<int, 256> fallback_ids{};  // <0xNN> ids, -1 when missing
+
+  std::vector<HfAddedToken> added;
+  // A byte trie of the added tokens' contents: edges (node << 8 | byte) ->
+  // node; node 0 is the root; token_at[node] indexes `added`, or -1.
+  std::unordered_map<std::uint64_t, int> trie_edges;
+  std::vector<int> token_at{-1};
+
+  std::vector<int> prefix_ids;  // the post-processor's tokens before the text (BOS)
+  std::vector<int> suffix_ids;  // ... and after it
+};
+
+}  // namespace attnscope::core
