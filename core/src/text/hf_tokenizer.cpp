@@ -174,18 +174,21 @@ std::string key_bytes(const std::string& key, const HfTokenizer::Impl& t, const 
   return bytes;
 }
 
-void read_vocab(const json& vocab, HfTokenizer::Impl& t, const std::string& source) {
-  if (!vocab.is_object() || vocab.empty())
+void read_vocab(const std::vector<std::pair<std::string, long long>>& vocab, HfTokenizer::Impl& t,
+                const std::string& source) {
+  if (vocab.empty())
     refuse(source, "model.vocab", "expected an object mapping token strings to ids");
   t.id_of.reserve(vocab.size());
-  for (const auto& [key, value] : vocab.items()) {
-    if (!value.is_number_integer() || value.get<long long>() < 0 ||
-        value.get<long long>() >= (1LL << 30))
-      refuse(source, "model.vocab", "token " + json(key).dump() + " has id " + value.dump());
-    const int id = static_cast<int>(value.get<long long>());
-    if (static_cast<std::size_t>(id) >= t.bytes_of_id.size()) t.bytes_of_id.resize(id + 1);
-    t.bytes_of_id[static_cast<std::size_t>(id)] = key_bytes(key, t, source, id);
-    if (!t.id_of.emplace(key, id).second)
+  for (const auto& [key, value] : vocab) {
+    if (value < 0 || value >= (1LL << 30))
+      refuse(source, "model.vocab",
+             "token " + json(key).dump() + " has id " + std::to_string(value));
+    const auto id = static_cast<std::size_t>(value);
+    if (id >= t.bytes_of_id.size()) t.bytes_of_id.resize(id + 1);
+    if (!t.bytes_of_id[id].empty())
+      refuse(source, "model.vocab", "id " + std::to_string(id) + " is given to two tokens");
+    t.bytes_of_id[id] = key_bytes(key, t, source, static_cast<int>(id));
+    if (!t.id_of.emplace(key, static_cast<int>(id)).second)
       refuse(source, "model.vocab", "token " + json(key).dump() + " appears twice");
   }
 }
@@ -199,36 +202,23 @@ int vocab_id(const HfTokenizer::Impl& t, const std::string& key, const std::stri
   return it->second;
 }
 
-void read_merges(const json& merges, HfTokenizer::Impl& t, const std::string& source) {
-  if (!merges.is_array()) refuse(source, "model.merges", "expected an array");
+void read_merges(const std::vector<std::pair<std::string, std::string>>& merges,
+                 HfTokenizer::Impl& t, const std::string& source) {
   t.merges.reserve(merges.size());
-  std::string left, right;
+  std::string joined;
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const json& m = merges[rank];
-    if (m.is_string()) {  // "left right"
-      const std::string& s = m.get_ref<const std::string&>();
-      const std::size_t space = s.find(' ');
-      if (space == 0 || space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        refuse(source, "model.merges[" + std::to_string(rank) + "]",
-               json(s).dump() + " is not \"left right\"");
-      left.assign(s, 0, space);
-      right.assign(s, space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      refuse(source, "model.merges[" + std::to_string(rank) + "]",
-             "expected \"left right\" or [left, right]");
-    }
+    const auto& [left, right] = merges[rank];
+    joined.assign(left).append(right);
     const int a = vocab_id(t, left, source, rank);
     const int b = vocab_id(t, right, source, rank);
-    const int ab = vocab_id(t, left + right, source, rank);
+    const int ab = vocab_id(t, joined, source, rank);
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
     t.merges.emplace(key, std::make_pair(static_cast<int>(rank), ab));
   }
 }
 
-void read_model(const json& model, HfTokenizer::Impl& t, const std::string& source) {
+void read_model(const TokenizerDocument& file, HfTokenizer::Impl& t, const std::string& source) {
+  const json& model = file.doc["model"];
   if (type_of(model) != "BPE")
     refuse(source, "model.type",
            "\"" + type_of(model) +
@@ -243,8 +233,10 @@ void read_model(const json& model, HfTokenizer::Impl& t, const std::string& sour
   t.fuse_unk = flag(model, "fuse_unk", false);
   if (t.byte_level && t.byte_fallback)
     refuse(source, "model.byte_fallback", "true with a ByteLevel pre-tokenizer is not read");
-  read_vocab(model.value("vocab", json()), t, source);
-  read_merges(model.value("merges", json()), t, source);
+  if (!file.has_vocab) refuse(source, "model.vocab", "missing (an object of token strings to ids)");
+  if (!file.has_merges) refuse(source, "model.merges", "missing (an array of merges)");
+  read_vocab(file.vocab, t, source);
+  read_merges(file.merges, t, source);
   const auto& chars = unicode::byte_chars();
   for (int b = 0; b < 256; ++b) {
     static const char* hex = "0123456789ABCDEF";
@@ -427,18 +419,14 @@ HfTokenizer::~HfTokenizer() = default;
 
 HfTokenizer HfTokenizer::parse(std::string_view tokenizer_json, std::string_view config_json,
                                const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(tokenizer_json);
-  } catch (const json::exception& e) {
-    throw ParseError(source + ": not valid JSON (" + e.what() + "): expected a tokenizer.json");
-  }
-  if (!doc.is_object() || !doc.contains("model"))
+  const TokenizerDocument file = read_tokenizer_document(tokenizer_json, source);
+  const json& doc = file.doc;
+  if (!doc.is_object() || !doc.contains("model") || !doc["model"].is_object())
     throw ParseError(source + ": expected a tokenizer.json (an object with \"model\")");
   auto t = std::make_unique<Impl>();
   read_normalizer(doc.value("normalizer", json()), *t, source, "normalizer");
   read_pre_tokenizer(doc.value("pre_tokenizer", json()), *t, source);
-  read_model(doc["model"], *t, source);
+  read_model(file, *t, source);
   read_added_tokens(doc.value("added_tokens", json()), *t, source);
   read_post_processor(doc.value("post_processor", json()), *t, source, "post_processor");
   for (std::size_t id = 0; id < t->bytes_of_id.size(); ++id)

@@ -55,3 +55,24 @@ struct HfTokenizer::Impl {
 };
 
 }  // namespace attnscope::core
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope::core {
+
+// A tokenizer.json as read in one pass: model.vocab and model.merges (most
+// of the file) straight into lists, everything else as JSON.
+struct TokenizerDocument {
+  nlohmann::json doc;  // the file without model.vocab and model.merges
+  bool has_vocab = false;
+  std::vector<std::pair<std::string, long long>> vocab;  // (token, id) in file order
+  bool has_merges = false;
+  std::vector<std::pair<std::string, std::string>> merges;  // (left, right) by rank
+  std::string problem;  // a malformed entry of either (read_tokenizer_document throws)
+};
+
+// Throws ParseError naming `source` when the text is not JSON or an entry of
+// the vocabulary or merges is malformed.
+TokenizerDocument read_tokenizer_document(std::string_view text, const std::string& source);
+
+}  // namespace attnscope::core
