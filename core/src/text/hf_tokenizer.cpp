@@ -188,18 +188,18 @@ void read_vocab(const std::vector<std::pair<std::string, long long>>& vocab, HfT
     if (!t.bytes_of_id[id].empty())
       refuse(source, "model.vocab", "id " + std::to_string(id) + " is given to two tokens");
     t.bytes_of_id[id] = key_bytes(key, t, source, static_cast<int>(id));
-    if (!t.id_of.emplace(key, static_cast<int>(id)).second)
+    if (!t.id_of.insert(key, static_cast<int>(id)))
       refuse(source, "model.vocab", "token " + json(key).dump() + " appears twice");
   }
 }
 
 int vocab_id(const HfTokenizer::Impl& t, const std::string& key, const std::string& source,
              std::size_t rank) {
-  const auto it = t.id_of.find(key);
-  if (it == t.id_of.end())
+  const int id = t.id_of.find(key);
+  if (id < 0)
     refuse(source, "model.merges[" + std::to_string(rank) + "]",
            "token " + json(key).dump() + " is not in the vocabulary");
-  return it->second;
+  return id;
 }
 
 void read_merges(const std::vector<std::pair<std::string, std::string>>& merges,
@@ -212,8 +212,7 @@ void read_merges(const std::vector<std::pair<std::string, std::string>>& merges,
     const int a = vocab_id(t, left, source, rank);
     const int b = vocab_id(t, right, source, rank);
     const int ab = vocab_id(t, joined, source, rank);
-    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
-    t.merges.emplace(key, std::make_pair(static_cast<int>(rank), ab));
+    t.merges.insert(a, b, {static_cast<int>(rank), ab});
   }
 }
 
@@ -241,21 +240,20 @@ void read_model(const TokenizerDocument& file, HfTokenizer::Impl& t, const std::
   for (int b = 0; b < 256; ++b) {
     static const char* hex = "0123456789ABCDEF";
     const std::string fallback = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-    const auto f = t.id_of.find(fallback);
-    t.fallback_ids[static_cast<std::size_t>(b)] = f == t.id_of.end() ? -1 : f->second;
-    const auto c = t.id_of.find(chars[static_cast<std::size_t>(b)]);
-    t.byte_ids[static_cast<std::size_t>(b)] = c == t.id_of.end() ? -1 : c->second;
-    if (t.byte_level && c == t.id_of.end())
+    t.fallback_ids[static_cast<std::size_t>(b)] = t.id_of.find(fallback);
+    const int c = t.id_of.find(chars[static_cast<std::size_t>(b)]);
+    t.byte_ids[static_cast<std::size_t>(b)] = c;
+    if (t.byte_level && c < 0)
       refuse(source, "model.vocab",
              "the byte " + std::to_string(b) + "'s character " +
                  json(chars[static_cast<std::size_t>(b)]).dump() +
                  " is missing (a ByteLevel vocabulary has all 256)");
   }
   if (model.contains("unk_token") && model["unk_token"].is_string()) {
-    const auto u = t.id_of.find(model["unk_token"].get<std::string>());
-    if (u == t.id_of.end())
+    const int u = t.id_of.find(model["unk_token"].get<std::string>());
+    if (u < 0)
       refuse(source, "model.unk_token", model["unk_token"].dump() + " is not in the vocabulary");
-    t.unk_id = u->second;
+    t.unk_id = u;
   }
 }
 
@@ -318,7 +316,7 @@ void read_added_tokens(const json& list, HfTokenizer::Impl& t, const std::string
       t.bytes_of_id.resize(static_cast<std::size_t>(token.id) + 1);
     if (t.bytes_of_id[static_cast<std::size_t>(token.id)].empty())
       t.bytes_of_id[static_cast<std::size_t>(token.id)] = token.content;
-    t.id_of[token.content] = token.id;
+    t.id_of.assign(token.content, token.id);
     add_to_trie(t, token.content, static_cast<int>(t.added.size()));
     t.added.push_back(std::move(token));
   }
@@ -388,10 +386,9 @@ void read_config(std::string_view text, HfTokenizer::Impl& t, const std::string&
     const std::string name = v.is_string()                            ? v.get<std::string>()
                              : v.is_object() && v.contains("content") ? v.value("content", "")
                                                                       : std::string();
-    const auto it = t.id_of.find(name);
-    if (name.empty() || it == t.id_of.end())
-      refuse(source, key, v.dump() + " names no token of the vocabulary");
-    return it->second;
+    const int id = name.empty() ? -1 : t.id_of.find(name);
+    if (id < 0) refuse(source, key, v.dump() + " names no token of the vocabulary");
+    return id;
   };
   if (flag(config, "add_bos_token", false)) {
     const int bos = token_named("bos_token");

@@ -220,9 +220,9 @@ std::vector<Symbol> initial_symbols(const HfTokenizer::Impl& t,
       }
       continue;
     }
-    const auto it = t.id_of.find(utf8);
-    if (it != t.id_of.end()) {
-      push_symbol(word, it->second, chars[c].start, chars[c].end);
+    const int id = t.id_of.find(utf8);
+    if (id >= 0) {
+      push_symbol(word, id, chars[c].start, chars[c].end);
       continue;
     }
     const bool all_bytes = t.byte_fallback && std::all_of(utf8.begin(), utf8.end(), [&](char b) {
@@ -252,9 +252,8 @@ void merge_word(const HfTokenizer::Impl& t, std::vector<Symbol>& word) {
     const Symbol& s = word[static_cast<std::size_t>(pos)];
     if (s.next < 0) return;
     const int right = word[static_cast<std::size_t>(s.next)].id;
-    const auto it =
-        t.merges.find((static_cast<std::uint64_t>(s.id) << 32) | static_cast<std::uint32_t>(right));
-    if (it != t.merges.end()) queue.push({it->second.first, pos, s.id, right, it->second.second});
+    if (const MergeTable::Merge* m = t.merges.find(s.id, right))
+      queue.push({m->rank, pos, s.id, right, m->merged});
   };
   for (int pos = 0; pos + 1 < static_cast<int>(word.size()); ++pos) consider(pos);
   while (!queue.empty()) {
@@ -286,10 +285,10 @@ void encode_word(const HfTokenizer::Impl& t, const std::vector<MappedChar>& char
       for (const char b : utf8)
         if (t.byte_level) key += unicode::byte_chars()[static_cast<unsigned char>(b)];
     }
-    const auto it = t.id_of.find(key);
-    if (it != t.id_of.end()) {
-      out.push_back({it->second, t.bytes_of_id[static_cast<std::size_t>(it->second)],
-                     chars[begin].start, chars[end - 1].end});
+    const int id = t.id_of.find(key);
+    if (id >= 0) {
+      out.push_back({id, t.bytes_of_id[static_cast<std::size_t>(id)], chars[begin].start,
+                     chars[end - 1].end});
       return;
     }
   }

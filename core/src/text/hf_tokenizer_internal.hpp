@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +24,56 @@ struct HfAddedToken {
   bool single_word = false;  // only between non-word characters
 };
 
+// Token string -> id, open addressing over one arena of the keys: loading
+// Gemma 3's 262,144 tokens and checking 514,906 merges against them is most
+// of a load, and a node per key (std::unordered_map) misses the cache.
+class TokenIds {
+ public:
+  void reserve(std::size_t count);
+  // Adds key -> id; false (and no change) when key is there already.
+  bool insert(std::string_view key, int id);
+  // Adds key -> id or gives key the new id.
+  void assign(std::string_view key, int id);
+  // The id of key, or -1.
+  int find(std::string_view key) const;
+
+ private:
+  struct Slot {
+    std::uint32_t offset = 0;  // into arena_
+    std::uint32_t length = 0;
+    std::uint32_t hash = 0;
+    int id = -1;  // -1: empty
+  };
+  std::size_t locate(std::string_view key, std::uint32_t hash) const;
+  void grow();
+
+  std::string arena_;
+  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  std::size_t count_ = 0;
+};
+
+// (left id, right id) -> (rank, merged id), open addressing.
+class MergeTable {
+ public:
+  struct Merge {
+    int rank;
+    int merged;
+  };
+  void reserve(std::size_t count);
+  void insert(int left, int right, Merge merge);  // the first of two equal pairs stays
+  const Merge* find(int left, int right) const;   // nullptr when the pair does not merge
+
+ private:
+  struct Slot {
+    std::uint64_t key = ~std::uint64_t{0};  // ~0: empty
+    Merge merge{};
+  };
+  std::size_t locate(std::uint64_t key) const;
+
+  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  std::size_t count_ = 0;
+};
+
 struct HfTokenizer::Impl {
   // Model and pre-tokenizer.
   bool byte_level = false;      // ByteLevel: bytes as GPT-2's printable characters
@@ -37,10 +88,9 @@ struct HfTokenizer::Impl {
   bool prepend_space_mark = false;  // Prepend("▁")
   bool replace_space = false;       // Replace(" " -> "▁")
 
-  std::unordered_map<std::string, int> id_of;  // vocabulary key -> id
-  std::vector<std::string> bytes_of_id;        // id -> the bytes it stands for
-  // (left id << 32 | right id) -> (rank, merged id)
-  std::unordered_map<std::uint64_t, std::pair<int, int>> merges;
+  TokenIds id_of;                        // vocabulary key -> id
+  std::vector<std::string> bytes_of_id;  // id -> the bytes it stands for
+  MergeTable merges;
   std::array<int, 256> byte_ids{};      // byte-level: id of each byte's character
   std::array<int, 256> fallback_ids{};  // <0xNN> ids, -1 when missing
 
