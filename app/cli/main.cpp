@@ -35,6 +35,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -391,10 +392,24 @@ int run_tokenize(const TokenizeOptions& o) {
   const std::string source = o.text ? std::string("--text") : *o.text_file;
   std::optional<core::HfTokenizer> hf;
   std::optional<core::Gpt2Tokenizer> loaded;
-  if (o.vocab && core::HfTokenizer::is_tokenizer_json(*o.vocab))
-    hf = core::HfTokenizer::load(*o.vocab);
-  else if (o.vocab)
+  if (o.vocab && core::HfTokenizer::is_tokenizer_json(*o.vocab)) {
+    try {
+      hf = core::HfTokenizer::load(*o.vocab);
+    } catch (const core::ParseError&) {
+      // A Hugging Face GPT-2 folder's tokenizer.json (ByteLevel with GPT-2's
+      // own pattern) is not read; its vocab.json + merges.txt are. Without
+      // them the refusal of the tokenizer.json stands.
+      const std::exception_ptr refusal = std::current_exception();
+      if (!std::filesystem::is_directory(*o.vocab)) throw;
+      try {
+        loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
+      } catch (const core::ParseError&) {
+        std::rethrow_exception(refusal);
+      }
+    }
+  } else if (o.vocab) {
     loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
+  }
   const core::Gpt2Tokenizer* tok =
       loaded ? &*loaded : (hf ? nullptr : &core::Gpt2Tokenizer::builtin());
   const auto encode = [&](const std::string& item) {
