@@ -31,7 +31,7 @@ struct AddedMatch {
   int index;
 };
 
-bool is_word_byte(const std::vector<MappedChar>& chars, std::size_t k) {
+bool is_word_char(const std::vector<MappedChar>& chars, std::size_t k) {
   const std::uint32_t cp = chars[k].cp;
   if (cp == '_') return true;
   const CharClass c = unicode::classify_white_space(cp);
@@ -44,7 +44,6 @@ std::vector<AddedMatch> find_added(const HfTokenizer::Impl& t, std::string_view 
                                    const std::vector<MappedChar>& chars, bool special) {
   std::vector<AddedMatch> out;
   if (t.added.empty()) return out;
-  // char_at[byte] = index of the code point starting there (text is valid UTF-8).
   std::size_t c = 0;
   while (c < chars.size()) {
     int node = 0, best = -1;
@@ -65,8 +64,8 @@ std::vector<AddedMatch> find_added(const HfTokenizer::Impl& t, std::string_view 
     std::size_t last = c;  // the match's last code point
     while (last + 1 < chars.size() && chars[last + 1].start < best_end) ++last;
     const HfAddedToken& token = t.added[static_cast<std::size_t>(best)];
-    if (token.single_word && ((c > 0 && is_word_byte(chars, c - 1)) ||
-                              (last + 1 < chars.size() && is_word_byte(chars, last + 1)))) {
+    if (token.single_word && ((c > 0 && is_word_char(chars, c - 1)) ||
+                              (last + 1 < chars.size() && is_word_char(chars, last + 1)))) {
       ++c;
       continue;
     }
