@@ -38,7 +38,8 @@ fi
 targets=("$@")
 all_targets=no
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(config csv npy json_import session cli safetensors tokenizer pth shapes hub_listing hub_headers)
+  targets=(config csv npy json_import session cli safetensors tokenizer hf_tokenizer pth shapes hub_listing
+           hub_headers)
   all_targets=yes
 fi
 for name in "${targets[@]}"; do

@@ -8,7 +8,8 @@
 //   attnscope-cli bench  --variant V --tokens T --d-in N --d-out N --heads H --dropout P
 //                        [--seed S] [--repeat K]
 //   attnscope-cli model info PATH   (a GPT-2 folder or a .safetensors file)
-//   attnscope-cli tokenize [--vocab DIR] (--text TEXT | --text-file FILE|-) [--jsonl]
+//   attnscope-cli tokenize [--vocab PATH] (--text TEXT | --text-file FILE|-) [--jsonl]
+//                          [--no-special]
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
 // plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S]
@@ -34,6 +35,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -53,6 +55,7 @@
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
 #include "attnscope/model/gpt2_config.hpp"
+#include "attnscope/text/hf_tokenizer.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "export_command.hpp"
 #include "figure/stage_figure.hpp"
@@ -373,34 +376,59 @@ int run_code(const Run& run) {
 // 7. tokenize
 
 struct TokenizeOptions {
-  std::optional<std::string> vocab;      // --vocab DIR (default: assets/gpt2)
+  std::optional<std::string> vocab;      // --vocab PATH (default: assets/gpt2)
   std::optional<std::string> text;       // --text TEXT
   std::optional<std::string> text_file;  // --text-file FILE|-
   bool jsonl = false;                    // --jsonl: one JSON string in, one object out, per line
+  bool no_special = false;               // --no-special: special tokens read as text, no BOS
 };
 
-// GPT-2's tokens of the text as one line of JSON (docs/file-formats.md).
+// The tokens of the text as one line of JSON (docs/file-formats.md), by
+// GPT-2's tokenizer or a tokenizer.json (a file or a folder holding one).
 int run_tokenize(const TokenizeOptions& o) {
   if (o.text.has_value() == o.text_file.has_value())
     throw core::ParseError("tokenize needs exactly one of --text TEXT and --text-file FILE");
   const std::string text = o.text ? *o.text : core::read_text_file(*o.text_file);
   const std::string source = o.text ? std::string("--text") : *o.text_file;
+  std::optional<core::HfTokenizer> hf;
   std::optional<core::Gpt2Tokenizer> loaded;
-  if (o.vocab) loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
-  const core::Gpt2Tokenizer& tok = loaded ? *loaded : core::Gpt2Tokenizer::builtin();
+  if (o.vocab && core::HfTokenizer::is_tokenizer_json(*o.vocab)) {
+    try {
+      hf = core::HfTokenizer::load(*o.vocab);
+    } catch (const core::ParseError&) {
+      // A Hugging Face GPT-2 folder's tokenizer.json (ByteLevel with GPT-2's
+      // own pattern) is not read; its vocab.json + merges.txt are. Without
+      // them the refusal of the tokenizer.json stands.
+      const std::exception_ptr refusal = std::current_exception();
+      if (!std::filesystem::is_directory(*o.vocab)) throw;
+      try {
+        loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
+      } catch (const core::ParseError&) {
+        std::rethrow_exception(refusal);
+      }
+    }
+  } else if (o.vocab) {
+    loaded = core::Gpt2Tokenizer::load_dir(*o.vocab);
+  }
+  const core::Gpt2Tokenizer* tok =
+      loaded ? &*loaded : (hf ? nullptr : &core::Gpt2Tokenizer::builtin());
+  const auto encode = [&](const std::string& item) {
+    if (hf) return hf->encode(item, core::HfEncodeOptions{.special = !o.no_special});
+    return o.no_special ? tok->encode_ordinary(item) : tok->encode(item);
+  };
   std::string out;
   if (o.jsonl) {
     int line = 0;
     for (const auto& item : core::parse_json_string_lines(text, source)) {
       ++line;
       try {
-        out += core::tokens_json(tok.encode(item)) + "\n";
+        out += core::tokens_json(encode(item)) + "\n";
       } catch (const core::ParseError& e) {
         throw core::ParseError(source + ": string " + std::to_string(line) + ": " + e.what());
       }
     }
   } else {
-    out = core::tokens_json(tok.encode(text)) + "\n";
+    out = core::tokens_json(encode(text)) + "\n";
   }
   std::cout << out;
   std::cout.flush();
@@ -484,16 +512,18 @@ void add_bench_command(CLI::App& app, BenchCommand& c) {
 }
 
 void add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
-  c.cmd =
-      app.add_subcommand("tokenize", "print GPT-2's token ids, tokens and byte spans of a text");
+  c.cmd = app.add_subcommand("tokenize", "print a text's token ids, tokens and byte spans");
   c.cmd->add_option(
       "--vocab", c.tok.vocab,
-      "folder with encoder.json + vocab.bpe or vocab.json + merges.txt (default: GPT-2's, "
-      "gpt2/ in the data folder --version prints, or $ATTNSCOPE_ASSETS/gpt2)");
+      "a tokenizer.json (Llama 3, Qwen2/3, Gemma 3) or a folder holding one, or a GPT-2 folder "
+      "with encoder.json + vocab.bpe or vocab.json + merges.txt (default: GPT-2's, gpt2/ in the "
+      "data folder --version prints, or $ATTNSCOPE_ASSETS/gpt2)");
   c.cmd->add_option("--text", c.tok.text, "the text to tokenize (UTF-8)");
   c.cmd->add_option("--text-file", c.tok.text_file, "file holding the text ('-': stdin)");
   c.cmd->add_flag("--jsonl", c.tok.jsonl,
                   "the text is JSON lines, one JSON string each; print one JSON object per string");
+  c.cmd->add_flag("--no-special", c.tok.no_special,
+                  "read special tokens typed in the text as plain text and add no BOS");
 }
 
 // A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand

@@ -38,6 +38,13 @@ TEST(Gpt2Tokenizer, EndOfTextTypedInTheTextIsTheSpecialToken) {
   EXPECT_EQ(tokens[1].end, 15u);
 }
 
+TEST(Gpt2Tokenizer, EncodeOrdinaryReadsEndOfTextAsText) {
+  const auto tokens = Gpt2Tokenizer::builtin().encode_ordinary("Hi<|endoftext|>");
+  ASSERT_GT(tokens.size(), 2u);
+  for (const auto& t : tokens) EXPECT_NE(t.id, 50256);
+  EXPECT_EQ(tokens.back().end, 15u);
+}
+
 TEST(Gpt2Tokenizer, ContractionsSplitOffOnlyLowercaseSuffixes) {
   EXPECT_EQ(ids("I'm sure they'll've won't 'S 'd"),
             (std::vector<int>{40, 1101, 1654, 484, 1183, 1053, 1839, 470, 705, 50, 705, 67}));

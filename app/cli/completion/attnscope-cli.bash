@@ -107,10 +107,11 @@ declare -gA _attnscope_cli_options=(
     --eval         -
     --cold         -"
   [attnscope-cli tokenize]="$_attnscope_cli_help
-    --vocab        dir
+    --vocab        path
     --text         free
     --text-file    file
-    --jsonl        -"
+    --jsonl        -
+    --no-special   -"
   [attnscope-cli model]="$_attnscope_cli_help"
   [attnscope-cli model info]="$_attnscope_cli_help
     PATH           path

@@ -15,7 +15,7 @@
 #include "attnscope/base/errors.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/text/utf8.hpp"
-#include "text/unicode_tables.hpp"
+#include "text/unicode_text.hpp"
 
 #ifndef ATTNSCOPE_ASSETS_DIR
 #error "ATTNSCOPE_ASSETS_DIR must name the source tree's assets folder"
@@ -46,81 +46,11 @@ void append_utf8(std::string& out, char32_t cp) {
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence at text[i] (no overlongs, no
-// surrogates, <= U+10FFFF), or 0 when there is none; `cp` gets its value.
-std::size_t utf8_sequence(std::string_view text, std::size_t i, std::uint32_t& cp) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = b(i);
-  std::size_t len = 0;
-  std::uint32_t lo = 0;
-  if (c < 0x80) {
-    cp = c;
-    return 1;
-  } else if (c >= 0xC2 && c <= 0xDF) {
-    len = 2, cp = c & 0x1F, lo = 0x80;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3, cp = c & 0x0F, lo = 0x800;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4, cp = c & 0x07, lo = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if (cp < lo || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
-bool in_ranges(std::uint32_t cp, const unicode::CodePointRange* ranges, std::size_t count) {
-  const auto* end = ranges + count;
-  const auto* it = std::upper_bound(
-      ranges, end, cp,
-      [](std::uint32_t v, const unicode::CodePointRange& r) { return v < r.first; });
-  return it != ranges && cp <= (it - 1)->last;
-}
-
-enum class CharClass { Letter, Number, Space, Other };
-
-CharClass classify(std::uint32_t cp) {
-  if (in_ranges(cp, unicode::kLetterRanges, unicode::kLetterRangeCount)) return CharClass::Letter;
-  if (in_ranges(cp, unicode::kNumberRanges, unicode::kNumberRangeCount)) return CharClass::Number;
-  if (in_ranges(cp, unicode::kSpaceRanges, unicode::kSpaceRangeCount)) return CharClass::Space;
-  return CharClass::Other;
-}
-
-// bytes_to_unicode(): byte -> the printable character standing for it, as UTF-8.
-const std::array<std::string, 256>& byte_chars() {
-  static const std::array<std::string, 256> chars = [] {
-    std::array<std::string, 256> out;
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable =
-          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      append_utf8(out[b], printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++));
-    }
-    return out;
-  }();
-  return chars;
-}
-
-// The inverse of bytes_to_unicode(): code point -> byte, -1 when not in the map.
-int byte_of_char(std::uint32_t code_point) {
-  static const std::array<int, 512> bytes = [] {
-    std::array<int, 512> out{};
-    out.fill(-1);
-    const auto& chars = byte_chars();
-    for (int b = 0; b < 256; ++b) {
-      std::uint32_t cp = 0;
-      utf8_sequence(chars[b], 0, cp);
-      out[cp] = b;
-    }
-    return out;
-  }();
-  return code_point < bytes.size() ? bytes[code_point] : -1;
-}
+using unicode::byte_chars;
+using unicode::byte_of_char;
+using unicode::CharClass;
+using unicode::classify;
+using unicode::utf8_sequence;
 
 // One code point of the text being scanned, with its byte offset.
 struct CodePoint {
@@ -168,6 +98,12 @@ std::vector<Token> Gpt2Tokenizer::encode(std::string_view text) const {
     out.push_back({end_of_text_id_, std::string(kEndOfText), special, special + kEndOfText.size()});
     chunk_start = special + kEndOfText.size();
   }
+  return out;
+}
+
+std::vector<Token> Gpt2Tokenizer::encode_ordinary(std::string_view text) const {
+  std::vector<Token> out;
+  encode_piece(text, 0, text.size(), out);
   return out;
 }
 

@@ -46,6 +46,8 @@ class Gpt2Tokenizer {
 
   // Throws ParseError naming the byte offset when `text` is not valid UTF-8.
   std::vector<Token> encode(std::string_view text) const;
+  // The same with "<|endoftext|>" read as plain text (tiktoken's encode_ordinary).
+  std::vector<Token> encode_ordinary(std::string_view text) const;
   // The bytes of the tokens, concatenated; throws ParseError on an unknown id.
   // They need not be valid UTF-8 (a token may end inside a character): text
   // for people or for JSON is decode_text().
