@@ -38,14 +38,6 @@ void choose_preset(TeachState& t, const core::KvModelShape& preset) {
   t.kv_context = opening_context(preset);
 }
 
-// "1,234,567": a count with thousands commas.
-std::string grouped(std::uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
-
 // GB as the scripts print it, or MB below 1 GB (a short context's cache).
 std::string readable_bytes(double bytes) {
   if (bytes >= 1e9) return core::format_gb(static_cast<std::uint64_t>(bytes));
@@ -57,7 +49,7 @@ std::string readable_bytes(double bytes) {
 // "32k", "1.5M", "900": a context length for an axis.
 std::string short_tokens(double n) {
   char buf[32];
-  if (n >= 1e6)
+  if (n >= 1048576)
     std::snprintf(buf, sizeof buf, "%.3gM", n / 1048576.0);
   else if (n >= 1024)
     std::snprintf(buf, sizeof buf, "%.3gk", n / 1024.0);
@@ -147,7 +139,7 @@ void table(AppState& state, const std::vector<core::KvMemoryRow>& rows) {
     const std::string gb = core::format_gb(r.bytes);
     ImGui::TextUnformatted(gb.c_str());
     ImGui::TableNextColumn();
-    ImGui::TextUnformatted(grouped(r.bytes).c_str());
+    ImGui::TextUnformatted(grouped(static_cast<long long>(r.bytes)).c_str());
     ImGui::TableNextColumn();
     ImGui::Text("%.2f×",
                 r.bytes ? static_cast<double>(rows[0].bytes) / static_cast<double>(r.bytes) : 0.0);

@@ -8,13 +8,6 @@ namespace attnscope::gui {
 
 namespace {
 
-std::string grouped(long long n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
-
 void shapes_table(AppState& state, const char* id, const std::vector<core::TensorShape>& shapes) {
   if (!ImGui::BeginTable(
           id, 4,

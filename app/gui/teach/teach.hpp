@@ -94,6 +94,8 @@ void stage_book_badge(const AppState& state, const core::Stage& s, ImVec2 at);
 // Draws `m` with the app's heatmap widget under `title`, in a box of `size`.
 void teach_heatmap(AppState& state, const std::string& slot, std::string id, int head,
                    const core::RowMatrix& m, const std::string& title, ImVec2 size);
+// "1,234,567": a count with thousands commas.
+std::string grouped(long long n);
 // "0.2264" in the table font.
 std::string num(float v, int decimals = 4);
 // Top-left corners for the labels (of `sizes`) of dots at `points`, in

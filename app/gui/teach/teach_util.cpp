@@ -132,6 +132,13 @@ void stage_book_badge(const AppState& state, const core::Stage& s, ImVec2 at) {
                   .c_str());
 }
 
+std::string grouped(long long n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
 void teach_heatmap(AppState& state, const std::string& slot, std::string id, int head,
                    const core::RowMatrix& m, const std::string& title, ImVec2 size) {
   const core::Stage stage{std::move(id), head, m};
