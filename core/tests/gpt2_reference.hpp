@@ -34,6 +34,11 @@ struct ReferenceForward {
   // rows <= i, which bounds the rounding attention can have put into row i
   // of block_output by then.
   std::vector<Eigen::VectorXd> spread;
+  // [layer][i]: the largest |value| of the block's input, of its input plus
+  // attention and of the MLP's output, in rows <= i: the terms row i of
+  // block_output sums, whose float32 rounding it carries even where they
+  // cancel to a small value.
+  std::vector<Eigen::VectorXd> residual_terms;
   std::vector<MatrixD> block_outputs;  // [layer]: T x n_embd
   MatrixD logits;                      // T x vocab: row t predicts token t + 1
 };
@@ -149,7 +154,13 @@ inline ReferenceForward reference_forward(const Gpt2Model& model, const std::vec
     MatrixD hidden = linear(layer_norm(attn, b.ln_2, c.layer_norm_epsilon), b.fc);
     for (Eigen::Index i = 0; i < hidden.size(); ++i)
       hidden.data()[i] = activation(hidden.data()[i], c.activation_function);
-    x = attn + linear(hidden, b.fc_proj);
+    const MatrixD mlp = linear(hidden, b.fc_proj);
+    Eigen::VectorXd terms(T);
+    for (Eigen::Index i = 0; i < T; ++i)
+      terms(i) = std::max({x.row(i).cwiseAbs().maxCoeff(), attn.row(i).cwiseAbs().maxCoeff(),
+                           mlp.row(i).cwiseAbs().maxCoeff(), i > 0 ? terms(i - 1) : 0.0});
+    out.residual_terms.push_back(std::move(terms));
+    x = attn + mlp;
     out.block_outputs.push_back(x);
   }
   out.logits = layer_norm(x, w.ln_f, c.layer_norm_epsilon) * to_double(w.head().map()).transpose();
@@ -168,8 +179,9 @@ inline ReferenceForward reference_forward(const Gpt2Model& model, const std::vec
 // AVX2 kernels, and Eigen) the engine's rounding reached 0.18 of the
 // weights' bound and 0.011 of block_output's and the logits'; among 1500
 // random fuzz_shapes inputs a model one column wide cancelled a row to
-// 1e-4 of the layer's scale, hence the layer's largest |value| as the
-// scale. A weight taken from a neighbouring key or query, or a row shifted
+// 1e-4 of the layer's scale, and another (one token, one column) summed
+// terms 1,000 times its output: hence the largest |value| of the layer's
+// outputs and of the terms they sum (residual_terms) as the scale. A weight taken from a neighbouring key or query, or a row shifted
 // by one token, is off by hundreds of times more
 // (TheToleranceSeparatesNeighbouringKeys checks that of the weights).
 struct Tolerance {
@@ -227,7 +239,9 @@ inline std::string compare_with_reference(ModelRun& run, const ReferenceForward&
     const Eigen::VectorXd& spread = ref.spread[static_cast<std::size_t>(l)];
     // The run's rows of the layer: their largest |value| bounds the rounding
     // of a row that cancels to a small value (a model one column wide).
-    const double largest = r.topRows(t).cwiseAbs().maxCoeff();
+    const double largest =
+        std::max(r.topRows(t).cwiseAbs().maxCoeff(),
+                 ref.residual_terms[static_cast<std::size_t>(l)](t - 1));
     for (Eigen::Index i = 0; i < t; ++i) {
       const double bound = tol.residual * largest * (1.0 + spread(i));
       for (Eigen::Index j = 0; j < x->cols(); ++j)
