@@ -181,8 +181,8 @@ inline ReferenceForward reference_forward(const Gpt2Model& model, const std::vec
 // random fuzz_shapes inputs a model one column wide cancelled a row to
 // 1e-4 of the layer's scale, and another (one token, one column) summed
 // terms 1,000 times its output: hence the largest |value| of the layer's
-// outputs and of the terms they sum (residual_terms) as the scale. A weight taken from a neighbouring key or query, or a row shifted
-// by one token, is off by hundreds of times more
+// outputs and of the terms they sum (residual_terms) as the scale. A weight taken from a
+// neighbouring key or query, or a row shifted by one token, is off by hundreds of times more
 // (TheToleranceSeparatesNeighbouringKeys checks that of the weights).
 struct Tolerance {
   double weights = 5e-6;
@@ -239,9 +239,8 @@ inline std::string compare_with_reference(ModelRun& run, const ReferenceForward&
     const Eigen::VectorXd& spread = ref.spread[static_cast<std::size_t>(l)];
     // The run's rows of the layer: their largest |value| bounds the rounding
     // of a row that cancels to a small value (a model one column wide).
-    const double largest =
-        std::max(r.topRows(t).cwiseAbs().maxCoeff(),
-                 ref.residual_terms[static_cast<std::size_t>(l)](t - 1));
+    const double largest = std::max(r.topRows(t).cwiseAbs().maxCoeff(),
+                                    ref.residual_terms[static_cast<std::size_t>(l)](t - 1));
     for (Eigen::Index i = 0; i < t; ++i) {
       const double bound = tol.residual * largest * (1.0 + spread(i));
       for (Eigen::Index j = 0; j < x->cols(); ++j)
