@@ -28,6 +28,14 @@ const char* variant_blurb(core::Variant v) {
       return "Several CausalAttention heads, outputs side by side.";
     case core::Variant::Multihead:
       return "One projection split into heads, then out_proj.";
+    case core::Variant::GroupedQuery:
+      return "After chapter 3: query heads share fewer K/V heads (num_kv_groups).";
+    case core::Variant::SlidingWindow:
+      return "After chapter 3: each token sees only the last `window` tokens.";
+    case core::Variant::Latent:
+      return "After chapter 3: K and V are rebuilt from a small latent.";
+    case core::Variant::Cross:
+      return "Queries from one sentence, keys and values from another: no mask.";
   }
   return "";
 }
@@ -173,7 +181,7 @@ void draw_d_out_slider(AppState& state) {
 void draw_heads_slider(AppState& state) {
   core::Config& c = state.config;
   const bool heads = core::has_heads(c.variant);
-  const bool split = c.variant == core::Variant::Multihead;
+  const bool split = core::split_heads(c.variant);
   ImGui::BeginDisabled(!heads);
   int h = c.num_heads;
   const int max_heads = split ? std::clamp(c.d_out, 1, 16) : 8;
@@ -218,7 +226,7 @@ void draw_heads_slider(AppState& state) {
 // dropout: the probability on the attention weights (causal variants).
 void draw_dropout_slider(AppState& state) {
   core::Config& c = state.config;
-  const bool causal = core::is_causal(c.variant);
+  const bool causal = core::has_dropout(c.variant);
   ImGui::BeginDisabled(!causal);
   double p = c.dropout;
   const SliderEdit p_edit = edit_slider(state.ui, "dropout", p, [](const char* l, double* v) {

@@ -302,7 +302,8 @@ bool nonfinite_expected(const BlockRecipe& recipe, const Stage& stage, Eigen::In
   // stages hold the mask's -inf in the future.
   const StageInfo* info = find_stage_info(stage.id);
   const bool masked_stage = info && info->holds_mask && recipe.has(BlockPart::Mask);
-  if (!masked_stage || col <= row) return false;
+  // A sliding window also hides the keys more than the window back (col < row).
+  if (!masked_stage || (col <= row && !recipe.has(BlockPart::Window))) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;
 }
