@@ -10,8 +10,12 @@
 //   attnscope-cli model info PATH   (a GPT-2 folder or a .safetensors file)
 //   attnscope-cli tokenize [--vocab PATH] (--text TEXT | --text-file FILE|-) [--jsonl]
 //                          [--no-special]
+//   attnscope-cli kv-memory [--model ID | shape flags] [--context N] [--dtype D]
+//                           [--format text|json]
+//   attnscope-cli trace ... --cache-step N   (one step of generating with the KV cache)
 //
 // Run flags: --variant --d-out --heads --dropout --seed --qkv-bias --eval,
+// --kv-groups --window --latent-dim --rope --rope-theta, --memory-text (cross),
 // plus --embeddings FILE (CSV/NPY/JSON) or --random T,D [--input-seed S]
 // or --text TEXT | --text-file FILE [--d-in N] [--embed-seed S] [--positions N],
 // and --weights FILE|DIR (repeatable).
@@ -60,6 +64,7 @@
 #include "export_command.hpp"
 #include "figure/stage_figure.hpp"
 #include "figure/svg.hpp"
+#include "kv_memory_command.hpp"
 #include "model_commands.hpp"
 #include "run_flags/run_flags.hpp"
 
@@ -81,9 +86,10 @@ using run_flags::kExitBadInput;
 // config file's field, plus the CLI's own imports.
 struct RunOptions {
   run_flags::RunFlags flags;
-  std::optional<std::string> embeddings;  // --embeddings FILE
-  std::vector<std::string> weights;       // --weights FILE|DIR, repeatable
-  run_flags::TextFlags text;              // --text/--text-file and the embedding flags
+  std::optional<std::string> embeddings;   // --embeddings FILE
+  std::vector<std::string> weights;        // --weights FILE|DIR, repeatable
+  run_flags::TextFlags text;               // --text/--text-file and the embedding flags
+  std::optional<std::string> memory_text;  // --memory-text: cross-attention's second sequence
 };
 
 void add_run_options(CLI::App& cmd, RunOptions& o) {
@@ -96,6 +102,9 @@ void add_run_options(CLI::App& cmd, RunOptions& o) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_flags::add_text_flags(cmd, o.text, run_flags::Program::Cli);
+  cmd.add_option("--memory-text", o.memory_text,
+                 "cross: the second sequence (keys and values) from a sentence, embedded as "
+                 "--text is (--d-in, --embed-seed)");
 }
 
 // What a resolved run needs: config, inputs and maybe explicit weights.
@@ -112,7 +121,7 @@ struct Run {
 // core::ParseError.
 std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::RunSpec& spec) {
   const run_flags::TextFlags& t = opts.text;
-  if (!t.given()) {
+  if (!t.given() && !opts.memory_text) {
     for (const auto& [given, flag] : {std::pair{t.d_in.has_value(), "--d-in"},
                                       std::pair{t.embed_seed.has_value(), "--embed-seed"},
                                       std::pair{t.positions.has_value(), "--positions"}})
@@ -123,6 +132,7 @@ std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::
                                flag);
     return std::nullopt;
   }
+  if (!t.given()) return std::nullopt;  // only --memory-text: memory_inputs reads the flags
   const std::string name = t.flag();
   if (t.text && t.text_file)
     throw core::ParseError("--text and --text-file both give the text: keep one of them");
@@ -155,6 +165,30 @@ std::optional<core::TextInputs> text_inputs(const RunOptions& opts, const core::
                            std::to_string(positions) + ": raise --positions to at least " +
                            std::to_string(count) + ", or shorten the text");
   return typed;
+}
+
+// --memory-text: cross-attention's second sequence, embedded as --text is
+// (the same nn.Embedding under --embed-seed, --d-in wide, no positions: the
+// encoder's sentence has positions of its own). Throws core::ParseError.
+void add_memory_text(const RunOptions& opts, core::RunSpec& spec) {
+  if (!opts.memory_text) return;
+  if (spec.memory_embeddings)
+    throw core::ParseError(
+        "--memory-text and the config file's memory_embeddings both give the second sequence: "
+        "keep one of them");
+  const run_flags::TextFlags& t = opts.text;
+  const int d_in = t.d_in.value_or(core::kDefaultTextDim);
+  if (d_in < 1 || d_in > core::kMaxDim)
+    throw core::ParseError("--d-in (" + std::to_string(d_in) + ") must be between 1 and " +
+                           std::to_string(core::kMaxDim));
+  const std::uint64_t seed =
+      t.embed_seed ? core::parse_seed(*t.embed_seed, "--embed-seed") : core::kDefaultEmbedSeed;
+  core::Inputs memory =
+      core::chapter2_inputs(core::tokenize_text(*opts.memory_text, d_in, seed, 0));
+  if (memory.tokens.empty())
+    throw core::ParseError("--memory-text has no tokens: give the second sentence some text");
+  spec.memory_tokens = std::move(memory.tokens);
+  spec.memory_embeddings = std::move(memory.embeddings);
 }
 
 // Config file first, then the flags on top, then the imports; throws core::ParseError.
@@ -215,7 +249,10 @@ Run resolve_run(const RunOptions& opts) {
   }
   // Only a run described by flags alone defaults to the book's example; a
   // config file must say what it runs on.
-  if (!config_path && !spec.preset && !spec.embeddings) spec.preset = "book";
+  add_memory_text(opts, spec);
+  if (!config_path && !spec.preset && !spec.embeddings)
+    spec.preset =
+        spec.variant == core::Variant::Cross && !spec.memory_embeddings ? "translate" : "book";
   Run run;
   core::resolve(spec, run.config, run.inputs);
   run.random = random_drawn;
@@ -255,6 +292,16 @@ core::Trace run_trace(const Run& run) {
 
 // ---------------------------------------------------------------------------
 // 2. trace
+
+// `trace --cache-step N`: step N of generating token by token (eval mode).
+core::Trace cache_step_trace(const Run& run, int step) {
+  if (run.weights) throw core::ParseError("--cache-step runs the seeded module: drop --weights");
+  if (std::string problem = core::validate_cache_step(run.config, run.inputs, step);
+      !problem.empty())
+    throw core::ParseError(problem);
+  check_memory(run.config, run.inputs);
+  return core::run_cache_step(run.config, run.inputs, step);
+}
 
 int write_trace(const core::Trace& trace, bool text_format) {
   if (text_format)
@@ -365,9 +412,11 @@ int run_code(const Run& run) {
   const core::Parameters* weights = run.weights ? &*run.weights : nullptr;
   // Random inputs as the two lines that draw them, a text's as chapter 2's
   // embedding layers, not T x D numbers.
-  std::cout << (run.random ? core::pytorch_script(run.config, *run.random, weights)
-                : run.text ? core::pytorch_script(run.config, *run.text, weights)
-                           : core::pytorch_script(run.config, run.inputs, weights));
+  // Cross-attention's second sequence is written as a literal, with the inputs.
+  const bool cross = run.config.variant == core::Variant::Cross;
+  std::cout << (run.random && !cross ? core::pytorch_script(run.config, *run.random, weights)
+                : run.text && !cross ? core::pytorch_script(run.config, *run.text, weights)
+                                     : core::pytorch_script(run.config, run.inputs, weights));
   std::cout.flush();
   return std::cout ? 0 : 1;
 }
@@ -454,6 +503,7 @@ struct TraceCommand {
   CLI::App* cmd = nullptr;
   RunOptions run;
   std::string format = "json";
+  std::optional<int> cache_step;  // --cache-step N
 };
 struct ExportCommand {
   CLI::App* cmd = nullptr;
@@ -478,6 +528,10 @@ void add_trace_command(CLI::App& app, TraceCommand& c) {
   add_run_options(*c.cmd, c.run);
   c.cmd->add_option("--format", c.format, "json (docs/trace-format.md) or text (for people)")
       ->check(CLI::IsMember({"json", "text"}));
+  c.cmd->add_option("--cache-step", c.cache_step,
+                    "step N (from 0) of generating token by token with the KV cache: token N's "
+                    "query against the cache, checked against a full recompute (multihead, "
+                    "gqa, swa, mla)");
 }
 
 void add_export_command(CLI::App& app, ExportCommand& c) {
@@ -529,7 +583,7 @@ void add_tokenize_command(CLI::App& app, TokenizeCommand& c) {
 // A command line CLI11 refused: one "error: " line. CLI11 says "A subcommand
 // is required" for `attnscope-cli frob`; this names the word.
 int refused_command_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
-  const std::string kCommands = "trace, export, code, bench, tokenize, model";
+  const std::string kCommands = "trace, export, code, bench, tokenize, kv-memory, model";
   if (argc > 1 && !app.get_subcommands().size()) {
     const std::string first = argv[1];
     if (!first.empty() && first[0] == '-')
@@ -569,6 +623,8 @@ int attnscope_cli_main(int argc, char** argv) {
   attnscope::cli::ModelCommands model;
   attnscope::cli::add_model_commands(app, model);
   add_tokenize_command(app, tokenize);
+  attnscope::cli::KvMemoryOptions kv_memory;
+  CLI::App* kv_memory_cmd = attnscope::cli::add_kv_memory_command(app, kv_memory);
 
   try {
     app.parse(argc, argv);
@@ -584,6 +640,10 @@ int attnscope_cli_main(int argc, char** argv) {
     if (tokenize.cmd->parsed()) return run_tokenize(tokenize.tok);
     if (code.cmd->parsed()) return run_code(resolve_run(code.run));
     if (exp.cmd->parsed()) return run_export(run_trace(resolve_run(exp.run)), exp.exp);
+    if (kv_memory_cmd->parsed()) return attnscope::cli::run_kv_memory(kv_memory);
+    if (trace.cache_step)
+      return write_trace(cache_step_trace(resolve_run(trace.run), *trace.cache_step),
+                         trace.format == "text");
     return write_trace(run_trace(resolve_run(trace.run)), trace.format == "text");
   } catch (const core::ParseError& e) {
     return bad_input(e.what());

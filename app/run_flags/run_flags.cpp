@@ -29,7 +29,7 @@ std::string variant_names() {
 
 bool RunFlags::any() const {
   return config || preset || variant || d_out || num_heads || dropout || seed || qkv_bias || eval ||
-         random || input_seed;
+         random || input_seed || num_kv_groups || window || latent_dim || rope || rope_theta;
 }
 
 std::optional<std::uint64_t> RunFlags::parsed_seed() const {
@@ -62,6 +62,15 @@ core::RunSpec RunFlags::spec() const {
   s.seed = parsed_seed();
   if (qkv_bias) s.qkv_bias = true;
   if (eval) s.training = false;
+  s.num_kv_groups = num_kv_groups;
+  s.window = window;
+  s.latent_dim = latent_dim;
+  if (rope) s.rope = true;
+  if (rope_theta && !rope)
+    throw core::ParseError(
+        "--rope-theta sets the base of RoPE's angles: add --rope, or drop "
+        "--rope-theta");
+  s.rope_theta = rope_theta;
   return s;
 }
 
@@ -82,6 +91,18 @@ RunFlagOptions add_run_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--seed", f.seed, "torch.manual_seed value (default 123)");
   cmd.add_flag("--qkv-bias", f.qkv_bias, "give the query/key/value projections a bias");
   cmd.add_flag("--eval", f.eval, "eval mode: dropout off");
+  cmd.add_option("--kv-groups", f.num_kv_groups,
+                 "gqa: K/V heads the query heads share (num_kv_groups; must divide --heads; 1 "
+                 "is multi-query attention)");
+  cmd.add_option("--window", f.window,
+                 "swa: keys each query sees, itself included (sliding_window_size, at least 1; "
+                 "default: plain causal)");
+  cmd.add_option("--latent-dim", f.latent_dim,
+                 "mla: width of the K/V latent (at least 1; default max(16, d_out / 8))");
+  cmd.add_flag("--rope", f.rope,
+               "rotate queries and keys by position (RoPE) in multihead, gqa or swa; head_dim "
+               "must be even");
+  cmd.add_option("--rope-theta", f.rope_theta, "with --rope: the angles' base (default 10000)");
   made.random = cmd.add_option("--random", f.random,
                                "inputs: T tokens t0..t<T-1> of D random values, torch.rand(T, D) "
                                "after torch.manual_seed(--input-seed), e.g. 512,64");

@@ -3,6 +3,7 @@
 //
 //   run:     --config FILE|-  --preset NAME  --variant V  --d-out N  --heads H
 //            --dropout P  --seed S  --qkv-bias  --eval  --random T,D  --input-seed S
+//            --kv-groups G  --window W  --latent-dim L  --rope  --rope-theta T
 //   figures: --row-scale  --decimals N (the CLI's SVG export, the app's heatmaps)
 //            --theme dark|light (exported figures' colours)
 //   text:    --text TEXT  --text-file FILE|-  --d-in N  --embed-seed S  --positions N
@@ -45,6 +46,12 @@ struct RunFlags {
   bool eval = false;                  // --eval
   std::optional<std::string> random;  // --random T,D: torch.rand(T, D) inputs
   std::optional<std::string> input_seed;  // --input-seed S: text, as --seed
+  // After chapter 3:
+  std::optional<int> num_kv_groups;  // --kv-groups G (gqa)
+  std::optional<int> window;         // --window W (swa)
+  std::optional<int> latent_dim;     // --latent-dim L (mla)
+  bool rope = false;                 // --rope
+  std::optional<double> rope_theta;  // --rope-theta T (with --rope)
 
   // True when any flag that changes the run was given.
   bool any() const;
@@ -54,8 +61,10 @@ struct RunFlags {
   // --config's path; throws core::ParseError when it was given empty.
   std::optional<std::string> config_path() const;
   // The flags as a RunSpec to merge on top of a config file or held values:
-  // preset, variant, d_out, num_heads, dropout, seed, qkv_bias, training.
-  // Throws core::ParseError for an unknown variant or a bad seed.
+  // preset, variant, d_out, num_heads, dropout, seed, qkv_bias, training,
+  // num_kv_groups, window, latent_dim, rope, rope_theta. Throws
+  // core::ParseError for an unknown variant, a bad seed, or --rope-theta
+  // without --rope.
   core::RunSpec spec() const;
 };
 

@@ -122,7 +122,7 @@ TEST(Merge, LaterFieldsWin) {
 }
 
 TEST(Presets, BookAndShinyAreBuiltIn) {
-  EXPECT_EQ(preset_names(), (std::vector<std::string>{"book", "shiny"}));
+  EXPECT_EQ(preset_names(), (std::vector<std::string>{"book", "shiny", "translate"}));
   const Inputs book = *find_preset("book");
   EXPECT_EQ(book.tokens.front(), "Your");
   EXPECT_EQ(book.embeddings.rows(), 6);

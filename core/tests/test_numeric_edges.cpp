@@ -130,17 +130,24 @@ TEST_P(EdgesOfEveryVariant, TinyAndDenormalEmbeddingsGiveUniformFiniteWeights) {
 }
 
 // Identical tokens: every score of a row is the same number, so the softmax
-// is exactly uniform over the keys a query may see.
+// is exactly uniform over the keys a query may see. Latent attention's keys
+// pass through a second, 16-wide product, which Eigen blocks: its rows can
+// round differently by an ulp or two, so there the scores are only nearly
+// equal and the weights equal to float precision.
 TEST_P(EdgesOfEveryVariant, AllEqualScoresGiveExactlyUniformWeights) {
   RowMatrix same(6, 3);
   same.rowwise() = Eigen::RowVector3f(0.3f, -1.2f, 2.5f);
   const Trace t = run_both(config_of(GetParam()), inputs_of(same));
   const bool causal = is_causal(GetParam());
+  const bool exact = GetParam() != Variant::Latent;
   for (const Stage& s : t.stages) {
     if (s.id == "scores") {
-      for (Eigen::Index i = 0; i < 6; ++i)
-        EXPECT_TRUE((s.data().row(i).array() == s.data()(i, 0)).all())
+      for (Eigen::Index i = 0; i < 6; ++i) {
+        const float first = s.data()(i, 0);
+        const float ulps = exact ? 0.0f : 4.0f * std::numeric_limits<float>::epsilon();
+        EXPECT_LE((s.data().row(i).array() - first).abs().maxCoeff(), ulps * std::abs(first))
             << "head " << s.head << " row " << i;
+      }
     }
     if (s.id != "weights") continue;
     for (Eigen::Index i = 0; i < 6; ++i)
@@ -164,9 +171,8 @@ TEST_P(EdgesOfEveryVariant, OneTokenOneDimensionOneOutput) {
         EXPECT_EQ(s.data(), RowMatrix::Constant(1, 1, 1.0f));
       }
     expect_no_unexpected_nonfinite(t);
-    const char* last = GetParam() == Variant::MultiheadWrapper || GetParam() == Variant::Multihead
-                           ? "output"
-                           : "context";
+    const char* last =
+        GetParam() == Variant::MultiheadWrapper || split_heads(GetParam()) ? "output" : "context";
     EXPECT_EQ(stage(t, last).rows(), 1);
     EXPECT_EQ(stage(t, last).cols(), 1);
   }

@@ -42,7 +42,7 @@ void expect_same_parameters(const Parameters& a, const Parameters& b) {
 }
 
 TEST(RunWithExplicitParameters, SeededWeightsGivenExplicitlyReproduceTheSeededTraceBitForBit) {
-  for (Variant v : kAllVariants)
+  for (Variant v : kChapter3Variants)
     for (bool training : {true, false})
       for (EnginePath path : {EnginePath::Fast, EnginePath::Reference}) {
         Config c = config_of(v);
@@ -76,8 +76,27 @@ TEST(RunWithExplicitParameters, OtherWeightsKeepTheSeededDropoutMask) {
   }
 }
 
-TEST(WeightsJson, RoundTripsEveryVariantsParametersExactly) {
+TEST(RunWithExplicitParameters, TheClassesAfterChapter3AndRopeRefuseThemWithAMessage) {
   for (Variant v : kAllVariants) {
+    Config c;
+    c.variant = v;
+    c.d_out = 4;
+    c.num_heads = 2;
+    c.rope = v == Variant::Multihead;
+    if (is_chapter3(v) && !c.rope) continue;
+    WeightSet none;
+    try {
+      (void)parameters_from_weights(none, c, 3);
+      ADD_FAILURE() << variant_id(v) << " took explicit weights";
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find("chapter-3 classes"), std::string::npos) << e.what();
+    }
+    EXPECT_NE(validate_parameters(Parameters{}, c, 3), "") << variant_id(v);
+  }
+}
+
+TEST(WeightsJson, RoundTripsEveryVariantsParametersExactly) {
+  for (Variant v : kChapter3Variants) {
     if (v == Variant::Simple) continue;
     for (bool bias : {false, true}) {
       const Config c = config_of(v, bias);

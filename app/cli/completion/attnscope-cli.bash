@@ -15,7 +15,7 @@
 
 # A command -> the subcommands it takes.
 declare -gA _attnscope_cli_commands=(
-  [attnscope-cli]="trace export code bench model tokenize"
+  [attnscope-cli]="trace export code bench model tokenize kv-memory"
   [attnscope-cli model]="info list pull trace generate lens export bench patterns script compare"
 )
 
@@ -28,8 +28,11 @@ declare -gA _attnscope_cli_commands=(
 # A row whose first column is in capitals is a positional argument of the
 # command, in the order the command takes them.
 declare -gA _attnscope_cli_words=(
-  [variant]="simple self_attention_v1 self_attention_v2 causal multihead_wrapper multihead"
-  [preset]="book shiny"
+  [variant]="simple self_attention_v1 self_attention_v2 causal multihead_wrapper multihead gqa swa
+           mla cross"
+  [preset]="book shiny translate"
+  [kv_preset]="gpt2-124m llama3.2-1b qwen3-0.6b gemma3-270m book-8b book-mla"
+  [dtype]="fp32 bf16 fp16 fp8 int8"
   [text_format]="json text"
   [file_format]="svg csv npy json"
   [generate_format]="text json"
@@ -38,7 +41,8 @@ declare -gA _attnscope_cli_words=(
   # The chapter-3 classes' stage ids (core/include/attnscope/base/stages.hpp).
   [stage]="inputs W_query W_key W_value b_query b_key b_value queries keys values scores mask
            masked_scores scaled_scores weights dropout_mask dropped_weights context concat
-           W_out b_out output"
+           W_out b_out output memory W_down b_down W_up_key b_up_key W_up_value b_up_value
+           latent_kv group_keys group_values queries_rotated keys_rotated window_mask"
   # A model run's stage ids (docs/trace-format.md, "Model traces").
   [model_stage]="embeddings ln_1 queries keys values scores mask masked_scores scaled_scores
                  weights context concat output attn_output block_output ln_f logits"
@@ -64,7 +68,13 @@ _attnscope_cli_run_options="
   --text-file    file
   --d-in         free
   --embed-seed   free
-  --positions    free"
+  --positions    free
+  --kv-groups    free
+  --window       free
+  --latent-dim   free
+  --rope         -
+  --rope-theta   free
+  --memory-text  free"
 _attnscope_cli_model_text_options="
   MODEL          path
   --config       file
@@ -85,6 +95,21 @@ declare -gA _attnscope_cli_options=(
   [attnscope-cli]="$_attnscope_cli_help
     --version      -"
   [attnscope-cli trace]="$_attnscope_cli_help $_attnscope_cli_run_options
+    --format       text_format
+    --cache-step   free"
+  [attnscope-cli kv-memory]="$_attnscope_cli_help
+    --model        kv_preset
+    --emb-dim      free
+    --heads        free
+    --kv-heads     free
+    --layers       free
+    --head-dim     free
+    --latent-dim   free
+    --window       free
+    --swa-ratio    free
+    --context      free
+    --dtype        dtype
+    --batch        free
     --format       text_format"
   [attnscope-cli export]="$_attnscope_cli_help $_attnscope_cli_run_options
     --format       file_format

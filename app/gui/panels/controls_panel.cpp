@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "imgui_internal.h"  // TempInputIsActive: is a slider's Ctrl+click text field open
+#include "imgui_stdlib.h"    // InputText on a std::string (needs imgui.h first)
 #include "panels/panels.hpp"
 #include "widgets/widgets.hpp"
 
@@ -28,6 +29,14 @@ const char* variant_blurb(core::Variant v) {
       return "Several CausalAttention heads, outputs side by side.";
     case core::Variant::Multihead:
       return "One projection split into heads, then out_proj.";
+    case core::Variant::GroupedQuery:
+      return "After chapter 3: query heads share fewer K/V heads (num_kv_groups).";
+    case core::Variant::SlidingWindow:
+      return "After chapter 3: each token sees only the last `window` tokens.";
+    case core::Variant::Latent:
+      return "After chapter 3: K and V are rebuilt from a small latent.";
+    case core::Variant::Cross:
+      return "Queries from one sentence, keys and values from another: no mask.";
   }
   return "";
 }
@@ -173,7 +182,7 @@ void draw_d_out_slider(AppState& state) {
 void draw_heads_slider(AppState& state) {
   core::Config& c = state.config;
   const bool heads = core::has_heads(c.variant);
-  const bool split = c.variant == core::Variant::Multihead;
+  const bool split = core::split_heads(c.variant);
   ImGui::BeginDisabled(!heads);
   int h = c.num_heads;
   const int max_heads = split ? std::clamp(c.d_out, 1, 16) : 8;
@@ -218,7 +227,7 @@ void draw_heads_slider(AppState& state) {
 // dropout: the probability on the attention weights (causal variants).
 void draw_dropout_slider(AppState& state) {
   core::Config& c = state.config;
-  const bool causal = core::is_causal(c.variant);
+  const bool causal = core::has_dropout(c.variant);
   ImGui::BeginDisabled(!causal);
   double p = c.dropout;
   const SliderEdit p_edit = edit_slider(state.ui, "dropout", p, [](const char* l, double* v) {
@@ -246,7 +255,7 @@ void draw_dropout_slider(AppState& state) {
 void draw_mode_and_bias(AppState& state) {
   core::Config& c = state.config;
   const bool weights = core::has_weights(c.variant);
-  const bool causal = core::is_causal(c.variant);
+  const bool causal = core::has_dropout(c.variant);
   // training/eval only switch dropout, which the non-causal variants do not have.
   const char* no_dropout =
       "training and eval differ only in dropout, which arrives with CausalAttention: "
@@ -311,6 +320,155 @@ void draw_seed(AppState& state) {
   ImGui::EndDisabled();
 }
 
+// One of the options after chapter 3 takes a new value: it applies when
+// the engine accepts the run, and otherwise the engine's reason (which
+// names the value and what would work) stays under the control.
+void apply_option(AppState& state, const core::Config& trial, std::string_view field,
+                  const std::string& old_value) {
+  const std::string problem = core::validate(trial, state.inputs);
+  if (problem.starts_with(field)) {
+    state.ui.typed_refusal =
+        problem + ": not applied, " + std::string(field) + " stays " + old_value + ".";
+    return;
+  }
+  state.ui.typed_refusal.clear();
+  state.config = trial;
+  state.mark_dirty();
+}
+
+// num_kv_groups: K/V heads the query heads share (GroupedQueryAttention).
+void draw_kv_groups_slider(AppState& state) {
+  core::Config& c = state.config;
+  int g = c.num_kv_groups;
+  const SliderEdit e = edit_slider(state.ui, "groups", g, [&](const char* l, int* v) {
+    return ImGui::SliderInt(l, v, 1, std::max(c.num_heads, 2), "%d");
+  });
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "num_kv_groups: how many heads of keys and values the %d query heads "
+        "share (1 = multi-query attention, %d = multi-head attention)",
+        c.num_heads, c.num_heads);
+  if (e != SliderEdit::None) {
+    core::Config trial = c;
+    trial.num_kv_groups = g;
+    apply_option(state, trial, "num_kv_groups", std::to_string(c.num_kv_groups));
+  }
+  refusal_line(state, "num_kv_groups");
+  if (c.num_kv_groups > 0 && c.num_heads % c.num_kv_groups == 0)
+    ImGui::TextDisabled("%d query heads per K/V head", c.num_heads / c.num_kv_groups);
+}
+
+// sliding_window_size: the keys each query sees, itself included.
+void draw_window_slider(AppState& state) {
+  core::Config& c = state.config;
+  const int T = static_cast<int>(state.inputs.embeddings.rows());
+  int w = c.window.value_or(T);
+  const SliderEdit e = edit_slider(state.ui, "window", w, [&](const char* l, int* v) {
+    return ImGui::SliderInt(l, v, 1, std::max(T, 2), "%d");
+  });
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("sliding_window_size: query i sees keys i - W + 1 ... i");
+  if (e != SliderEdit::None) {
+    core::Config trial = c;
+    trial.window = w;
+    apply_option(state, trial, "the sliding window",
+                 c.window ? std::to_string(*c.window) : "unset");
+  }
+  refusal_line(state, "the sliding window");
+  if (c.window && *c.window >= T) ImGui::TextDisabled("window >= %d tokens: plain causal", T);
+}
+
+// latent_dim: the width of the K/V latent (MultiHeadLatentAttention).
+void draw_latent_slider(AppState& state) {
+  core::Config& c = state.config;
+  const int book = core::book_latent_dim(c.d_out);
+  int l = c.latent_dim.value_or(book);
+  const SliderEdit e = edit_slider(state.ui, "latent", l, [&](const char* lbl, int* v) {
+    return ImGui::SliderInt(lbl, v, 1, std::max(64, book), "%d");
+  });
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "latent_dim: the columns W_DKV squeezes each token into; the book's "
+        "default is max(16, d_out // 8) = %d",
+        book);
+  if (e != SliderEdit::None) {
+    core::Config trial = c;
+    trial.latent_dim = l;
+    apply_option(state, trial, "latent_dim", std::to_string(c.latent_dim.value_or(book)));
+  }
+  refusal_line(state, "latent_dim");
+  if (!c.latent_dim || *c.latent_dim == book)
+    ImGui::TextDisabled("the book's default, max(16, d_out // 8)");
+}
+
+// RoPE on the classes that take it, and its theta_base.
+void draw_rope(AppState& state) {
+  core::Config& c = state.config;
+  bool rope = c.rope;
+  if (ImGui::Checkbox("RoPE", &rope)) {
+    core::Config trial = c;
+    trial.rope = rope;
+    apply_option(state, trial, "RoPE", c.rope ? "on" : "off");
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Rotate each head's queries and keys by their positions (llama3.py's "
+        "apply_rope) before the scores");
+  refusal_line(state, "RoPE");
+  if (!c.rope) return;
+  double theta = c.rope_theta;
+  const SliderEdit e = edit_slider(state.ui, "theta", theta, [](const char* l, double* v) {
+    const double lo = 1.0, hi = 1e6;
+    return ImGui::SliderScalar(l, ImGuiDataType_Double, v, &lo, &hi, "%.0f",
+                               ImGuiSliderFlags_Logarithmic);
+  });
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "theta_base of compute_rope_params (10000 in the book; Llama 3 uses "
+        "500000)");
+  if (e != SliderEdit::None) {
+    core::Config trial = c;
+    trial.rope_theta = theta;
+    apply_option(state, trial, "the RoPE theta", number_text(c.rope_theta));
+  }
+  refusal_line(state, "the RoPE theta");
+}
+
+// Cross-attention's second sentence: the keys and values come from it.
+void draw_memory_text(AppState& state) {
+  UiState& ui = state.ui;
+  if (ui.memory_text.empty() && !state.inputs.memory_tokens.empty())
+    for (const std::string& t : state.inputs.memory_tokens) {  // words, or GPT-2's " du"
+      if (!ui.memory_text.empty() && !t.starts_with(' ')) ui.memory_text += ' ';
+      ui.memory_text += t;
+    }
+  ImGui::TextUnformatted("keys and values from:");
+  if (ImGui::InputTextWithHint("##memory", "a second sentence (Enter)", &ui.memory_text,
+                               ImGuiInputTextFlags_EnterReturnsTrue))
+    ui.memory_error = state.embed_memory_text(ui.memory_text);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Type the sentence the queries read from and press Enter; empty: the "
+        "inputs themselves");
+  if (!ui.memory_error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.3f, 1.0f));
+    text_wrapped(state, ui.memory_error + ". The second sequence stays as it was.");
+    ImGui::PopStyleColor();
+  } else if (state.inputs.memory.rows() == 0) {
+    ImGui::TextDisabled("none given: keys and values come from the inputs");
+  }
+}
+
+// The options of the classes after chapter 3, for the class chosen.
+void draw_after_chapter3(AppState& state) {
+  const core::Variant v = state.config.variant;
+  if (v == core::Variant::GroupedQuery) draw_kv_groups_slider(state);
+  if (v == core::Variant::SlidingWindow) draw_window_slider(state);
+  if (v == core::Variant::Latent) draw_latent_slider(state);
+  if (core::takes_rope(v)) draw_rope(state);
+  if (v == core::Variant::Cross) draw_memory_text(state);
+}
+
 }  // namespace
 
 void draw_controls_panel(AppState& state) {
@@ -340,6 +498,7 @@ void draw_controls_panel(AppState& state) {
   draw_dropout_slider(state);
   draw_mode_and_bias(state);
   draw_seed(state);
+  draw_after_chapter3(state);
   ImGui::PopItemWidth();
   ImGui::Separator();
 }

@@ -410,12 +410,17 @@ void draw_inspector_panel(AppState& state) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.55f, 0.80f, 1.0f, 1.0f));
   text_wrapped(state, title);
   ImGui::PopStyleColor();
-  const bool tbt = cols_are_tokens(*st, t);
-  if (tbt)
-    text_wrapped(state, "query " + token(t, p.row) + " (row " + std::to_string(p.row) + ") · key " +
-                            token(t, p.col) + " (column " + std::to_string(p.col) + ")");
-  else if (rows_are_tokens(*st, t))
-    text_wrapped(state, "token " + token(t, p.row) + ", column " + std::to_string(p.col));
+  auto named = [](const std::vector<std::string>* tokens, int i) {
+    return tokens && i >= 0 && i < static_cast<int>(tokens->size())
+               ? "'" + (*tokens)[static_cast<std::size_t>(i)] + "'"
+               : std::string("?");
+  };
+  if (const auto* keys = col_tokens(*st, t))
+    text_wrapped(state, "query " + named(row_tokens(*st, t), p.row) + " (row " +
+                            std::to_string(p.row) + ") · key " + named(keys, p.col) + " (column " +
+                            std::to_string(p.col) + ")");
+  else if (const auto* rows = row_tokens(*st, t))
+    text_wrapped(state, "token " + named(rows, p.row) + ", column " + std::to_string(p.col));
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::TextUnformatted(("= " + num(state, v)).c_str());
   if (state.ui.font_heading) ImGui::PopFont();

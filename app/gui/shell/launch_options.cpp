@@ -290,7 +290,8 @@ void add_source_flags(CLI::App& app, LaunchOptions& o) {
       ->needs(model.path);
   app.add_option("--stage", o.stage,
                  "stage to open: inputs, qkv, split, scores, scaled, mask, masked, softmax, "
-                 "dropout, context, concat, output");
+                 "dropout, context, concat, output; after chapter 3 also memory, latent, rope, "
+                 "kv_groups, window");
   app.add_option("--head", o.head, "head to focus (0-based)");
   app.add_option("--cell", o.cell, "pin cell I,J of the stage's main matrix in the inspector");
 }

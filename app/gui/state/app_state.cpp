@@ -279,6 +279,27 @@ bool AppState::embed_text() {
   return true;
 }
 
+std::string AppState::embed_memory_text(const std::string& text) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    inputs.memory = core::RowMatrix();
+    inputs.memory_tokens.clear();
+    mark_dirty();
+    return "";
+  }
+  const int d_in = static_cast<int>(inputs.embeddings.cols());
+  try {
+    core::Inputs m = core::chapter2_inputs(
+        core::tokenize_text(text, d_in, text_source.seed, text_source.positions));
+    if (m.tokens.empty()) return "the second sentence has no tokens: type a word or two";
+    inputs.memory = std::move(m.embeddings);
+    inputs.memory_tokens = std::move(m.tokens);
+  } catch (const core::ParseError& e) {
+    return e.what();
+  }
+  mark_dirty();
+  return "";
+}
+
 bool AppState::load_preset(const std::string& name) {
   auto p = core::find_preset(name);
   if (!p) return false;

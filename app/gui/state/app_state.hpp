@@ -119,6 +119,8 @@ struct UiState {
 
   std::string heads_refusal;      // why the last head count was refused ("" when none)
   std::string typed_refusal;      // why a value typed into a slider was refused ("d_out ...")
+  std::string memory_text;        // cross-attention's second sentence as typed
+  std::string memory_error;       // why that sentence could not be embedded
   std::string typing_slider;      // the slider whose Ctrl+click field holds typed text ("" none)
   double typing_value = 0;        // ... and the value that text reads as
   std::string session_warning;    // the last session's restore: a banner until dismissed
@@ -270,6 +272,12 @@ struct AppState {
   // `positions`, a size out of range) the inputs stay as they were,
   // text_source.typed.error says why, and false is returned.
   bool embed_text();
+  // Cross-attention's second sequence from typed text, embedded as the
+  // text source embeds (its seed and positions, the inputs' d_in): the
+  // inputs stay, only inputs.memory changes. An empty text clears it (the
+  // class then reads the inputs themselves). On a problem (no token, bad
+  // sizes) nothing changes and the reason is returned; "" on success.
+  std::string embed_memory_text(const std::string& text);
 
   // Real models (model_state.hpp).
   // Starts loading the checkpoint at `path` (with model.config when set) on

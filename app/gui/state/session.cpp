@@ -134,6 +134,24 @@ json run_document(const AppState& s) {
   run["seed"] = s.config.seed;
   run["qkv_bias"] = s.config.qkv_bias;
   run["training"] = s.config.training;
+  const core::Config defaults;
+  if (s.config.num_kv_groups != defaults.num_kv_groups)
+    run["num_kv_groups"] = s.config.num_kv_groups;
+  if (s.config.window) run["window"] = *s.config.window;
+  if (s.config.latent_dim) run["latent_dim"] = *s.config.latent_dim;
+  if (s.config.rope) run["rope"] = true;
+  if (s.config.rope_theta != defaults.rope_theta) run["rope_theta"] = s.config.rope_theta;
+  if (s.inputs.memory.rows() > 0) {
+    run["memory_tokens"] = s.inputs.memory_tokens;
+    json memory = json::array();
+    for (Eigen::Index r = 0; r < s.inputs.memory.rows(); ++r) {
+      json row = json::array();
+      for (Eigen::Index c = 0; c < s.inputs.memory.cols(); ++c)
+        row.push_back(static_cast<double>(s.inputs.memory(r, c)));
+      memory.push_back(std::move(row));
+    }
+    run["memory_embeddings"] = std::move(memory);
+  }
   return run;
 }
 
@@ -263,7 +281,13 @@ std::uint64_t session_fingerprint(const AppState& s) {
   h.word(static_cast<std::uint64_t>(c.num_heads));
   h.bytes(&c.dropout, sizeof c.dropout);
   h.word(c.seed);
-  h.word((c.qkv_bias ? 1u : 0u) | (c.training ? 2u : 0u));
+  h.word((c.qkv_bias ? 1u : 0u) | (c.training ? 2u : 0u) | (c.rope ? 4u : 0u));
+  h.word(static_cast<std::uint64_t>(c.num_kv_groups));
+  h.word(static_cast<std::uint64_t>(c.window.value_or(-1)));
+  h.word(static_cast<std::uint64_t>(c.latent_dim.value_or(-1)));
+  h.bytes(&c.rope_theta, sizeof c.rope_theta);
+  for (const auto& t : s.inputs.memory_tokens) h.text(t);
+  h.matrix(s.inputs.memory);
   if (const auto& p = s.explicit_parameters) {
     h.word(p->qkv.size());
     for (const auto& q : p->qkv) {
@@ -320,7 +344,9 @@ void read_draft(const json& draft, std::string_view source, core::Inputs& inputs
   if (!spec.tokens || !spec.embeddings) throw SessionError("the draft has no tokens or embeddings");
   if (static_cast<Eigen::Index>(spec.tokens->size()) != spec.embeddings->rows())
     throw SessionError("the draft's token count does not match its embeddings");
-  inputs = core::Inputs{*spec.tokens, *spec.embeddings};
+  inputs = core::Inputs{*spec.tokens, *spec.embeddings,
+                        spec.memory_tokens.value_or(std::vector<std::string>{}),
+                        spec.memory_embeddings.value_or(core::RowMatrix())};
   core::apply_config_fields(spec, config);
 }
 

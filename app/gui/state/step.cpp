@@ -28,11 +28,16 @@ struct StepRow {
 // stage-literals: off (step names)
 constexpr StepRow kSteps[] = {
     {Step::Inputs, "inputs", "Inputs", {id::inputs, id::embeddings}},
+    {Step::Memory, "memory", "Memory", {id::memory}},
     {Step::LayerNorm, "ln_1", "LayerNorm", {id::ln_1}},
+    {Step::Latent, "latent", "Latent", {id::latent_kv}},
     {Step::Projections, "qkv", "Q/K/V", {id::queries, id::keys, id::values}},
     {Step::SplitHeads, "split", "Split heads", {id::queries}},
+    {Step::Rotate, "rope", "RoPE", {id::queries_rotated, id::keys_rotated}},
+    {Step::KvGroups, "kv_groups", "K/V heads", {id::group_keys, id::group_values}},
     {Step::Scores, "scores", "Scores", {id::scores}},
     {Step::Mask, "mask", "Mask", {id::mask}},
+    {Step::WindowMask, "window", "Window", {id::window_mask}},
     {Step::Masked, "masked", "Masked", {id::masked_scores}},
     {Step::Scaled, "scaled", "Scaled", {id::scaled_scores}},
     {Step::Softmax, "softmax", "Softmax", {id::weights}},
@@ -55,10 +60,17 @@ struct StepSpelling {
   Step step;
 };
 constexpr StepSpelling kSpellings[] = {
-    {"projections", Step::Projections}, {"split_heads", Step::SplitHeads},
-    {"heads", Step::SplitHeads},        {"attn_weights", Step::Softmax},
-    {"context_vec", Step::Context},     {"out_proj", Step::OutProj},
+    {"projections", Step::Projections},
+    {"split_heads", Step::SplitHeads},
+    {"heads", Step::SplitHeads},
+    {"attn_weights", Step::Softmax},
+    {"context_vec", Step::Context},
+    {"out_proj", Step::OutProj},
     {"layernorm", Step::LayerNorm},
+    {"rotate", Step::Rotate},
+    {"gqa", Step::KvGroups},
+    {"groups", Step::KvGroups},
+    {"sliding_window", Step::WindowMask},
 };
 // stage-literals: on
 
@@ -132,7 +144,11 @@ std::string_view per_head_stage(Step step, const core::Trace& trace) {
       return r.split_heads && !r.fused_qkv ? "" : id::queries;
     case Step::Concat:
       return id::context;
+    case Step::KvGroups:  // the keys each query head reads: shared heads look alike
+      return id::keys;
     case Step::Inputs:
+    case Step::Memory:
+    case Step::Latent:
     case Step::LayerNorm:
     case Step::OutProj:
     case Step::Residual:
@@ -198,6 +214,53 @@ StepMatrices mlp_step_matrices(Step step, const core::Trace& t) {
   return m;
 }
 
+// The steps of the classes after chapter 3: the second sequence, the
+// latent, RoPE, the shared K/V heads and the window.
+StepMatrices after_chapter3_matrices(Step step, const core::Trace& t, int h) {
+  const int l = t.layer;
+  const core::StageKey input = t.block_input_key();
+  StepMatrices m;
+  auto add = [&](std::vector<const core::Stage*>& to, std::string_view sid, int hh) {
+    if (const core::Stage* s = t.find(core::StageKey{l, hh, sid})) to.push_back(s);
+  };
+  auto add_key = [&](std::vector<const core::Stage*>& to, const core::StageKey& key) {
+    if (const core::Stage* s = t.find(key)) to.push_back(s);
+  };
+  switch (step) {
+    case Step::Memory:
+      add(m.outputs, id::memory, -1);
+      add_key(m.inputs, input);
+      break;
+    case Step::Latent:
+      add(m.outputs, id::latent_kv, -1);
+      add_key(m.inputs, input);
+      add(m.inputs, id::W_down, -1);
+      add(m.inputs, id::b_down, -1);
+      break;
+    case Step::Rotate:
+      add(m.outputs, id::queries_rotated, h);
+      add(m.outputs, id::keys_rotated, h);
+      add(m.inputs, id::queries, h);
+      add(m.inputs, id::keys, h);
+      break;
+    case Step::KvGroups:
+      for (int g = 0; t.find(core::StageKey{l, g, id::group_keys}); ++g) {
+        add(m.outputs, id::group_keys, g);
+        add(m.outputs, id::group_values, g);
+      }
+      add(m.inputs, id::keys, -1);
+      add(m.inputs, id::values, -1);
+      break;
+    case Step::WindowMask:
+      add(m.outputs, id::window_mask, h);
+      add(m.inputs, id::mask, h);
+      break;
+    default:  // the chapter-3 steps: step_matrices
+      break;
+  }
+  return m;
+}
+
 }  // namespace
 
 StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
@@ -222,6 +285,12 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
     case Step::Inputs:
       add_key(m.outputs, input);
       break;
+    case Step::Memory:
+    case Step::Latent:
+    case Step::Rotate:
+    case Step::KvGroups:
+    case Step::WindowMask:
+      return after_chapter3_matrices(step, t, h);
     case Step::LayerNorm:
       add(m.outputs, id::ln_1, -1);
       add_key(m.inputs, input);
@@ -229,22 +298,27 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
     case Step::Projections:
       for (auto sid : {id::queries, id::keys, id::values}) add(m.outputs, sid, proj_head);
       add_key(m.inputs, projected_from);
-      for (auto sid : {id::W_query, id::W_key, id::W_value, id::b_query, id::b_key, id::b_value})
+      add(m.inputs, id::memory, -1);     // cross: keys and values come from it
+      add(m.inputs, id::latent_kv, -1);  // latent: keys and values come up from it
+      for (auto sid : {id::W_query, id::W_key, id::W_value, id::W_up_key, id::W_up_value,
+                       id::b_query, id::b_key, id::b_value, id::b_up_key, id::b_up_value})
         add(m.inputs, sid, proj_head);
       break;
     case Step::SplitHeads:
       for (auto sid : {id::queries, id::keys, id::values}) add(m.outputs, sid, h);
       for (auto sid : {id::queries, id::keys, id::values}) add(m.inputs, sid, -1);
       break;
-    case Step::Scores:
+    case Step::Scores: {
       add(m.outputs, id::scores, h);
+      const bool rotated = t.find(id::queries_rotated, h) != nullptr;
       if (!projected) {
         add_key(m.inputs, input);
       } else {
-        add(m.inputs, id::queries, h);
-        add(m.inputs, id::keys, h);
+        add(m.inputs, rotated ? id::queries_rotated : id::queries, h);
+        add(m.inputs, rotated ? id::keys_rotated : id::keys, h);
       }
       break;
+    }
     case Step::Scaled:  // causal: the masked scores are what gets scaled
       add(m.outputs, id::scaled_scores, h);
       add(m.inputs, t.find(id::masked_scores, h) ? id::masked_scores : id::scores, h);
@@ -253,10 +327,10 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       add(m.outputs, id::mask, h);
       add(m.inputs, id::scores, h);
       break;
-    case Step::Masked:
+    case Step::Masked:  // a sliding window's scores take the window's mask
       add(m.outputs, id::masked_scores, h);
       add(m.inputs, id::scores, h);
-      add(m.inputs, id::mask, h);
+      add(m.inputs, t.find(id::window_mask, h) ? id::window_mask : id::mask, h);
       break;
     case Step::Softmax:
       add(m.outputs, id::weights, h);

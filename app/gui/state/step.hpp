@@ -18,11 +18,16 @@ namespace attnscope::gui {
 // fix_selection relies on it only to land near the step it left.
 enum class Step {
   Inputs,       // X, the token embeddings (a model: the block's input, the residual stream)
+  Memory,       // cross-attention: M, the second sequence keys and values come from
   LayerNorm,    // a model's ln_1: each row normalised before attention
+  Latent,       // latent attention: C_kv = X . W_DKV, the few columns the cache keeps
   Projections,  // Q, K, V = X . W_query, W_key, W_value
   SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
+  Rotate,       // RoPE: each head's q and k rotated by their positions
+  KvGroups,     // grouped-query: the K/V heads and the query heads reading each
   Scores,       // omega = Q . K^T  (simple: X . X^T)
   Mask,         // which keys are in a query's future
+  WindowMask,   // sliding window: also the keys more than W - 1 back
   Masked,       // future scores set to -inf (the book masks before scaling)
   Scaled,       // omega / sqrt(d_k) (causal: the masked scores / sqrt(d_k))
   Softmax,      // attention weights, rows sum to 1

@@ -7,12 +7,39 @@
 
 namespace attnscope::gui {
 
+namespace {
+// The stages whose rows are keys' tokens (when the keys have their own list).
+bool key_side(std::string_view id) {
+  namespace sid = core::stage_id;
+  for (std::string_view k : {sid::memory, sid::keys, sid::values, sid::keys_rotated,
+                             sid::group_keys, sid::group_values, sid::latent_kv})
+    if (id == k) return true;
+  return false;
+}
+}  // namespace
+
+const std::vector<std::string>* row_tokens(const core::Stage& stage, const core::Trace& trace) {
+  if (core::is_parameter(stage.id)) return nullptr;
+  const auto rows = static_cast<std::size_t>(stage.data().rows());
+  if (!trace.key_tokens.empty() && key_side(stage.id) && rows == trace.key_tokens.size())
+    return &trace.key_tokens;
+  return rows == trace.tokens.size() ? &trace.tokens : nullptr;
+}
+
+const std::vector<std::string>* col_tokens(const core::Stage& stage, const core::Trace& trace) {
+  if (!core::is_token_by_token(stage.id)) return nullptr;
+  const auto cols = static_cast<std::size_t>(stage.data().cols());
+  if (!trace.key_tokens.empty())
+    return cols == trace.key_tokens.size() ? &trace.key_tokens : nullptr;
+  return cols == trace.tokens.size() ? &trace.tokens : nullptr;
+}
+
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return !core::is_parameter(stage.id) && stage.data().rows() == trace.num_tokens();
+  return row_tokens(stage, trace) != nullptr;
 }
 
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace) {
-  return core::is_token_by_token(stage.id) && stage.data().cols() == trace.num_tokens();
+  return col_tokens(stage, trace) != nullptr;
 }
 
 namespace {

@@ -16,6 +16,12 @@ using figure::ScaleScope;
 bool rows_are_tokens(const core::Stage& stage, const core::Trace& trace);
 // True when the stage's columns are tokens too (the T×T stages).
 bool cols_are_tokens(const core::Stage& stage, const core::Trace& trace);
+// The tokens that name a stage's rows (columns), or nullptr when they are
+// not tokens. Keys come from a second list when the trace has one:
+// cross-attention's second sequence (its M, K and V rows, the scores'
+// columns), or a cache step's cached tokens.
+const std::vector<std::string>* row_tokens(const core::Stage& stage, const core::Trace& trace);
+const std::vector<std::string>* col_tokens(const core::Stage& stage, const core::Trace& trace);
 
 // How `stage` of `trace` is coloured: View > Colour each row on its own scale
 // (state.ui.row_scale) resolved for it by figure::scale_scope. Auto colours

@@ -74,6 +74,71 @@ TEST(Steps, EveryStepOfEveryVariantHasTextAndAMatrix) {
   }
 }
 
+// The classes after chapter 3 walk their own steps, in the book's order:
+// the latent before the projections, RoPE before the K/V heads are shared,
+// the window after the causal mask. Each step's text quotes this run.
+TEST(Steps, TheClassesAfterChapter3AddTheirOwnSteps) {
+  using V = core::Variant;
+  AppState gqa = book(V::GroupedQuery, 8, 4);
+  gqa.config.num_kv_groups = 2;
+  gqa.config.rope = true;
+  gqa.mark_dirty();
+  gqa.recompute_if_dirty();
+  ASSERT_TRUE(gqa.trace) << gqa.error;
+  EXPECT_EQ(ids(steps_for(*gqa.trace)),
+            (std::vector<std::string>{"inputs", "qkv", "split", "rope", "kv_groups", "scores",
+                                      "mask", "masked", "scaled", "softmax", "dropout", "context",
+                                      "concat", "output"}));
+  const StepText groups = describe_step(Step::KvGroups, *gqa.trace, 3);
+  EXPECT_NE(groups.plain.find("heads 0–1 read K/V head 0 and heads 2–3 head 1"), std::string::npos)
+      << groups.plain;
+  EXPECT_EQ(step_matrices(Step::KvGroups, *gqa.trace, 3).outputs.size(), 4u);  // K_g, V_g x 2
+  EXPECT_EQ(per_head_stage(Step::KvGroups, *gqa.trace), "keys");
+  // Query heads 2 and 3 read the same keys; heads 1 and 2 do not.
+  EXPECT_EQ(gqa.trace->find("keys", 2)->data(), gqa.trace->find("keys", 3)->data());
+  EXPECT_NE(gqa.trace->find("keys", 1)->data(), gqa.trace->find("keys", 2)->data());
+  const StepMatrices scores = step_matrices(Step::Scores, *gqa.trace, 1);
+  ASSERT_EQ(scores.inputs.size(), 2u);
+  EXPECT_EQ(scores.inputs[0]->id, "queries_rotated");
+  EXPECT_NE(describe_step(Step::Rotate, *gqa.trace, 0).formula.find("10000^(−2i/2)"),
+            std::string::npos);
+
+  AppState swa = book(V::SlidingWindow, 4, 2);
+  swa.config.window = 2;
+  swa.mark_dirty();
+  swa.recompute_if_dirty();
+  ASSERT_TRUE(swa.trace) << swa.error;
+  const std::vector<std::string> swa_steps = ids(steps_for(*swa.trace));
+  EXPECT_EQ(std::vector<std::string>(swa_steps.begin() + 4, swa_steps.begin() + 7),
+            (std::vector<std::string>{"mask", "window", "masked"}));
+  // Six tokens, window 2: 15 future cells and 10 more than one back.
+  EXPECT_NE(describe_step(Step::WindowMask, *swa.trace, 0)
+                .shapes.find("25 of 36 entries hidden (15 by the causal mask, 10 by the window)"),
+            std::string::npos);
+  EXPECT_EQ(step_matrices(Step::Masked, *swa.trace, 0).inputs[1]->id, "window_mask");
+
+  AppState mla = book(V::Latent, 4, 2);
+  ASSERT_TRUE(mla.trace) << mla.error;
+  EXPECT_EQ(ids(steps_for(*mla.trace))[1], "latent");
+  EXPECT_NE(describe_step(Step::Latent, *mla.trace, 0).plain.find("latent_dim = 16"),
+            std::string::npos);
+  EXPECT_NE(describe_step(Step::Projections, *mla.trace, 0).formula.find("K = C_kv·W_UK"),
+            std::string::npos);
+
+  AppState cross = book(V::Cross, 4, 2);
+  ASSERT_TRUE(cross.trace) << cross.error;
+  EXPECT_EQ(ids(steps_for(*cross.trace))[1], "memory");
+  EXPECT_NE(describe_step(Step::Memory, *cross.trace, 0).plain.find("M is X itself"),
+            std::string::npos);
+  for (const AppState* a : {&gqa, &swa, &mla, &cross})
+    for (Step st : steps_for(*a->trace)) {
+      const StepText t = describe_step(st, *a->trace, 1);
+      EXPECT_EQ(t.shapes.find('?'), std::string::npos) << step_id(st) << ": " << t.shapes;
+      EXPECT_FALSE(t.plain.empty()) << step_id(st);
+      EXPECT_FALSE(step_matrices(st, *a->trace, 1).outputs.empty()) << step_id(st);
+    }
+}
+
 TEST(Steps, ScoreShapesReadLikeTheIssueSays) {
   AppState s = book(core::Variant::SelfAttentionV2);
   EXPECT_EQ(describe_step(Step::Scores, *s.trace, 0).shapes, "Q (6×2) · Kᵀ (2×6) → ω (6×6)");

@@ -32,12 +32,14 @@ ImVec2 add(ImVec2 a, ImVec2 b) { return ImVec2(a.x + b.x, a.y + b.y); }
 ImU32 to_u32(Rgba8 c) { return IM_COL32(c.r, c.g, c.b, c.a); }
 
 std::string row_label(const core::Stage& s, const core::Trace& t, int r) {
-  if (rows_are_tokens(s, t)) return drawable_text(t.tokens[static_cast<std::size_t>(r)]);
+  if (const auto* tokens = row_tokens(s, t))
+    return drawable_text((*tokens)[static_cast<std::size_t>(r)]);
   return std::to_string(r);
 }
 
 std::string col_label(const core::Stage& s, const core::Trace& t, int c) {
-  if (cols_are_tokens(s, t)) return drawable_text(t.tokens[static_cast<std::size_t>(c)]);
+  if (const auto* tokens = col_tokens(s, t))
+    return drawable_text((*tokens)[static_cast<std::size_t>(c)]);
   return std::to_string(c);
 }
 

@@ -357,6 +357,18 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
       s.plain = "A model's block has no such step (eval mode, one fused projection).";
       return s;
     }
+    case Step::Memory:
+    case Step::Latent:
+    case Step::Rotate:
+    case Step::KvGroups:
+    case Step::WindowMask: {
+      StepText s;
+      s.title = std::string(step_label(step));
+      s.plain =
+          "GPT-2's attention has no such step: it is one of the mechanisms that came after it "
+          "(a second sequence, a K/V latent, RoPE, shared K/V heads, a sliding window).";
+      return s;
+    }
   }
   return {};
 }

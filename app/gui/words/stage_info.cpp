@@ -112,10 +112,40 @@ StepContext step_context(const core::Trace& t, int head) {
   return StepContext{.t = t,
                      .h = h,
                      .simple = simple,
-                     .proj_head = c.variant == core::Variant::Multihead ? -1 : h,
+                     .proj_head = core::split_heads(c.variant) ? -1 : h,
                      .T = std::to_string(t.num_tokens()),
                      .d_k = keys ? std::to_string(keys->data().cols()) : "?",
                      .head_note = h >= 0 ? " Shown for head " + std::to_string(h) + "." : ""};
+}
+
+// What the projections step adds for a class that cuts one projection into heads.
+std::string projections_note(core::Variant v) {
+  switch (v) {
+    case core::Variant::GroupedQuery:
+      return " GroupedQueryAttention builds W_key and W_value first, with only num_kv_groups × "
+             "head_dim columns: fewer heads of keys and values than of queries.";
+    case core::Variant::Latent:
+      return " Only the queries come straight from X: keys and values come up from the "
+             "latent C_kv through W_UK and W_UV.";
+    case core::Variant::Cross:
+      return " The queries come from X; the keys and values from the second sequence M.";
+    default:
+      return " MultiHeadAttention projects once to all d_out columns; the next step splits "
+             "them between the heads.";
+  }
+}
+
+std::string projections_formula(core::Variant v, bool bias) {
+  const std::string b = bias ? " + b" : "";
+  switch (v) {
+    case core::Variant::Latent:
+      return "Q = X·W_query" + b + "    K = C_kv·W_UK" + b + "    V = C_kv·W_UV" + b;
+    case core::Variant::Cross:
+      return "Q = X·W_query" + b + "    K = M·W_key" + b + "    V = M·W_value" + b;
+    default:
+      return bias ? "Q = X·W_query + b_query    K = X·W_key + b_key    V = X·W_value + b_value"
+                  : "Q = X·W_query    K = X·W_key    V = X·W_value";
+  }
 }
 
 // Inputs, Q/K/V, the head split and the scores.
@@ -150,17 +180,19 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
         s.plain += " SelfAttention_v1 fills them with torch.rand.";
       else if (c.variant == core::Variant::MultiheadWrapper)
         s.plain += " Each head of the wrapper has its own three matrices." + head_note;
-      else if (c.variant == core::Variant::Multihead)
-        s.plain +=
-            " MultiHeadAttention projects once to all d_out columns; the next step splits "
-            "them between the heads.";
+      else if (core::split_heads(c.variant))
+        s.plain += projections_note(c.variant);
       else
         s.plain += " They are nn.Linear layers, so they start random.";
-      s.formula = bias ? "Q = X·W_query + b_query    K = X·W_key + b_key    V = X·W_value + b_value"
-                       : "Q = X·W_query    K = X·W_key    V = X·W_value";
+      s.formula = projections_formula(c.variant, bias);
       s.shapes = sym(find(core::stage_id::inputs, -1)) + " · " +
                  sym(find(core::stage_id::W_query, proj_head), core::stage_id::W_query) + " → " +
-                 sym(find(core::stage_id::queries, proj_head)) + "; the same for K and V";
+                 sym(find(core::stage_id::queries, proj_head));
+      if (c.variant == core::Variant::Multihead || c.variant == core::Variant::SlidingWindow ||
+          !core::split_heads(c.variant))
+        s.shapes += "; the same for K and V";
+      else
+        s.shapes += "; K and V: " + sym(find(core::stage_id::keys, -1)) + " each";
       break;
     }
 
@@ -191,14 +223,22 @@ StepText describe_inputs_to_scores(Step step, const StepContext& x) {
         s.shapes = sym(find(core::stage_id::inputs, -1)) + " · Xᵀ (" + std::to_string(t.d_in) +
                    "×" + T + ") → " + sym(find(core::stage_id::scores, -1));
       } else {
+        const bool rotated = find(core::stage_id::queries_rotated, h) != nullptr;
+        const core::Stage* keys = find(core::stage_id::keys, h);
+        const std::string S = keys ? std::to_string(keys->data().rows()) : T;
         s.plain =
             "Every query is compared with every key by a dot product. Row i says how "
             "strongly token i's query matches each token's key; rows are queries, columns "
             "are keys." +
+            std::string(rotated ? " Both were rotated by RoPE, so each score also depends on "
+                                  "how far apart the two tokens are."
+                                : "") +
             head_note;
-        s.formula = "ω_ij = q_i · k_j        ω = Q·Kᵀ";
-        s.shapes = sym(find(core::stage_id::queries, h)) + " · Kᵀ (" + d_k + "×" + T + ") → " +
-                   sym(find(core::stage_id::scores, h));
+        s.formula = rotated ? "ω_ij = rot(q_i) · rot(k_j)        ω = Q_rot·K_rotᵀ"
+                            : "ω_ij = q_i · k_j        ω = Q·Kᵀ";
+        s.shapes =
+            sym(find(rotated ? core::stage_id::queries_rotated : core::stage_id::queries, h)) +
+            " · Kᵀ (" + d_k + "×" + S + ") → " + sym(find(core::stage_id::scores, h));
       }
       break;
     default:  // the other groups' steps
@@ -338,7 +378,7 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
     }
 
     case Step::Concat: {
-      const bool mha = c.variant == core::Variant::Multihead;
+      const bool mha = core::split_heads(c.variant);
       const core::Stage* out = find(mha ? core::stage_id::concat : core::stage_id::output, -1);
       s.title = "Concatenate the heads";
       s.plain = mha ? "The heads' context vectors are put back side by side, so each token again "
@@ -353,21 +393,188 @@ StepText describe_weights_to_output(Step step, const StepContext& x) {
       break;
     }
 
-    case Step::OutProj:
+    case Step::OutProj: {
+      const core::Stage* b = find(core::stage_id::b_out, -1);
       s.title = "Output projection";
       s.plain =
           "A final linear layer (out_proj) mixes the heads' columns together, so every "
           "output column can combine what all heads found.";
-      s.formula = "output = concat·W_out + b_out";
+      if (!b) s.plain += " GroupedQueryAttention builds it without a bias.";
+      s.formula = b ? "output = concat·W_out + b_out" : "output = concat·W_out";
       s.shapes = sym(find(core::stage_id::concat, -1)) + " · " +
-                 sym(find(core::stage_id::W_out, -1), core::stage_id::W_out) + " + " +
-                 sym(find(core::stage_id::b_out, -1), core::stage_id::b_out) + " → " +
+                 sym(find(core::stage_id::W_out, -1), core::stage_id::W_out) +
+                 (b ? " + " + sym(b, core::stage_id::b_out) : std::string()) + " → " +
                  sym(find(core::stage_id::output, -1));
       break;
+    }
     default:  // the other groups' steps
       break;
   }
   return s;
+}
+
+// Which query heads read each K/V head: "heads 0–1 read K/V head 0, ...".
+std::string sharing_text(int heads, int groups) {
+  const int per = groups > 0 ? heads / groups : 0;
+  std::string out;
+  for (int g = 0; g < groups && per > 0; ++g) {
+    if (g > 0) out += g + 1 == groups ? " and " : ", ";
+    const int first = g * per, last = first + per - 1;
+    out += per == 1 ? "head " + std::to_string(first)
+                    : "heads " + std::to_string(first) + "–" + std::to_string(last);
+    out += g == 0 ? " read K/V head 0" : " head " + std::to_string(g);
+  }
+  return out;
+}
+
+long count_nonzero(const core::Stage* m) {
+  long n = 0;
+  if (m)
+    for (Eigen::Index k = 0; k < m->data().size(); ++k) n += m->data().data()[k] != 0.0f;
+  return n;
+}
+
+// Cross-attention's second sequence.
+StepText describe_memory(const StepContext& x) {
+  const core::Trace& t = x.t;
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  StepText s;
+  const core::Stage* m = find(core::stage_id::memory, -1);
+  const core::Stage* in = find(core::stage_id::inputs, -1);
+  const bool self = m && in && m->data() == in->data() && t.key_tokens == t.tokens;
+  s.title = "The second sequence: where keys and values come from";
+  s.plain =
+      "Cross-attention reads two sequences. The queries come from X, the sequence being "
+      "written; the keys and values come from M, the sequence that was read (a "
+      "translator's encoder output: the German sentence of the translate preset). No "
+      "causal mask: all of M is there before the first word of X is written.";
+  if (self)
+    s.plain += " No second sequence was given, so M is X itself: self-attention without a mask.";
+  s.formula = "Q = X·W_query        K = M·W_key        V = M·W_value";
+  s.shapes = sym(m, core::stage_id::memory) + ": " + std::to_string(m ? m->data().rows() : 0) +
+             " tokens × d_in = " + std::to_string(m ? m->data().cols() : 0);
+  return s;
+}
+
+// Latent attention's K/V latent.
+StepText describe_latent(const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = t.config;
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  StepText s;
+  const core::Stage* latent = find(core::stage_id::latent_kv, -1);
+  const long L = latent ? static_cast<long>(latent->data().cols()) : 0;
+  s.title = "The K/V latent: the few columns a cache keeps";
+  s.plain =
+      "MultiHeadLatentAttention does not project keys and values straight from X. W_DKV "
+      "first squeezes every token into latent_dim = " +
+      std::to_string(L) +
+      " numbers, the latent C_kv; the next step brings keys and values back up from it "
+      "with W_UK and W_UV. A KV cache keeps only the latent: " +
+      std::to_string(L) +
+      " numbers per token instead of 2 × d_out = " + std::to_string(2 * c.d_out) + ".";
+  s.formula = find(core::stage_id::b_down, -1) ? "C_kv = X·W_DKV + b_DKV" : "C_kv = X·W_DKV";
+  s.shapes = sym(find(core::stage_id::inputs, -1)) + " · " +
+             sym(find(core::stage_id::W_down, -1), "W_DKV") + " → " +
+             sym(latent, core::stage_id::latent_kv);
+  return s;
+}
+
+// RoPE on one head's queries and keys.
+StepText describe_rotate(const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = t.config;
+  const int h = x.h;
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  StepText s;
+  const core::Stage* k = find(core::stage_id::keys, h);
+  const long hd = k ? static_cast<long>(k->data().cols()) : 0;
+  s.title = "RoPE: queries and keys turned by their position";
+  s.plain =
+      "Rotary position embedding adds nothing to the tokens. It turns each pair of columns "
+      "(i, i + " +
+      std::to_string(hd / 2) +
+      ") of a head's queries and keys by the angle "
+      "position × θ_i: quickly in the first pairs, slowly in the last. Both sides turn, so "
+      "q_m · k_n depends only on m − n, how far apart the tokens are. Values are not "
+      "turned." +
+      x.head_note;
+  s.formula = "rot(x_m) = x_m·cos(m·θ_i) + rotate_half(x_m)·sin(m·θ_i)        θ_i = " +
+              fmt_p(c.rope_theta) + "^(−2i/" + std::to_string(hd) + ")";
+  s.shapes = sym(find(core::stage_id::queries, h)) + " → " +
+             sym(find(core::stage_id::queries_rotated, h), "Q_rot") + ", " + sym(k) + " → " +
+             sym(find(core::stage_id::keys_rotated, h), "K_rot");
+  return s;
+}
+
+// Grouped-query attention's shared K/V heads.
+StepText describe_kv_groups(const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = t.config;
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  StepText s;
+  const int H = c.num_heads, G = c.num_kv_groups;
+  s.title = "Shared keys and values: " + std::to_string(H) + " query heads, " + std::to_string(G) +
+            " K/V head" + (G == 1 ? "" : "s");
+  s.plain = "GroupedQueryAttention computes keys and values for only num_kv_groups = " +
+            std::to_string(G) +
+            " heads and lets the query heads share them: " + sharing_text(H, G) +
+            ". The heads strip shows the keys each query head reads, so the heads of one "
+            "group look alike. One group is multi-query attention; as many groups as heads "
+            "is multi-head attention again. A KV cache holds " +
+            std::to_string(G) + " heads instead of " + std::to_string(H) + ".";
+  s.formula = "K_h = K_g with g = h ÷ " + std::to_string(G > 0 ? H / G : 0) +
+              "        keys.repeat_interleave(" + std::to_string(G > 0 ? H / G : 0) + ", dim=1)";
+  s.shapes = sym(find(core::stage_id::keys, -1)) + " → " + std::to_string(G) + " × " +
+             sym(find(core::stage_id::group_keys, 0), "K_g") + ", read by " + std::to_string(H) +
+             " query heads";
+  return s;
+}
+
+// The sliding window's mask.
+StepText describe_window(const StepContext& x) {
+  const core::Trace& t = x.t;
+  const core::Config& c = t.config;
+  const int h = x.h;
+  auto find = [&](std::string_view id, int hh) { return t.find(id, hh); };
+  StepText s;
+  const core::Stage* w = find(core::stage_id::window_mask, h);
+  const long hidden = count_nonzero(w), future = count_nonzero(find(core::stage_id::mask, h));
+  const int W = c.window.value_or(t.num_tokens());
+  s.title = "The sliding window: only the last " + std::to_string(W) + " keys";
+  s.plain =
+      "MultiHeadAttentionWithSWA keeps the causal mask and hides more: query i sees only "
+      "keys i − " +
+      std::to_string(W - 1) + " … i, the " + std::to_string(W) +
+      " most recent tokens counting itself. The band of 0s along the diagonal is what each "
+      "query may read, and a KV cache needs to keep only the last " +
+      std::to_string(W) + " keys and values.";
+  if (W >= t.num_tokens())
+    s.plain += " Here the window is as long as the text, so it hides nothing more.";
+  s.formula = "hidden where j > i or j ≤ i − " + std::to_string(W);
+  s.shapes = sym(w, core::stage_id::window_mask) + ": " + std::to_string(hidden) + " of " +
+             std::to_string(w ? w->data().size() : 0) + " entries hidden (" +
+             std::to_string(future) + " by the causal mask, " + std::to_string(hidden - future) +
+             " by the window)";
+  return s;
+}
+
+// The second sequence, the latent, RoPE, the K/V heads and the window.
+StepText describe_after_chapter3(Step step, const StepContext& x) {
+  switch (step) {
+    case Step::Memory:
+      return describe_memory(x);
+    case Step::Latent:
+      return describe_latent(x);
+    case Step::Rotate:
+      return describe_rotate(x);
+    case Step::KvGroups:
+      return describe_kv_groups(x);
+    case Step::WindowMask:
+      return describe_window(x);
+    default:  // the other groups' steps
+      return {};
+  }
 }
 
 }  // namespace
@@ -391,6 +598,12 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
     case Step::Concat:
     case Step::OutProj:
       return describe_weights_to_output(step, x);
+    case Step::Memory:
+    case Step::Latent:
+    case Step::Rotate:
+    case Step::KvGroups:
+    case Step::WindowMask:
+      return describe_after_chapter3(step, x);
     case Step::LayerNorm:
     case Step::Residual:
     case Step::LayerNorm2:

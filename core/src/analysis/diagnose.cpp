@@ -159,6 +159,11 @@ struct PipelineBounds {
   double d_in = 1, d_k = 1, d_out = 1;
   double wq = 0, wk = 0, wv = 0, bq = 0, bk = 0, bv = 0, wout = 0, bout = 0;
   double dropout_scale = 1;
+  // Latent attention: keys and values come up from the latent.
+  bool latent = false;
+  double latent_dim = 1, wdown = 0, bdown = 0, wuk = 0, buk = 0, wuv = 0, buv = 0;
+  // RoPE mixes two components of a row: |x cos - y sin| <= 2 max(|x|, |y|).
+  double rotation = 1;
 
   explicit PipelineBounds(const Trace& t) {
     const Config& c = t.config;
@@ -175,14 +180,30 @@ struct PipelineBounds {
     wout = max_abs_all(t, stage_id::W_out), bout = max_abs_all(t, stage_id::b_out);
     if (r.has(BlockPart::Dropout) && c.training && c.dropout > 0 && c.dropout < 1)
       dropout_scale = 1.0 / (1.0 - c.dropout);
+    const Stage* down = t.find(stage_id::W_down);
+    latent = down != nullptr;
+    if (latent) {
+      latent_dim = static_cast<double>(down->data().cols());  // W_down is (d_in, latent)
+      wdown = max_abs_all(t, stage_id::W_down), bdown = max_abs_all(t, stage_id::b_down);
+      wuk = max_abs_all(t, stage_id::W_up_key), buk = max_abs_all(t, stage_id::b_up_key);
+      wuv = max_abs_all(t, stage_id::W_up_value), buv = max_abs_all(t, stage_id::b_up_value);
+    }
+    if (t.find(stage_id::queries_rotated) != nullptr) rotation = 2;
   }
 
   // The largest of the stages' bounds for embeddings up to x.
   double largest(double x) const {
     if (simple) return std::max(d_in * x * x, x);
-    const double q = d_in * x * wq + bq, k = d_in * x * wk + bk, v = d_in * x * wv + bv;
+    double q = d_in * x * wq + bq, k = d_in * x * wk + bk, v = d_in * x * wv + bv;
+    double m = 0;
+    if (latent) {
+      const double down = d_in * x * wdown + bdown;
+      k = latent_dim * down * wuk + buk, v = latent_dim * down * wuv + buv;
+      m = down;
+    }
+    q *= rotation, k *= rotation;
     const double context = v * dropout_scale;
-    double m = std::max({q, k, v, d_k * q * k, context});
+    m = std::max({m, q, k, v, d_k * q * k, context});
     if (multihead) m = std::max(m, d_out * context * wout + bout);
     return m;
   }
@@ -302,7 +323,8 @@ bool nonfinite_expected(const BlockRecipe& recipe, const Stage& stage, Eigen::In
   // stages hold the mask's -inf in the future.
   const StageInfo* info = find_stage_info(stage.id);
   const bool masked_stage = info && info->holds_mask && recipe.has(BlockPart::Mask);
-  if (!masked_stage || col <= row) return false;
+  // A sliding window also hides the keys more than the window back (col < row).
+  if (!masked_stage || (col <= row && !recipe.has(BlockPart::Window))) return false;
   const float v = stage.data()(row, col);
   return std::isinf(v) && v < 0;
 }

@@ -67,7 +67,25 @@ std::size_t trace_memory_bytes(const Config& config, long tokens, long d_in) {
       flags = drawing ? heads * T * T : 0;
       break;
     }
+    case Variant::GroupedQuery:
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross: {
+      // core::modern keeps its Run (eight T x T matrices and five T x d_head
+      // per head, the projections, the latent) and the trace copies it: twice.
+      const std::size_t d_head = dout / heads;
+      const std::size_t latent =
+          config.latent_dim ? static_cast<std::size_t>(*config.latent_dim) : dout / 8 + 16;
+      floats +=
+          2 *
+          (qkv(dout, bias) + heads * (8 * T * T + 6 * T * d_head) + 3 * T * dout + dout * dout +
+           dout +
+           (config.variant == Variant::Latent ? T * latent + din * latent + 2 * latent * dout : 0));
+      break;
+    }
   }
+  if (config.rope && config.variant == Variant::Multihead)  // the same, on core::modern
+    floats += floats;
   return floats * sizeof(float) + flags;
 }
 
@@ -115,8 +133,10 @@ std::string memory_problem(const Config& config, long tokens, long d_in,
 }
 
 std::string memory_problem(const Config& config, const Inputs& inputs) {
-  return memory_problem(config, static_cast<long>(inputs.embeddings.rows()),
-                        static_cast<long>(inputs.embeddings.cols()), available_memory_bytes());
+  // Cross-attention's T x S stages: the longer of the two sequences bounds them.
+  const long tokens = static_cast<long>(std::max(inputs.embeddings.rows(), inputs.memory.rows()));
+  const long width = static_cast<long>(std::max(inputs.embeddings.cols(), inputs.memory.cols()));
+  return memory_problem(config, tokens, width, available_memory_bytes());
 }
 
 }  // namespace attnscope::core

@@ -35,6 +35,11 @@ Parameters init_parameters(const Config& config, int d_in, TorchGenerator& gen) 
       params.qkv.push_back(detail::init_qkv_linear(d_in, config.d_out, config.qkv_bias, gen));
       params.out = detail::init_linear(config.d_out, config.d_out, /*bias=*/true, gen);
       break;
+    case Variant::GroupedQuery:  // their parameters are core::modern's (modern.hpp)
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross:
+      break;
   }
   return params;
 }
@@ -62,6 +67,7 @@ PreparedParameters prepare_parameters(const Parameters& params) {
 // run_with_parameters; `prepared` is params prepared, or null.
 Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& params,
                   const PreparedParameters* prepared, TorchGenerator& gen, EnginePath path) {
+  if (runs_modern(config)) return run_modern(config, inputs);  // draws its own parameters
   Trace trace;
   trace.config = config;
   trace.tokens = inputs.tokens;
@@ -93,6 +99,11 @@ Trace run_forward(const Config& config, const Inputs& inputs, const Parameters& 
     case Variant::Multihead:
       detail::forward_multihead_reference(trace, config, x, params, opt, gen);
       break;
+    case Variant::GroupedQuery:  // run_modern, before this switch
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross:
+      break;
   }
   return trace;
 }
@@ -105,6 +116,7 @@ Trace run_with_parameters(const Config& config, const Inputs& inputs, const Para
 }
 
 Trace run_attention(const Config& config, const Inputs& inputs, EnginePath path) {
+  if (runs_modern(config)) return run_modern(config, inputs);
   TorchGenerator gen(config.seed);  // torch.manual_seed(seed)
   const Parameters params =
       init_parameters(config, static_cast<int>(inputs.embeddings.cols()), gen);
@@ -129,6 +141,7 @@ const Parameters& ParameterCache::get(const Config& config, int d_in, TorchGener
 
 Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& cache,
                     EnginePath path) {
+  if (runs_modern(config)) return run_modern(config, inputs);
   TorchGenerator gen(config.seed);
   const Parameters& params = cache.get(config, static_cast<int>(inputs.embeddings.cols()), gen);
   return run_forward(config, inputs, params, cache.prepared(), gen, path);

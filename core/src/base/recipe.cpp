@@ -10,6 +10,16 @@ BlockRecipe chapter3_recipe(Variant v) {
   BlockRecipe r;
   if (v == Variant::Simple) return r;  // no weights: X · Xᵀ, softmax, weights · X
   r.with(Projection).with(Scale);
+  if (is_modern(v)) {
+    r.with(Heads).with(OutProj).with(Dropout);
+    r.split_heads = true;
+    if (v != Variant::Cross) r.with(Mask);
+    if (v == Variant::GroupedQuery) r.with(KvGroups);
+    if (v == Variant::SlidingWindow) r.with(Window);
+    if (v == Variant::Latent) r.with(Latent);
+    if (v == Variant::Cross) r.with(Cross);
+    return r;
+  }
   if (!is_causal(v)) return r;  // SelfAttention_v1, SelfAttention_v2
   r.with(Mask).with(Dropout);
   if (v == Variant::Causal) return r;
@@ -17,6 +27,15 @@ BlockRecipe chapter3_recipe(Variant v) {
   if (v == Variant::Multihead) {
     r.with(OutProj);
     r.split_heads = true;
+  }
+  return r;
+}
+
+BlockRecipe config_recipe(const Config& config) {
+  BlockRecipe r = chapter3_recipe(config.variant);
+  if (config.rope && takes_rope(config.variant)) {
+    r.with(BlockPart::Rotary);
+    r.positions = PositionKind::Rotary;
   }
   return r;
 }

@@ -16,11 +16,14 @@ namespace id = stage_id;
 // id, the block part that makes it, symbol, short symbol, name, formula,
 // scale, rows, cols, source, holds mask, made by models only, where a model
 // makes it, its symbol there. The rows of the parts no recipe has yet
-// (Rotary, QkNorm, KvGroups, Window, Latent, Cache) name the stages of the
-// mechanisms to come; no engine makes them today (model_scope None).
+// (Rotary, QkNorm, KvGroups, Window, Latent, Cache, Cross) name the stages of
+// the mechanisms after chapter 3: the bonus classes (attention/modern.hpp)
+// make all but QkNorm's; no model makes them yet (model_scope None).
 constexpr StageInfo kCatalogue[] = {
     {id::inputs, P::Attention, "X", "X", "X (inputs)", "X: one embedding per token", Signed, Token,
      Dim, ""},
+    {id::memory, P::Cross, "M", "M", "M (the second sequence)",
+     "one embedding per token of the sequence keys and values come from", Signed, Token, Dim, ""},
     {id::embeddings, P::Run, "X₀", "X₀", "embeddings", "wte[token id] + wpe[position]", Signed,
      Token, Dim, "", false, true, ModelScope::Run, "x"},
     {id::ln_1, P::Norm, "LN₁(x)", "ln_1", "ln_1 (the block's input, normalised)",
@@ -37,6 +40,18 @@ constexpr StageInfo kCatalogue[] = {
     {id::b_key, P::Projection, "b_key", "b_k", "b_key", "nn.Linear(d_in, d_out).bias", Parameter,
      Bias, OutDim, ""},
     {id::b_value, P::Projection, "b_value", "b_v", "b_value", "nn.Linear(d_in, d_out).bias",
+     Parameter, Bias, OutDim, ""},
+    {id::W_down, P::Latent, "W_DKV", "W_dkv", "W_DKV (down to the latent)",
+     "nn.Linear(d_in, latent_dim).weight, transposed", Parameter, InDim, OutDim, ""},
+    {id::b_down, P::Latent, "b_DKV", "b_dkv", "b_DKV", "nn.Linear(d_in, latent_dim).bias",
+     Parameter, Bias, OutDim, ""},
+    {id::W_up_key, P::Latent, "W_UK", "W_uk", "W_UK (latent up to keys)",
+     "nn.Linear(latent_dim, d_out).weight, transposed", Parameter, InDim, OutDim, ""},
+    {id::b_up_key, P::Latent, "b_UK", "b_uk", "b_UK", "nn.Linear(latent_dim, d_out).bias",
+     Parameter, Bias, OutDim, ""},
+    {id::W_up_value, P::Latent, "W_UV", "W_uv", "W_UV (latent up to values)",
+     "nn.Linear(latent_dim, d_out).weight, transposed", Parameter, InDim, OutDim, ""},
+    {id::b_up_value, P::Latent, "b_UV", "b_uv", "b_UV", "nn.Linear(latent_dim, d_out).bias",
      Parameter, Bias, OutDim, ""},
     {id::latent_kv, P::Latent, "C_kv", "C_kv", "C_kv (the K/V latent)",
      "X · W_down: keys and values squeezed into a few columns", Signed, Token, Dim, id::inputs},
@@ -58,11 +73,12 @@ constexpr StageInfo kCatalogue[] = {
      "the keys of every token so far, kept between steps", Signed, Token, Dim, id::keys},
     {id::cached_values, P::Cache, "V_cache", "V$", "cached values",
      "the values of every token so far, kept between steps", Signed, Token, Dim, id::values},
-    {id::group_keys, P::KvGroups, "K_g", "K_g", "the head's K/V group: keys",
-     "the keys head h shares with its group: K of group h ÷ (heads ÷ groups)", Signed, Token, Dim,
-     id::keys},
-    {id::group_values, P::KvGroups, "V_g", "V_g", "the head's K/V group: values",
-     "the values head h shares with its group", Signed, Token, Dim, id::values},
+    {id::group_keys, P::KvGroups, "K_g", "K_g", "K/V head g: keys",
+     "K/V head g's columns of X · W_key; query head h reads head h ÷ (heads ÷ groups)", Signed,
+     Token, Dim, id::keys},
+    {id::group_values, P::KvGroups, "V_g", "V_g", "K/V head g: values",
+     "K/V head g's columns of X · W_value, shared by its query heads", Signed, Token, Dim,
+     id::values},
     {id::scores, P::Attention, "ω", "ω", "ω (scores)", "Q · Kᵀ", Signed, Query, Key, id::queries,
      false, false, ModelScope::Head, "ω"},
     {id::mask, P::Mask, "mask", "mask", "mask (1 = future)",
@@ -145,7 +161,11 @@ std::string_view stage_source(std::string_view stage, Variant variant) {
   if (s->id == stage_id::scores && variant == Variant::Simple) return stage_id::inputs;
   if (s->id == stage_id::scaled_scores && !causal) return stage_id::scores;
   if (s->id == stage_id::weights && variant == Variant::Simple) return stage_id::scores;
-  if (s->id == stage_id::context && !causal) return stage_id::weights;
+  if (s->id == stage_id::context && !has_dropout(variant)) return stage_id::weights;
+  if (s->id == stage_id::keys && variant == Variant::Latent) return stage_id::latent_kv;
+  if (s->id == stage_id::values && variant == Variant::Latent) return stage_id::latent_kv;
+  if ((s->id == stage_id::keys || s->id == stage_id::values) && variant == Variant::Cross)
+    return stage_id::memory;
   if (s->id == stage_id::output && variant == Variant::MultiheadWrapper) return stage_id::context;
   return s->source;
 }

@@ -8,7 +8,10 @@
 namespace attnscope::core {
 
 BlockRecipe Trace::recipe() const {
-  return is_model() ? block.recipe : chapter3_recipe(config.variant);
+  if (is_model()) return block.recipe;
+  BlockRecipe r = config_recipe(config);
+  if (cache_step) r.with(BlockPart::Cache);
+  return r;
 }
 
 int Trace::heads_shown() const {
@@ -18,8 +21,7 @@ int Trace::heads_shown() const {
 
 int Trace::head_dim() const {
   if (is_model()) return block.head_dim;
-  return config.variant == Variant::Multihead ? config.d_out / std::max(config.num_heads, 1)
-                                              : config.d_out;
+  return split_heads(config.variant) ? config.d_out / std::max(config.num_heads, 1) : config.d_out;
 }
 
 int Trace::projected_width() const {

@@ -234,6 +234,333 @@ constexpr const char* kMultiHeadAttention = R"(class MultiHeadAttention(nn.Modul
 )";
 
 // ---------------------------------------------------------------------------
+// 2b. The classes after chapter 3, as the book's bonus code writes them (the
+// forward without the KV cache, which a single forward pass does not use).
+// With RoPE the script gives the module cos and sin tables (llama3.py's
+// compute_rope_params) and its forward rotates queries and keys before the
+// scores: the lines kRopeLines marks.
+
+constexpr const char* kRopeFunctions =
+    R"(def compute_rope_params(head_dim, theta_base=10_000, context_length=4096, dtype=torch.float32):
+    assert head_dim % 2 == 0, "Embedding dimension must be even"
+
+    # Compute the inverse frequencies
+    inv_freq = 1.0 / (theta_base ** (torch.arange(0, head_dim, 2, dtype=dtype)[: (head_dim // 2)].float() / head_dim))
+
+    # Generate position indices
+    positions = torch.arange(context_length, dtype=dtype)
+
+    # Compute the angles
+    angles = positions.unsqueeze(1) * inv_freq.unsqueeze(0)  # Shape: (context_length, head_dim // 2)
+
+    # Expand angles to match the head_dim
+    angles = torch.cat([angles, angles], dim=1)  # Shape: (context_length, head_dim)
+
+    # Precompute sine and cosine
+    cos = torch.cos(angles)
+    sin = torch.sin(angles)
+
+    return cos, sin
+
+
+def apply_rope(x, cos, sin):
+    # x: (batch_size, num_heads, seq_len, head_dim)
+    batch_size, num_heads, seq_len, head_dim = x.shape
+    assert head_dim % 2 == 0, "Head dimension must be even"
+
+    # Split x into first half and second half
+    x1 = x[..., : head_dim // 2]  # First half
+    x2 = x[..., head_dim // 2:]  # Second half
+
+    # Adjust sin and cos shapes
+    cos = cos[:seq_len, :].unsqueeze(0).unsqueeze(0)  # Shape: (1, 1, seq_len, head_dim)
+    sin = sin[:seq_len, :].unsqueeze(0).unsqueeze(0)
+
+    # Apply the rotary transformation
+    rotated = torch.cat((-x2, x1), dim=-1)
+    x_rotated = (x * cos) + (rotated * sin)
+
+    # It's ok to use lower-precision after applying cos and sin rotation
+    return x_rotated.to(dtype=x.dtype)
+)";
+
+// The forward's RoPE lines, for queries and keys of shape (b, heads, T, head_dim).
+constexpr const char* kRopeLines = R"(
+        # RoPE: rotate queries and keys by position (self.cos, self.sin from
+        # compute_rope_params); values are not rotated
+        queries = apply_rope(queries, self.cos, self.sin)
+        keys = apply_rope(keys, self.cos, self.sin)
+)";
+
+constexpr const char* kGqaHead = R"(class GroupedQueryAttention(nn.Module):
+    def __init__(
+            self, d_in, d_out, dropout, num_heads, num_kv_groups, dtype=None, qkv_bias=False
+    ):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        assert num_heads % num_kv_groups == 0, "num_heads must be divisible by num_kv_groups"
+
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+
+        self.W_key = nn.Linear(d_in, num_kv_groups * self.head_dim, bias=qkv_bias, dtype=dtype)
+        self.W_value = nn.Linear(d_in, num_kv_groups * self.head_dim, bias=qkv_bias, dtype=dtype)
+        self.num_kv_groups = num_kv_groups
+        self.group_size = num_heads // num_kv_groups
+
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias, dtype=dtype)
+        self.out_proj = nn.Linear(d_out, d_out, bias=False, dtype=dtype)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+
+        # Apply projections
+        queries = self.W_query(x)  # (b, num_tokens, num_heads * head_dim)
+        keys = self.W_key(x)       # (b, num_tokens, num_kv_groups * head_dim)
+        values = self.W_value(x)   # (b, num_tokens, num_kv_groups * head_dim)
+
+        # Reshape
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        keys = keys.view(b, num_tokens, self.num_kv_groups, self.head_dim).transpose(1, 2)
+        values = values.view(b, num_tokens, self.num_kv_groups, self.head_dim).transpose(1, 2)
+)";
+
+constexpr const char* kGqaTail = R"(
+        # Expand keys and values to match the number of heads
+        # Shape: (b, num_heads, num_tokens, head_dim)
+        keys = keys.repeat_interleave(self.group_size, dim=1)
+        values = values.repeat_interleave(self.group_size, dim=1)
+
+        # Compute scaled dot-product attention (aka self-attention) with a causal mask
+        # Shape: (b, num_heads, num_tokens, num_tokens)
+        attn_scores = queries @ keys.transpose(2, 3)  # Dot product for each head
+
+        # causal mask
+        num_tokens_Q = queries.shape[-2]
+        num_tokens_K = keys.shape[-2]
+        q_positions = torch.arange(num_tokens_Q, dtype=torch.long)
+        k_positions = torch.arange(num_tokens_K, dtype=torch.long)
+        mask = q_positions.unsqueeze(-1) < k_positions.unsqueeze(0)
+
+        # Use the mask to fill attention scores
+        attn_scores = attn_scores.masked_fill(mask, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        assert keys.shape[-1] == self.head_dim
+        attn_weights = self.dropout(attn_weights)
+
+        # Shape: (b, num_tokens, num_heads, head_dim)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+
+        # Combine heads, where self.d_out = self.num_heads * self.head_dim
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)  # optional projection
+
+        return context_vec
+)";
+
+constexpr const char* kSwaHead = R"(class MultiHeadAttentionWithSWA(nn.Module):
+    def __init__(self, d_in, d_out, dropout, num_heads, qkv_bias=False, sliding_window_size=None):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads  # Reduce the projection dim to match desired output dim
+
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)  # Linear layer to combine head outputs
+        self.dropout = nn.Dropout(dropout)
+        self.sliding_window_size = sliding_window_size
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+
+        keys = self.W_key(x)  # Shape: (b, num_tokens, d_out)
+        values = self.W_value(x)
+        queries = self.W_query(x)
+
+        # We implicitly split the matrix by adding a `num_heads` dimension
+        # Unroll last dim: (b, num_tokens, d_out) -> (b, num_tokens, num_heads, head_dim)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        # Transpose: (b, num_tokens, num_heads, head_dim) -> (b, num_heads, num_tokens, head_dim)
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+)";
+
+constexpr const char* kSwaTail = R"(
+        # Compute scaled dot-product attention (aka self-attention) with a causal mask
+        attn_scores = queries @ keys.transpose(2, 3)  # Dot product for each head
+
+        # causal + sliding-window mask
+        num_tokens_Q = queries.shape[-2]
+        num_tokens_K = keys.shape[-2]
+        q_positions = torch.arange(num_tokens_Q, dtype=torch.long)
+        k_positions = torch.arange(num_tokens_K, dtype=torch.long)
+        # Sliding window width
+        W = num_tokens_K + 1 if self.sliding_window_size is None else int(self.sliding_window_size)
+        diff = q_positions.unsqueeze(-1) - k_positions.unsqueeze(0)
+        mask_bool = (diff < 0) | (diff >= W)
+
+        # Use the mask to fill attention scores
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        # Shape: (b, num_tokens, num_heads, head_dim)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+
+        # Combine heads, where self.d_out = self.num_heads * self.head_dim
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)  # optional projection
+
+        return context_vec
+)";
+
+constexpr const char* kMla = R"(class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_in, d_out, dropout, num_heads,
+                 qkv_bias=False, latent_dim=None):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.latent_dim = latent_dim if latent_dim is not None else max(16, d_out // 8)
+
+        # Projections
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)              # per-head Q
+        self.W_DKV = nn.Linear(d_in, self.latent_dim, bias=qkv_bias)    # down to latent C
+        self.W_UK = nn.Linear(self.latent_dim, d_out, bias=qkv_bias)   # latent -> per-head K
+        self.W_UV = nn.Linear(self.latent_dim, d_out, bias=qkv_bias)   # latent -> per-head V
+
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+
+    @staticmethod
+    def _reshape_to_heads(x, num_heads, head_dim):
+        # (b, T, d_out) -> (b, num_heads, T, head_dim)
+        bsz, num_tokens, _ = x.shape
+        return x.view(bsz, num_tokens, num_heads, head_dim).transpose(1, 2).contiguous()
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        num_heads = self.num_heads
+        head_dim = self.head_dim
+
+        # 1) Project to queries (per-token, per-head) and the latent
+        queries_all = self.W_query(x)  # (b, T, d_out)
+        latent = self.W_DKV(x)  # (b, T, latent_dim)
+
+        # 2) Up-project the latent to per-head keys/values (then split into heads)
+        keys_all = self.W_UK(latent)   # (b, T, d_out)
+        values_all = self.W_UV(latent)   # (b, T, d_out)
+
+        # 3) Reshape to heads
+        queries = self._reshape_to_heads(queries_all, num_heads, head_dim)
+        keys = self._reshape_to_heads(keys_all, num_heads, head_dim)
+        values = self._reshape_to_heads(values_all, num_heads, head_dim)
+
+        # 4) Scaled dot-product attention with causal mask
+        attn_scores = torch.matmul(queries, keys.transpose(-2, -1))
+
+        num_tokens_Q = queries.shape[-2]
+        num_tokens_K = keys.shape[-2]
+        q_positions = torch.arange(num_tokens_Q, dtype=torch.long)
+        k_positions = torch.arange(num_tokens_K, dtype=torch.long)
+        mask_bool = q_positions.unsqueeze(-1) < k_positions.unsqueeze(0)
+
+        # Use the mask to fill attention scores
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        # Shape: (b, num_tokens, num_heads, head_dim)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+
+        # Combine heads, where self.d_out = self.num_heads * self.head_dim
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)  # optional projection
+
+        return context_vec
+)";
+
+// Ours (the book has no class for it): MultiHeadAttention's construction,
+// with W_key and W_value reading a second sequence and no mask.
+constexpr const char* kCross = R"(class CrossAttention(nn.Module):
+    # Queries from x, keys and values from a second sequence (an encoder's
+    # output), nothing masked: built as MultiHeadAttention is.
+    def __init__(self, d_in, d_memory, d_out, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_memory, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_memory, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory):
+        b, num_tokens, _ = x.shape
+        num_memory = memory.shape[1]
+        queries = self.W_query(x)
+        keys = self.W_key(memory)
+        values = self.W_value(memory)
+
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        keys = keys.view(b, num_memory, self.num_heads, self.head_dim).transpose(1, 2)
+        values = values.view(b, num_memory, self.num_heads, self.head_dim).transpose(1, 2)
+
+        # (b, num_heads, num_tokens, num_memory): every query sees every key
+        attn_scores = queries @ keys.transpose(2, 3)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)
+)";
+
+// The chapter-3 MultiHeadAttention split where RoPE's lines go (after the
+// transposes), for Multihead with RoPE.
+std::string multihead_with_rope() {
+  const std::string text = kMultiHeadAttention;
+  const std::string after = "        values = values.transpose(1, 2)\n";
+  const std::size_t at = text.find(after) + after.size();
+  return text.substr(0, at) + kRopeLines + text.substr(at);
+}
+
+// The class source for a variant core::modern runs, RoPE's lines in place.
+std::string modern_class_source(const Config& config) {
+  const std::string rope = config.rope ? kRopeLines : "";
+  switch (config.variant) {
+    case Variant::GroupedQuery:
+      return std::string(kGqaHead) + rope + kGqaTail;
+    case Variant::SlidingWindow:
+      return std::string(kSwaHead) + rope + kSwaTail;
+    case Variant::Latent:
+      return kMla;
+    case Variant::Cross:
+      return kCross;
+    default:
+      return multihead_with_rope();
+  }
+}
+
+// ---------------------------------------------------------------------------
 // 3. The script
 
 // The module's variable name, as the book names it.
@@ -248,6 +575,14 @@ const char* module_name(Variant v) {
     case Variant::MultiheadWrapper:
     case Variant::Multihead:
       return "mha";
+    case Variant::GroupedQuery:
+      return "gqa";
+    case Variant::SlidingWindow:
+      return "swa";
+    case Variant::Latent:
+      return "mla";
+    case Variant::Cross:
+      return "cross";
     case Variant::Simple:
       break;
   }
@@ -296,6 +631,68 @@ std::string explicit_weights_section(const Config& config, const Parameters& par
   return out;
 }
 
+// The construction of a class core::modern runs, as the book's examples
+// call it (GroupedQueryAttention's dtype comes before qkv_bias: by keyword).
+std::string modern_construction(const Config& config) {
+  const std::string m = module_name(config.variant);
+  const std::string args = std::string("(d_in, d_out, ") + python_double(config.dropout) +
+                           ", num_heads=" + std::to_string(config.num_heads);
+  const std::string bias = std::string(", qkv_bias=") + (config.qkv_bias ? "True" : "False");
+  switch (config.variant) {
+    case Variant::GroupedQuery:
+      return m + " = GroupedQueryAttention" + args +
+             ", num_kv_groups=" + std::to_string(config.num_kv_groups) + bias + ")\n";
+    case Variant::SlidingWindow:
+      return m + " = MultiHeadAttentionWithSWA" + args + bias + ", sliding_window_size=" +
+             (config.window ? std::to_string(*config.window) : std::string("None")) + ")\n";
+    case Variant::Latent:
+      return m + " = MultiHeadLatentAttention" + args + bias + ", latent_dim=" +
+             (config.latent_dim ? std::to_string(*config.latent_dim) : std::string("None")) +
+             ")  # None: max(16, d_out // 8)\n";
+    case Variant::Cross:
+      return m + " = CrossAttention(d_in, d_memory, d_out, " + python_double(config.dropout) +
+             ", num_heads=" + std::to_string(config.num_heads) + bias + ")\n";
+    default:
+      return m + " = MultiHeadAttention(d_in, d_out, context_length, " +
+             python_double(config.dropout) + ", num_heads=" + std::to_string(config.num_heads) +
+             bias + ")\n";
+  }
+}
+
+// The script's body for a class core::modern runs, after the inputs.
+std::string modern_body(const Config& config, int tokens, int d_in, const Inputs* cross) {
+  const std::string m = module_name(config.variant);
+  std::string out;
+  out += "d_in = inputs.shape[1]  # " + std::to_string(d_in) + "\n";
+  out += "d_out = " + std::to_string(config.d_out) + "\n";
+  out += "batch = inputs.unsqueeze(0)  # a batch of one: (1, T, d_in)\n";
+  out += "context_length = batch.shape[1]  # T = " + std::to_string(tokens) + "\n";
+  if (cross) {
+    out +=
+        "d_memory = memory.shape[1]  # " + std::to_string(memory_of(*cross).memory.cols()) + "\n";
+    out += "memory_batch = memory.unsqueeze(0)  # (1, S, d_memory)\n";
+  }
+  out += "\ntorch.manual_seed(" + std::to_string(config.seed) +
+         ")  # the module's constructor draws its weights from here\n";
+  out += modern_construction(config);
+  if (config.rope)
+    out += m + ".cos, " + m + ".sin = compute_rope_params(d_out // " +
+           std::to_string(config.num_heads) + ", theta_base=" + python_double(config.rope_theta) +
+           ", context_length=context_length)\n";
+  if (config.training)
+    out += m + ".train()  # training mode: dropout draws from the generator after the weights\n";
+  else
+    out += m + ".eval()  # eval mode: dropout is off\n";
+  const long long numel = static_cast<long long>(tokens) * config.d_out;
+  out += "\ntorch.set_printoptions(precision=6" +
+         (numel >= 1000 ? ", threshold=" + std::to_string(numel + 1) : std::string()) +
+         ")  # the book prints 4 decimals\n";
+  out +=
+      "context_vecs = " + m + (cross ? "(batch, memory_batch)" : "(batch)") + "  # (1, T, d_out)\n";
+  out += "print(context_vecs)\n";
+  return out;
+}
+
 std::string config_summary(const Config& config, bool explicit_weights) {
   std::string s = "d_out=" + std::to_string(config.d_out);
   if (has_heads(config.variant)) s += ", num_heads=" + std::to_string(config.num_heads);
@@ -305,7 +702,17 @@ std::string config_summary(const Config& config, bool explicit_weights) {
     if (config.variant != Variant::SelfAttentionV1)
       s += std::string(", qkv_bias=") + (config.qkv_bias ? "True" : "False");
   }
-  if (is_causal(config.variant)) s += config.training ? ", training mode" : ", eval mode";
+  if (config.variant == Variant::Cross) s += ", dropout=" + python_double(config.dropout);
+  if (config.variant == Variant::GroupedQuery)
+    s += ", num_kv_groups=" + std::to_string(config.num_kv_groups);
+  if (config.variant == Variant::SlidingWindow && config.window)
+    s += ", sliding_window_size=" + std::to_string(*config.window);
+  if (config.variant == Variant::Latent)
+    s +=
+        ", latent_dim=" + std::to_string(config.latent_dim.value_or(book_latent_dim(config.d_out)));
+  if (config.rope && takes_rope(config.variant))
+    s += ", RoPE theta=" + python_double(config.rope_theta);
+  if (has_dropout(config.variant)) s += config.training ? ", training mode" : ", eval mode";
   if (explicit_weights) s += ", imported weights";
   return s;
 }
@@ -321,22 +728,43 @@ void check_preconditions(const Config& config, const Inputs& inputs,
   }
 }
 
-// The whole script; `inputs_section` defines `inputs` (T, d_in).
-std::string script(const Config& config, int tokens, int d_in, const std::string& inputs_section,
-                   const Parameters* explicit_weights) {
+// The script's opening comment and imports.
+std::string script_header(const Config& config, int tokens, int d_in, bool explicit_weights) {
   const Variant v = config.variant;
-  const std::string m = module_name(v);
   std::string out;
-  out += "# attnscope " ATTNSCOPE_VERSION ": one run as PyTorch code, with the classes of\n";
-  out += "# chapter 3 of Raschka's \"Build a Large Language Model (From Scratch)\".\n";
+  if (runs_modern(config)) {
+    out += "# attnscope " ATTNSCOPE_VERSION ": one run as PyTorch code, with the attention the\n";
+    out += "# code of Raschka's \"Build a Large Language Model (From Scratch)\" builds after\n";
+    out += "# chapter 3";
+    out += v == Variant::Cross ? " (cross-attention: ours, in chapter 3's style).\n" : ".\n";
+  } else {
+    out += "# attnscope " ATTNSCOPE_VERSION ": one run as PyTorch code, with the classes of\n";
+    out += "# chapter 3 of Raschka's \"Build a Large Language Model (From Scratch)\".\n";
+  }
   out += "# " +
          std::string(v == Variant::Simple ? "simplified self-attention" : variant_book_name(v)) +
          ", T=" + std::to_string(tokens) + ", d_in=" + std::to_string(d_in) + ", " +
-         config_summary(config, explicit_weights != nullptr) + "\n";
+         config_summary(config, explicit_weights) + "\n";
   out += "# Run it with python3 and PyTorch: it prints the output the app shows.\n";
   out += "import torch\n";
   if (v != Variant::Simple) out += "import torch.nn as nn\n";
   out += "\n";
+  return out;
+}
+
+// The whole script; `inputs_section` defines `inputs` (T, d_in) (and, for
+// Cross, `memory` (S, d_memory) from `cross`'s second sequence).
+std::string script(const Config& config, int tokens, int d_in, const std::string& inputs_section,
+                   const Parameters* explicit_weights, const Inputs* cross = nullptr) {
+  const Variant v = config.variant;
+  const std::string m = module_name(v);
+  const bool modern = runs_modern(config);
+  std::string out = script_header(config, tokens, d_in, explicit_weights != nullptr);
+  if (modern) {
+    if (config.rope) out += std::string("\n") + kRopeFunctions + "\n\n";
+    out += "\n" + modern_class_source(config) + "\n\n" + inputs_section + "\n";
+    return out + modern_body(config, tokens, d_in, cross);
+  }
 
   switch (v) {
     case Variant::Simple:
@@ -355,6 +783,11 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
       break;
     case Variant::Multihead:
       out += std::string("\n") + kMultiHeadAttention + "\n\n";
+      break;
+    case Variant::GroupedQuery:  // written above
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross:
       break;
   }
 
@@ -410,6 +843,10 @@ std::string script(const Config& config, int tokens, int d_in, const std::string
              ")\n";
       break;
     case Variant::Simple:
+    case Variant::GroupedQuery:  // modern_body
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross:
       break;
   }
   if (explicit_weights) out += explicit_weights_section(config, *explicit_weights) + "\n";
@@ -444,8 +881,24 @@ std::string pytorch_script(const Config& config, const Inputs& inputs,
                               return comment_text(inputs.tokens[static_cast<std::size_t>(r)]);
                             }) +
              "\n";
+  const bool cross = config.variant == Variant::Cross;
+  if (cross && inputs.memory.rows() == 0) {
+    section += "# No second sequence was given: keys and values come from the inputs too.\n";
+    section += "memory = inputs\n";
+  } else if (cross) {
+    const RowMatrix& mem = inputs.memory;
+    section += "# The second sequence keys and values come from, (S, d_memory) = (" +
+               std::to_string(mem.rows()) + ", " + std::to_string(mem.cols()) + ").\n";
+    section +=
+        "memory = " +
+        matrix_literal(mem,
+                       [&inputs](Eigen::Index r) {
+                         return comment_text(inputs.memory_tokens[static_cast<std::size_t>(r)]);
+                       }) +
+        "\n";
+  }
   return script(config, static_cast<int>(x.rows()), static_cast<int>(x.cols()), section,
-                explicit_weights);
+                explicit_weights, cross ? &inputs : nullptr);
 }
 
 std::string pytorch_script(const Config& config, const RandomInputs& random,
@@ -454,8 +907,11 @@ std::string pytorch_script(const Config& config, const RandomInputs& random,
     throw std::invalid_argument("pytorch_script: random inputs of " +
                                 std::to_string(random.tokens) + " x " +
                                 std::to_string(random.d_in) + " are outside 1..4096");
+  if (config.variant == Variant::Cross)
+    throw std::invalid_argument(
+        "pytorch_script: cross-attention's script needs the second sequence: pass Inputs");
   // The config's own checks, on a one-token stand-in (the shape is checked above).
-  Inputs probe{{"t"}, RowMatrix::Zero(1, random.d_in)};
+  Inputs probe{{"t"}, RowMatrix::Zero(1, random.d_in), {}, {}};
   if (std::string problem = validate(config, probe); !problem.empty())
     throw std::invalid_argument("pytorch_script: " + problem);
   if (explicit_weights) {
@@ -472,8 +928,14 @@ std::string pytorch_script(const Config& config, const RandomInputs& random,
 
 std::string pytorch_script(const Config& config, const TextInputs& text,
                            const Parameters* explicit_weights) {
-  const Inputs inputs{text.tokens, chapter2_embeddings(text.ids, text.d_in, text.seed,
-                                                       text.context_length, text.vocab_size)};
+  if (config.variant == Variant::Cross)
+    throw std::invalid_argument(
+        "pytorch_script: cross-attention's script needs the second sequence: pass Inputs");
+  const Inputs inputs{
+      text.tokens,
+      chapter2_embeddings(text.ids, text.d_in, text.seed, text.context_length, text.vocab_size),
+      {},
+      {}};
   check_preconditions(config, inputs, explicit_weights);
   const std::string T = std::to_string(text.ids.size()), D = std::to_string(text.d_in);
   std::string section =

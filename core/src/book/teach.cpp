@@ -551,9 +551,23 @@ ParameterCount count_parameters(const Config& c, int d_in) {
       n.qkv = one_set * c.num_heads;
       break;
     case Variant::Multihead:
+    case Variant::SlidingWindow:
+    case Variant::Cross:  // W_key/W_value read the second sequence: d_in of the queries' here
       n.qkv = one_set;
       n.out = dout * dout + dout;
       break;
+    case Variant::GroupedQuery: {  // K and V: num_kv_groups heads of head_dim; no out_proj bias
+      const long long kv = dout / c.num_heads * c.num_kv_groups;
+      n.qkv = din * dout + 2 * din * kv + (bias ? dout + 2 * kv : 0);
+      n.out = dout * dout;
+      break;
+    }
+    case Variant::Latent: {  // W_query, W_DKV, W_UK, W_UV
+      const long long latent = c.latent_dim.value_or(book_latent_dim(c.d_out));
+      n.qkv = din * dout + din * latent + 2 * latent * dout + (bias ? dout + latent + 2 * dout : 0);
+      n.out = dout * dout + dout;
+      break;
+    }
   }
   n.total = n.qkv + n.out;
   return n;

@@ -150,6 +150,48 @@ RowMatrix read_embeddings(const json& v, std::string_view source) {
   return m;
 }
 
+// The fields of the options after chapter 3 and cross-attention's second
+// sequence; false when `key` is none of them.
+bool read_modern_field(RunSpec& spec, const std::string& key, const json& value,
+                       std::string_view source) {
+  if (key == "num_kv_groups") {
+    spec.num_kv_groups =
+        static_cast<int>(read_integer(value, source, "num_kv_groups", 1, kMaxHeads));
+  } else if (key == "window") {
+    spec.window = static_cast<int>(read_integer(value, source, "window", 1, kMaxTokens));
+  } else if (key == "latent_dim") {
+    spec.latent_dim = static_cast<int>(read_integer(value, source, "latent_dim", 1, kMaxDim));
+  } else if (key == "rope") {
+    spec.rope = read_bool(value, source, "rope");
+  } else if (key == "rope_theta") {
+    const double theta = read_number(value, source, "rope_theta");
+    if (theta <= 0.0)
+      fail(source, "rope_theta (" + value.dump() + ") must be a positive number, e.g. 10000");
+    spec.rope_theta = theta;
+  } else if (key == "memory_tokens") {
+    try {
+      spec.memory_tokens = read_tokens(value, source);
+    } catch (const ParseError& e) {  // say which list
+      std::string what = e.what();
+      const auto at = what.find("tokens");
+      if (at != std::string::npos) what.replace(at, 6, "memory_tokens");
+      throw ParseError(what);
+    }
+  } else if (key == "memory_embeddings") {
+    try {
+      spec.memory_embeddings = read_embeddings(value, source);
+    } catch (const ParseError& e) {
+      std::string what = e.what();
+      const auto at = what.find("embeddings");  // not a stage id
+      if (at != std::string::npos) what.replace(at, 10, "memory_embeddings");
+      throw ParseError(what);
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // 3. Presets
 
@@ -215,10 +257,11 @@ RunSpec parse_run_spec(std::string_view json_text, std::string_view source) {
       spec.qkv_bias = read_bool(value, source, "qkv_bias");
     } else if (key == "training") {
       spec.training = read_bool(value, source, "training");
-    } else {
+    } else if (!read_modern_field(spec, key, value, source)) {
       fail(source, "unknown field '" + key +
                        "' (known: preset, tokens, embeddings, variant, d_out, num_heads, dropout, "
-                       "seed, qkv_bias, training, description)");
+                       "seed, qkv_bias, training, num_kv_groups, window, latent_dim, rope, "
+                       "rope_theta, memory_tokens, memory_embeddings, description)");
     }
   }
   return spec;
@@ -238,6 +281,13 @@ RunSpec merge(RunSpec base, const RunSpec& top) {
   over(base.seed, top.seed);
   over(base.qkv_bias, top.qkv_bias);
   over(base.training, top.training);
+  over(base.num_kv_groups, top.num_kv_groups);
+  over(base.window, top.window);
+  over(base.latent_dim, top.latent_dim);
+  over(base.rope, top.rope);
+  over(base.rope_theta, top.rope_theta);
+  over(base.memory_tokens, top.memory_tokens);
+  over(base.memory_embeddings, top.memory_embeddings);
   return base;
 }
 
@@ -249,7 +299,36 @@ void apply_config_fields(const RunSpec& spec, Config& config) {
   if (spec.seed) config.seed = *spec.seed;
   if (spec.qkv_bias) config.qkv_bias = *spec.qkv_bias;
   if (spec.training) config.training = *spec.training;
+  if (spec.num_kv_groups) config.num_kv_groups = *spec.num_kv_groups;
+  if (spec.window) config.window = *spec.window;
+  if (spec.latent_dim) config.latent_dim = *spec.latent_dim;
+  if (spec.rope) config.rope = *spec.rope;
+  if (spec.rope_theta) config.rope_theta = *spec.rope_theta;
 }
+
+namespace {
+
+// Cross-attention's second sequence: the spec's, else its preset's; token
+// names default to m0 .. m<S-1>.
+void resolve_memory(const RunSpec& spec, const std::optional<RunSpec>& preset, Inputs& inputs) {
+  if (spec.memory_embeddings)
+    inputs.memory = *spec.memory_embeddings;
+  else if (preset && preset->memory_embeddings)
+    inputs.memory = *preset->memory_embeddings;
+  const auto S = static_cast<std::size_t>(inputs.memory.rows());
+  if (spec.memory_tokens) {
+    inputs.memory_tokens = *spec.memory_tokens;
+  } else if (preset && preset->memory_tokens && preset->memory_tokens->size() == S &&
+             !spec.memory_embeddings) {
+    inputs.memory_tokens = *preset->memory_tokens;
+  } else {
+    for (std::size_t s = 0; s < S; ++s) inputs.memory_tokens.push_back("m" + std::to_string(s));
+  }
+  if (!spec.memory_embeddings && spec.memory_tokens && !preset)
+    throw ParseError("memory_tokens names the rows of memory_embeddings: give those too");
+}
+
+}  // namespace
 
 void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
   config = Config{};
@@ -285,6 +364,7 @@ void resolve(const RunSpec& spec, Config& config, Inputs& inputs) {
       inputs.tokens.push_back(std::move(name));
     }
   }
+  resolve_memory(spec, preset, inputs);
   if (const auto problem = validate(config, inputs); !problem.empty()) throw ParseError(problem);
 }
 
@@ -301,6 +381,8 @@ std::optional<Inputs> find_preset(std::string_view name) {
   Inputs inputs;
   inputs.embeddings = *spec->embeddings;
   inputs.tokens = *spec->tokens;
+  if (spec->memory_embeddings) inputs.memory = *spec->memory_embeddings;
+  if (spec->memory_tokens) inputs.memory_tokens = *spec->memory_tokens;
   return inputs;
 }
 

@@ -22,6 +22,37 @@ constexpr char kWeightsSection[] = "weights";
   throw ParseError(std::string(source) + ": " + what);
 }
 
+// The options after chapter 3, each only when it differs from Config's
+// default (a chapter-3 session reads as before), and cross-attention's
+// second sequence when the run has one.
+std::string modern_run_fields(const Session& s) {
+  const Config& c = s.config;
+  const Config defaults;
+  std::string out;
+  if (c.num_kv_groups != defaults.num_kv_groups)
+    out += ",\n  \"num_kv_groups\": " + std::to_string(c.num_kv_groups);
+  if (c.window) out += ",\n  \"window\": " + std::to_string(*c.window);
+  if (c.latent_dim) out += ",\n  \"latent_dim\": " + std::to_string(*c.latent_dim);
+  if (c.rope) out += ",\n  \"rope\": true";
+  if (c.rope_theta != defaults.rope_theta) {
+    char theta[32];
+    std::snprintf(theta, sizeof theta, "%.17g", c.rope_theta);  // exact double
+    out += std::string(",\n  \"rope_theta\": ") + theta;
+  }
+  if (s.inputs.memory.rows() > 0) {
+    out += ",\n  \"memory_tokens\": [";
+    for (std::size_t i = 0; i < s.inputs.memory_tokens.size(); ++i) {
+      if (!detail::valid_utf8(s.inputs.memory_tokens[i]))
+        throw ParseError("cannot save the session: token " + std::to_string(i) +
+                         " of the second sequence is not valid UTF-8 text");
+      out += (i ? ", " : "") + detail::json_quoted(s.inputs.memory_tokens[i]);
+    }
+    out += "],\n  \"memory_embeddings\": ";
+    detail::append_json_rows(out, s.inputs.memory);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string session_json(const Session& s) {
@@ -58,6 +89,7 @@ std::string session_json(const Session& s) {
   }
   out += "],\n  \"embeddings\": ";
   detail::append_json_rows(out, s.inputs.embeddings);  // 9 digits: exact float32
+  out += modern_run_fields(s);
   out += "}";
   if (s.weights) out += ",\n \"weights\": " + weights_json(*s.weights, c);
   out += ",\n \"view\": " + view.dump() + "}\n";

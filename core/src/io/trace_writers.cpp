@@ -4,6 +4,7 @@
 #include <ostream>
 #include <string>
 
+#include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
 #include "formats/json_matrix.hpp"
 
@@ -21,6 +22,24 @@ std::string shape_text(const RowMatrix& m) {
   return std::to_string(m.rows()) + "x" + std::to_string(m.cols());
 }
 
+// The config keys of the options after chapter 3 a variant reads (none for
+// the chapter-3 classes without RoPE, whose traces stay as they were).
+std::string modern_config_json(const Config& c) {
+  std::string s;
+  if (c.variant == Variant::GroupedQuery)
+    s += ", \"num_kv_groups\": " + std::to_string(c.num_kv_groups);
+  if (c.variant == Variant::SlidingWindow)
+    s += ", \"window\": " + (c.window ? std::to_string(*c.window) : std::string("null"));
+  if (c.variant == Variant::Latent)
+    s += ", \"latent_dim\": " + std::to_string(c.latent_dim.value_or(book_latent_dim(c.d_out)));
+  if (c.rope && takes_rope(c.variant)) {
+    char theta[32];
+    std::snprintf(theta, sizeof theta, "%.17g", c.rope_theta);
+    s += std::string(", \"rope\": true, \"rope_theta\": ") + theta;
+  }
+  return s;
+}
+
 }  // namespace
 
 void write_trace_json(const Trace& trace, std::ostream& out) {
@@ -31,6 +50,21 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
   for (std::size_t i = 0; i < trace.tokens.size(); ++i)
     s += (i ? ", " : "") + json_quoted(trace.tokens[i]);
   s += "],\n";
+  if (!trace.key_tokens.empty()) {
+    s += " \"key_tokens\": [";
+    for (std::size_t i = 0; i < trace.key_tokens.size(); ++i)
+      s += (i ? ", " : "") + json_quoted(trace.key_tokens[i]);
+    s += "],\n";
+  }
+  if (trace.cache_step) {
+    const CacheStepInfo& k = *trace.cache_step;
+    char diff[32];
+    std::snprintf(diff, sizeof diff, "%.9g", static_cast<double>(k.max_abs_diff));
+    s += " \"cache_step\": {\"position\": " + std::to_string(k.position) +
+         ", \"first_key_position\": " + std::to_string(k.first_key_position) +
+         ", \"cache_bytes\": " + std::to_string(k.cache_bytes) +
+         ", \"max_abs_diff_vs_full\": " + diff + "},\n";
+  }
   char dropout[32];
   std::snprintf(dropout, sizeof dropout, "%.17g", c.dropout);
   s += " \"config\": {\"variant\": " + json_quoted(variant_id(c.variant)) +
@@ -38,7 +72,7 @@ void write_trace_json(const Trace& trace, std::ostream& out) {
        ", \"num_heads\": " + std::to_string(c.num_heads) + ", \"dropout\": " + dropout +
        ", \"seed\": " + std::to_string(c.seed) +
        ", \"qkv_bias\": " + (c.qkv_bias ? "true" : "false") +
-       ", \"training\": " + (c.training ? "true" : "false") +
+       ", \"training\": " + (c.training ? "true" : "false") + modern_config_json(c) +
        (trace.explicit_weights ? ", \"weights\": \"explicit\"" : "") + "},\n";
   s += " \"stages\": [";
   out << s;
@@ -74,8 +108,23 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     out << ", dropout " << c.dropout << (c.training ? " (training)" : " (eval: off)");
   if (c.qkv_bias && c.variant != Variant::SelfAttentionV1 && c.variant != Variant::Simple)
     out << ", qkv_bias";
+  if (c.variant == Variant::GroupedQuery) out << ", " << c.num_kv_groups << " K/V groups";
+  if (c.variant == Variant::SlidingWindow && c.window) out << ", window " << *c.window;
+  if (c.variant == Variant::Latent)
+    out << ", latent_dim " << c.latent_dim.value_or(book_latent_dim(c.d_out));
+  if (c.rope && takes_rope(c.variant)) out << ", RoPE (theta " << c.rope_theta << ")";
   if (trace.explicit_weights) out << ", explicit weights (not seeded)";
   out << "\n";
+  if (!trace.key_tokens.empty()) {
+    out << "keys: ";
+    for (std::size_t i = 0; i < trace.key_tokens.size(); ++i)
+      out << (i ? " " : "") << trace.key_tokens[i];
+    out << "\n";
+  }
+  if (trace.cache_step)
+    out << "cache step " << trace.cache_step->position << ": " << trace.cache_step->cache_bytes
+        << " bytes cached; cached = full recompute within " << trace.cache_step->max_abs_diff
+        << "\n";
 
   constexpr Eigen::Index kMaxShown = 12;  // rows/cols printed before eliding
   char buf[64];
@@ -88,7 +137,9 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     // weight matrices and biases, whose rows are input dimensions.
     const bool parameter = is_parameter(st.id);
     const bool token_rows = !parameter && m.rows() == trace.num_tokens();
-    const bool token_cols = token_rows && m.cols() == trace.num_tokens();
+    const auto& key_names = trace.keys_tokens();
+    const bool token_cols = token_rows && (trace.key_tokens.empty() || is_token_by_token(st.id)) &&
+                            m.cols() == static_cast<Eigen::Index>(key_names.size());
     const Eigen::Index rows = std::min(m.rows(), kMaxShown);
     const Eigen::Index cols = std::min(m.cols(), kMaxShown);
     std::size_t label_w = 0;
@@ -104,8 +155,7 @@ void write_trace_text(const Trace& trace, std::ostream& out) {
     if (token_cols) {
       out << label("") << "  ";
       for (Eigen::Index col = 0; col < cols; ++col) {
-        std::snprintf(buf, sizeof buf, " %8.8s",
-                      trace.tokens[static_cast<std::size_t>(col)].c_str());
+        std::snprintf(buf, sizeof buf, " %8.8s", key_names[static_cast<std::size_t>(col)].c_str());
         out << buf;
       }
       out << (m.cols() > cols ? "  ..." : "") << "\n";

@@ -339,7 +339,23 @@ class Checker {
 
 }  // namespace
 
+namespace {
+
+// "" when explicit weights can describe the run's module, else why not: the
+// classes after chapter 3 (and RoPE) have parameters of other shapes, which
+// only their seed draws.
+std::string explicit_weights_refusal(const Config& config) {
+  if (!is_modern(config.variant) && !config.rope) return "";
+  return "explicit weights are for the chapter-3 classes without RoPE: " +
+         std::string(variant_id(config.variant)) + (config.rope ? " with RoPE" : "") +
+         " draws its parameters from the seed; drop the weights or choose another variant";
+}
+
+}  // namespace
+
 Parameters parameters_from_weights(const WeightSet& weights, const Config& config, int d_in) {
+  if (std::string refusal = explicit_weights_refusal(config); !refusal.empty())
+    throw ParseError(refusal);
   Checker check(weights, config, d_in);
   Parameters p;
   const Eigen::Index in = d_in, out = config.d_out;
@@ -371,6 +387,11 @@ Parameters parameters_from_weights(const WeightSet& weights, const Config& confi
       p.qkv.push_back(qkv(-1));
       p.out.weight = check.take(stage_id::W_out, -1, out, out, "d_out", "d_out");
       p.out.bias = check.take(stage_id::b_out, -1, 1, out, "1", "d_out");
+      break;
+    case Variant::GroupedQuery:  // refused above
+    case Variant::SlidingWindow:
+    case Variant::Latent:
+    case Variant::Cross:
       break;
   }
   check.check_all_used();
@@ -456,6 +477,7 @@ std::string weights_json(const Parameters& params, const Config& config) {
 }
 
 std::string validate_parameters(const Parameters& params, const Config& config, int d_in) {
+  if (std::string refusal = explicit_weights_refusal(config); !refusal.empty()) return refusal;
   auto shape = [](const RowMatrix& m) {
     return std::to_string(m.rows()) + " × " + std::to_string(m.cols());
   };

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "attnscope/base/config.hpp"
@@ -84,6 +85,37 @@ class ParameterCache {
 // run_attention, reusing the cache's parameters when they match.
 Trace run_attention(const Config& config, const Inputs& inputs, ParameterCache& cache,
                     EnginePath path = EnginePath::Fast);
+
+// The classes after chapter 3 (GroupedQuery, SlidingWindow, Latent, Cross,
+// and Multihead with RoPE) run on core::modern (modern.hpp): run_attention
+// hands them to run_modern, which draws their parameters in their own
+// constructors' order (init_parameters and explicit Parameters do not
+// describe them). True for such a config.
+bool runs_modern(const Config& config);
+// torch.manual_seed(seed); module = TheClass(...); module(x) (Cross:
+// module(x, memory)), every stage kept as a Trace with chapter 3's ids and
+// the catalogue's new ones (docs/trace-format.md).
+// Precondition: validate(config, inputs) is empty.
+Trace run_modern(const Config& config, const Inputs& inputs);
+
+// Cross-attention's second sequence: `inputs` when it has one, else an
+// Inputs whose memory and memory_tokens are the inputs' own (valid until the
+// next call on this thread).
+const Inputs& memory_of(const Inputs& inputs);
+
+// Step `step` (0-based) of generating token by token with the KV cache, in
+// eval mode: a Trace whose `tokens` is the new token and `key_tokens` the
+// cached ones, with per head its query row, the cache as it reads it
+// (`keys`, `values`; with RoPE `queries_rotated`, `keys_rotated`; Latent also
+// `latent_kv`, the cache itself), `scores`, `weights`, then `output` (1,
+// d_out), and `cache_step` holding the cache's bytes and the largest
+// difference from the full forward's row. Precondition:
+// validate_cache_step(...) is empty.
+Trace run_cache_step(const Config& config, const Inputs& inputs, int step);
+// "" when run_cache_step can run, else one sentence: validate's, that the
+// class has no cache (the single-head classes, the wrapper, Cross), or that
+// the step is outside 0 .. T-1.
+std::string validate_cache_step(const Config& config, const Inputs& inputs, int step);
 
 // Row-wise softmax with the row max subtracted first; -inf entries get 0.
 // A row of only -inf becomes NaN, as in PyTorch.

@@ -33,6 +33,7 @@ enum class BlockPart : unsigned char {
   Window,      // a sliding window within the causal mask
   Latent,      // keys and values through a low-rank latent (multi-head latent)
   Cache,       // keys and values kept from earlier tokens (the KV cache)
+  Cross,       // keys and values read from a second sequence (cross-attention)
   Run,         // once per model run, outside a block (embeddings, ln_f, logits)
 };
 
@@ -64,8 +65,12 @@ struct BlockRecipe {
   friend bool operator==(const BlockRecipe&, const BlockRecipe&) = default;
 };
 
-// The recipe of each of the book's chapter-3 classes.
+// The recipe of each of the book's chapter-3 classes, and of the classes
+// after it (GroupedQuery, SlidingWindow, Latent, Cross) without RoPE.
 BlockRecipe chapter3_recipe(Variant v);
+// The recipe of the run `config` describes: its class's, with the Rotary
+// part when RoPE is on.
+BlockRecipe config_recipe(const Config& config);
 
 // The ids of the stages a block of `recipe` makes, in pipeline order: the
 // catalogue's rows whose part the recipe has (parameters included, a model

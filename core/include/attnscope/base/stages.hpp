@@ -56,7 +56,7 @@ inline constexpr char block_output[] = "block_output";
 inline constexpr char ln_f[] = "ln_f";
 inline constexpr char logits[] = "logits";
 // Stages of the mechanisms that came after chapter 3 (base/recipe.hpp's
-// Rotary, QkNorm, KvGroups, Window, Latent and Cache parts).
+// Rotary, QkNorm, KvGroups, Window, Latent, Cache and Cross parts).
 inline constexpr char latent_kv[] = "latent_kv";
 inline constexpr char queries_normed[] = "queries_normed";
 inline constexpr char keys_normed[] = "keys_normed";
@@ -67,6 +67,15 @@ inline constexpr char cached_values[] = "cached_values";
 inline constexpr char group_keys[] = "group_keys";
 inline constexpr char group_values[] = "group_values";
 inline constexpr char window_mask[] = "window_mask";
+// Latent attention's parameters: down to the latent, up to keys and values.
+inline constexpr char W_down[] = "W_down";
+inline constexpr char b_down[] = "b_down";
+inline constexpr char W_up_key[] = "W_up_key";
+inline constexpr char b_up_key[] = "b_up_key";
+inline constexpr char W_up_value[] = "W_up_value";
+inline constexpr char b_up_value[] = "b_up_value";
+// Cross-attention's second sequence (keys and values are computed from it).
+inline constexpr char memory[] = "memory";
 }  // namespace stage_id
 
 // How a stage's values are coloured.

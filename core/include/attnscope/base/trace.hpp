@@ -2,7 +2,9 @@
 // The GUI and the exporters read a Trace; they never recompute attention.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -90,14 +92,28 @@ struct BlockDescription {
   int head_dim = 0;  // columns of one head's Q, K, V
 };
 
+// A trace of one step of generating token by token with the KV cache: the
+// new token's query row against the cache (attention/modern.hpp, cache_step).
+struct CacheStepInfo {
+  int position = 0;             // the new token's position t (0-based)
+  int first_key_position = 0;   // the first cached key's position (a window trims the front)
+  std::size_t cache_bytes = 0;  // float32 bytes the cache holds after the step
+  float max_abs_diff = 0.0f;    // largest |cached output − the full forward's row t|
+};
+
 struct Trace {
   TraceKind kind = TraceKind::Chapter3;
   BlockDescription block;           // a model's block (model kinds only)
   Config config;                    // the config that produced a chapter-3 trace
   std::vector<std::string> tokens;  // T token names (rows/cols of T x T stages)
-  int d_in = 0;                     // embedding width
-  bool explicit_weights = false;    // parameters were given (imported/edited), not seeded
-  std::string model;                // a real model's name ("gpt2"); empty for chapter 3
+  // The keys' token names where they are not `tokens`: cross-attention's
+  // second sequence, or a cache step's cached tokens (`tokens` is then the
+  // one new token). Empty when keys are the queries' tokens.
+  std::vector<std::string> key_tokens;
+  std::optional<CacheStepInfo> cache_step;  // set for a cache step's trace
+  int d_in = 0;                             // embedding width
+  bool explicit_weights = false;            // parameters were given (imported/edited), not seeded
+  std::string model;                        // a real model's name ("gpt2"); empty for chapter 3
   // A model run's text: its tokens' bytes joined, then decoded with U+FFFD
   // for what is not UTF-8 (decode_utf8_replace), so a character split across
   // tokens reads whole; `tokens` show each token alone. Empty for chapter 3.
@@ -108,6 +124,10 @@ struct Trace {
   std::vector<Stage> stages;  // in pipeline order
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
+  // The names of the keys: key_tokens, or tokens when that is empty.
+  const std::vector<std::string>& keys_tokens() const {
+    return key_tokens.empty() ? tokens : key_tokens;
+  }
   bool is_model() const { return kind != TraceKind::Chapter3; }
   // What one block of it is made of: the chapter-3 class's recipe, or the model's.
   BlockRecipe recipe() const;

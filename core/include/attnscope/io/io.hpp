@@ -30,6 +30,15 @@ struct RunSpec {
   std::optional<std::uint64_t> seed;
   std::optional<bool> qkv_bias;
   std::optional<bool> training;
+  // After chapter 3 (Config's fields of the same names).
+  std::optional<int> num_kv_groups;
+  std::optional<int> window;
+  std::optional<int> latent_dim;
+  std::optional<bool> rope;
+  std::optional<double> rope_theta;
+  // Cross-attention's second sequence: its token names and rows.
+  std::optional<std::vector<std::string>> memory_tokens;
+  std::optional<RowMatrix> memory_embeddings;
 };
 
 // Parses a config document (a JSON object). `source` names it in errors.
