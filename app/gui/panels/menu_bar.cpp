@@ -122,6 +122,13 @@ void draw_menu_bar(AppState& state) {
     if (ImGui::MenuItem("Start the chapter 3 walkthrough", nullptr, false,
                         !state.teach.walk_active))
       start_walkthrough(state, 0);
+    if (ImGui::MenuItem("Start the after-chapter-3 walkthrough", nullptr, false,
+                        !state.teach.walk_active))
+      start_walkthrough(state, 0, Tour::AfterChapter3);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The KV cache, grouped-query, latent and sliding-window attention, "
+          "RoPE and cross-attention, on the same six tokens");
     if (ImGui::MenuItem("How to use / shortcuts")) state.ui.show_shortcuts = true;
     if (ImGui::MenuItem("About attnscope")) state.ui.show_about = true;
     ImGui::EndMenu();

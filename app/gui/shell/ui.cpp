@@ -34,7 +34,7 @@ void handle_shortcuts(AppState& state) {
     if (letter_pressed('G')) state.append_top_token();
   }
   if (TeachState& t = state.teach; t.walk_active && t.walk_apply < 0) {
-    const int last = static_cast<int>(walkthrough_steps().size()) - 1;
+    const int last = static_cast<int>(current_walk(state).size()) - 1;
     if ((letter_pressed('N') || key_pressed(ImGuiKey_Enter)) && t.walk_step < last)
       t.walk_apply = t.walk_step + 1;
     if ((letter_pressed('P') || key_pressed(ImGuiKey_Backspace)) && t.walk_step > 0)

@@ -22,7 +22,8 @@ struct WalkReturn;  // teach/teach.hpp
 struct TeachState {
   // Walkthrough.
   bool walk_active = false;  // the walkthrough panel is showing
-  int walk_step = 0;         // index into walkthrough_steps()
+  int walk_step = 0;         // index into the tour's walkthrough_steps()
+  int walk_tour = 0;         // which tour (teach.hpp's Tour): 0 chapter 3, 1 after it
   int walk_apply = -1;       // a step to set up at the end of this frame (-1: none)
   // The Learn window the current step opened (it was closed before), which
   // the next step closes unless it needs it too; nullptr: none.

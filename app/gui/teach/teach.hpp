@@ -33,13 +33,24 @@ struct WalkStep {
   const char* text;          // what is happening and why
   const char* try_this;      // what to do next
   bool TeachState::*window;  // the Learn window it opens (TeachState::show_*), or nullptr
+  // The classes after chapter 3 (the second tour):
+  const char* preset = "book";  // the inputs it loads
+  int kv_groups = 1;            // GroupedQuery's num_kv_groups
+  int window_size = 0;          // SlidingWindow's window (0: unset)
+  int latent_dim = 0;           // Latent's latent_dim (0: the book's default)
+  bool rope = false;            // RoPE on the queries and keys
 };
-const std::vector<WalkStep>& walkthrough_steps();
+// The guided tours: chapter 3 in the book's order, and the attention that
+// came after it (the bonus material's KV cache, GQA, MLA, SWA and RoPE).
+enum class Tour { Chapter3, AfterChapter3 };
+const std::vector<WalkStep>& walkthrough_steps(Tour tour = Tour::Chapter3);
+// The steps of the tour `state` is on (TeachState::walk_tour).
+const std::vector<WalkStep>& current_walk(const AppState& state);
 // Sets up the app for step `k` of the walkthrough (inputs, config, stage, pin),
 // closing the Learn window the previous step opened unless step k needs it.
 void apply_walk_step(AppState& state, int k);
-// Starts the walkthrough at step `k`; remembers the run and windows to return to.
-void start_walkthrough(AppState& state, int k = 0);
+// Starts tour `tour` at step `k`; remembers the run and windows to return to.
+void start_walkthrough(AppState& state, int k = 0, Tour tour = Tour::Chapter3);
 // Ends the walkthrough. `restore`: back to the run, stage, pinned cell and
 // Learn windows the learner had before starting; otherwise keep the step's.
 void leave_walkthrough(AppState& state, bool restore);

@@ -1,4 +1,5 @@
-// walkthrough.cpp: the guided tour of chapter 3, in the book's order.
+// walkthrough.cpp: the guided tours: chapter 3 in the book's order, and
+// the attention after it.
 //
 // Sections
 //   1. the steps (setup + words)
@@ -21,6 +22,9 @@ constexpr bool TeachState::*open_masking = &TeachState::show_masking;
 constexpr bool TeachState::*open_dropout = &TeachState::show_dropout;
 constexpr bool TeachState::*open_heads = &TeachState::show_heads;
 constexpr bool TeachState::*open_sizes = &TeachState::show_sizes;
+constexpr bool TeachState::*open_kv_cache = &TeachState::show_kv_cache;
+constexpr bool TeachState::*open_kv_memory = &TeachState::show_kv_memory;
+constexpr bool TeachState::*open_rope = &TeachState::show_rope;
 
 // Every Learn window's flag, for remembering which were open.
 constexpr bool TeachState::*kLearnWindows[] = {
@@ -35,8 +39,102 @@ constexpr bool TeachState::*kLearnWindows[] = {
 // ---------------------------------------------------------------------------
 // 1. Steps
 
+namespace {
+
+// Data table: the second tour, one literal record each, on the book's six
+// tokens (cross-attention last, on the translation example).
+const std::vector<WalkStep>& after_chapter3_steps() {
+  using core::Variant;
+  static const std::vector<WalkStep> kSteps = {
+      {"ch04/03", "Generating with a KV cache", Variant::Multihead, 4, 2, 123, 0.0, Step::Context,
+       "", 0, 0,
+       "A GPT writes one token at a time, and each new token's query needs the keys and values "
+       "of every token before it. Those never change, so gpt_with_kv_cache.py keeps them "
+       "(cache_k, cache_v) and each step projects only the newest token: one query row against "
+       "the cached keys.",
+       "In the KV cache window, step through the six tokens: the new key row is marked, and "
+       "\"cached result = full recompute\" holds at every step, with its largest difference.",
+       open_kv_cache},
+      {"ch04/03", "What the cache costs", Variant::Multihead, 4, 2, 123, 0.0, Step::Context, "", 0,
+       0,
+       "The cache holds two rows of d_out numbers per token, per layer: it grows linearly with "
+       "the context. For the book's 8B-sized example (32 layers, 32 heads of 128, 32,768 "
+       "tokens, bfloat16) that is 17.18 GB, more than the weights.",
+       "In the KV-cache memory window, pick a preset and a dtype and drag along the plot: every "
+       "line is linear, and the mechanisms of the next steps lower their slope.",
+       open_kv_memory},
+      {"ch04/04", "Grouped-query attention", Variant::GroupedQuery, 8, 4, 123, 0.0, Step::KvGroups,
+       "", 0, 0,
+       "GroupedQueryAttention keeps 4 query heads but computes keys and values for only 2: "
+       "heads 0 and 1 read K/V head 0, heads 2 and 3 read K/V head 1 (repeat_interleave). "
+       "The cache holds 2 heads instead of 4, half the memory. The heads strip shows the "
+       "keys each query head reads: tiles of one group are the same.",
+       "Set groups to 4 (plain multi-head attention) and then to 3: 3 does not divide 4 heads, "
+       "and the controls say which values would.",
+       nullptr, "book", 2},
+      {"ch04/04", "One K/V head: multi-query attention", Variant::GroupedQuery, 8, 4, 123, 0.0,
+       Step::KvGroups, "", 0, 0,
+       "With a single group every query head reads the same keys and values: multi-query "
+       "attention. The cache shrinks by the number of heads; the heads still differ, because "
+       "each has its own queries and so its own scores.",
+       "Step on to Scores (→): the keys are shared but the four score tiles are not.", nullptr,
+       "book", 1},
+      {"ch04/05", "Latent attention: squeeze, then expand", Variant::Latent, 8, 2, 123, 0.0,
+       Step::Latent, core::stage_id::latent_kv, 1, 0,
+       "MultiHeadLatentAttention sends every token through W_DKV into a small latent C_kv and "
+       "brings keys and values back up from it with W_UK and W_UV. The cache keeps only the "
+       "latent. Here latent_dim is 4, half of d_out: a cache of 4 numbers per token instead of "
+       "16.",
+       "Drag latent in the controls: the keys change, and at 16 (2 × d_out) the latent stops "
+       "saving anything.",
+       nullptr, "book", 1, 0, 4},
+      {"ch04/05", "Keys and values from the latent", Variant::Latent, 8, 2, 123, 0.0,
+       Step::Projections, core::stage_id::keys, 1, 0,
+       "Queries still come straight from X; keys are C_kv·W_UK and values C_kv·W_UV. The "
+       "inspector shows a key as a sum over the latent's 4 columns, not over the inputs.",
+       "Step back (←) to the latent and forward to the scores: from here on it is plain "
+       "multi-head attention.",
+       nullptr, "book", 1, 0, 4},
+      {"ch04/06", "A sliding window", Variant::SlidingWindow, 4, 2, 123, 0.0, Step::WindowMask, "",
+       0, 0,
+       "MultiHeadAttentionWithSWA keeps the causal mask and hides more: with a window of 3, "
+       "query i sees only keys i − 2 … i. The cache needs only the last 3 keys and values, "
+       "however long the text grows.",
+       "Drag window to 1 (each token sees only itself) and up to 6 (plain causal attention).",
+       nullptr, "book", 1, 3},
+      {"ch04/06", "Weights inside the window", Variant::SlidingWindow, 4, 2, 123, 0.0,
+       Step::Softmax, core::stage_id::weights, 5, 3,
+       "After the softmax each row spreads its weight over at most 3 keys: \"step\" (row 5) "
+       "weighs \"with\", \"one\" and itself, and the earlier tokens get exactly 0.",
+       "Hover the last row: three weights sum to 1.", nullptr, "book", 1, 3},
+      {"RoPE", "Rotary positions", Variant::Multihead, 4, 2, 123, 0.0, Step::Rotate, "", 0, 0,
+       "Llama and Qwen add no position vectors to the tokens. apply_rope turns each pair of a "
+       "head's query and key columns by an angle that grows with the position, fast in the "
+       "first pairs and slowly in the last; values are not turned.",
+       "In the Rotary positions window hover the angle grid, then shift every position by c: "
+       "the scores stay the same, to float precision.",
+       open_rope, "book", 1, 0, 0, true},
+      {"RoPE", "Scores that depend on distance", Variant::Multihead, 4, 2, 123, 0.0, Step::Scores,
+       core::stage_id::scores, 1, 0,
+       "Both sides are turned, so a rotated query times a rotated key depends on how far apart "
+       "the two tokens are, not on where they stand. This is why RoPE models can read text "
+       "longer than they were trained on, with care.",
+       "Drag theta: a small base turns every pair fast and the scores change most.", nullptr,
+       "book", 1, 0, 0, true},
+      {"Cross", "Cross-attention: two sentences", Variant::Cross, 4, 2, 123, 0.0, Step::Scores,
+       core::stage_id::scores, 3, 2,
+       "An encoder-decoder translator reads one sentence and writes another: its queries come "
+       "from the English words written so far, its keys and values from the German sentence. "
+       "The scores are 7 × 8, English rows by German columns, and there is no causal mask.",
+       "Type another sentence in \"keys and values from\" and press Enter: the columns follow "
+       "it. That is the end of the tour.",
+       nullptr, "translate"},
+  };
+  return kSteps;
+}
+
 // Data table: the tour's steps, one literal record each, in the book's order.
-const std::vector<WalkStep>& walkthrough_steps() {
+const std::vector<WalkStep>& chapter3_steps() {
   using core::Variant;
   static const std::vector<WalkStep> kSteps = {
       {"3.3.1", "Scores for one query", Variant::Simple, 2, 1, 123, 0.0, Step::Scores,
@@ -167,15 +265,25 @@ const std::vector<WalkStep>& walkthrough_steps() {
   return kSteps;
 }
 
+}  // namespace
+
+const std::vector<WalkStep>& walkthrough_steps(Tour tour) {
+  return tour == Tour::AfterChapter3 ? after_chapter3_steps() : chapter3_steps();
+}
+
+const std::vector<WalkStep>& current_walk(const AppState& state) {
+  return walkthrough_steps(static_cast<Tour>(state.teach.walk_tour));
+}
+
 // ---------------------------------------------------------------------------
 // 2. Setting up a step
 
 void apply_walk_step(AppState& state, int k) {
-  const auto& steps = walkthrough_steps();
+  const auto& steps = current_walk(state);
   k = std::clamp(k, 0, static_cast<int>(steps.size()) - 1);
   const WalkStep& s = steps[static_cast<std::size_t>(k)];
   state.teach.walk_step = k;
-  state.load_preset("book");  // the book's six tokens, as printed
+  state.load_preset(s.preset);  // the book's six tokens, as printed
   // The book's classes on them, also when a model was shown: its words are
   // about these numbers (set_source keeps the model loaded for Leave).
   if (state.source != Source::Inputs) state.set_source(Source::Inputs);
@@ -187,7 +295,14 @@ void apply_walk_step(AppState& state, int k) {
   c.dropout = s.dropout;
   c.qkv_bias = false;
   c.training = true;
+  c.num_kv_groups = s.kv_groups;
+  if (s.window_size > 0) c.window = s.window_size;
+  if (s.latent_dim > 0) c.latent_dim = s.latent_dim;
+  c.rope = s.rope;
   state.config = c;
+  state.ui.typed_refusal.clear();
+  state.ui.memory_text.clear();
+  state.ui.memory_error.clear();
   state.explicit_parameters.reset();
   state.ui.heads_refusal.clear();
   state.step = s.step;
@@ -219,8 +334,9 @@ void apply_walk_step(AppState& state, int k) {
   state.mark_dirty();
 }
 
-void start_walkthrough(AppState& state, int k) {
+void start_walkthrough(AppState& state, int k, Tour tour) {
   TeachState& t = state.teach;
+  t.walk_tour = static_cast<int>(tour);
   if (!t.walk_active) {
     auto back = std::make_shared<WalkReturn>();
     back->source = state.source;
@@ -286,16 +402,20 @@ float walkthrough_height(float column_h) {
 
 void draw_walkthrough(AppState& state) {
   TeachState& t = state.teach;
-  const auto& steps = walkthrough_steps();
+  const auto& steps = current_walk(state);
   const int n = static_cast<int>(steps.size());
   t.walk_step = std::clamp(t.walk_step, 0, n - 1);
   const WalkStep& s = steps[static_cast<std::size_t>(t.walk_step)];
+  const bool after = t.walk_tour == static_cast<int>(Tour::AfterChapter3);
 
   // A child of fixed height at the foot of the right column: Back and Next
   // sit on its first line, so they stay in one place whatever a step says,
   // and the text scrolls when it is longer than the panel.
   ImGui::BeginChild("walkthrough", ImVec2(0, 0), true);
-  ImGui::TextDisabled("Walkthrough · step %d of %d · §%s", t.walk_step + 1, n, s.section);
+  if (after)
+    ImGui::TextDisabled("After chapter 3 · step %d of %d · %s", t.walk_step + 1, n, s.section);
+  else
+    ImGui::TextDisabled("Walkthrough · step %d of %d · §%s", t.walk_step + 1, n, s.section);
   ImGui::BeginDisabled(t.walk_step == 0);
   if (ImGui::Button("< Back")) t.walk_apply = t.walk_step - 1;
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))

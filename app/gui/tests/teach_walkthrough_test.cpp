@@ -85,6 +85,61 @@ TEST_F(Teach, WalkthroughRunsFromFirstToLastStepWithTheBooksNumbers) {
   EXPECT_EQ(state.step, Step::SplitHeads);
 }
 
+// The second tour sets up each class after chapter 3 with its own options,
+// opens its Learn window, and what its words say holds in the run shown.
+TEST_F(Teach, AfterChapter3TourSetsUpEachClassAndWhatItSaysHolds) {
+  const auto& steps = walkthrough_steps(Tour::AfterChapter3);
+  ASSERT_EQ(steps.size(), 11u);
+  start_walkthrough(state, 0, Tour::AfterChapter3);
+  frames(3);
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const WalkStep& s = steps[k];
+    SCOPED_TRACE(s.title);
+    EXPECT_EQ(state.teach.walk_step, static_cast<int>(k));
+    ASSERT_TRUE(state.trace);
+    EXPECT_TRUE(state.error.empty()) << state.error;
+    const core::Trace& t = *state.trace;
+    EXPECT_EQ(t.config.variant, s.variant);
+    EXPECT_EQ(state.step, s.step);
+    EXPECT_EQ(t.config.rope, s.rope);
+    EXPECT_FALSE(step_matrices(state.step, t, state.head).outputs.empty());
+    if (*s.pin_stage) {
+      EXPECT_TRUE(state.pinned.valid());
+      EXPECT_NE(t.find(state.pinned.stage, state.pinned.head), nullptr);
+    }
+    if (s.window) {
+      EXPECT_TRUE(state.teach.*s.window);
+    }
+    if (s.variant == core::Variant::GroupedQuery) {  // heads of a group read the same keys
+      EXPECT_EQ(t.config.num_kv_groups, s.kv_groups);
+      EXPECT_EQ(t.find("keys", 0)->data(), t.find("keys", 1)->data());
+      EXPECT_EQ(t.find("keys", 1)->data() == t.find("keys", 2)->data(), s.kv_groups == 1);
+    }
+    if (s.variant == core::Variant::Latent) {
+      EXPECT_EQ(t.find("latent_kv")->data().cols(), 4);
+    }
+    if (s.variant == core::Variant::SlidingWindow) {  // "step" weighs three keys
+      const core::RowMatrix& w = t.find("weights", 0)->data();
+      EXPECT_EQ((w.row(5).array() > 0.0f).count(), 3);
+      EXPECT_EQ(w.row(5).head(3).sum(), 0.0f);
+      EXPECT_NEAR(w.row(5).sum(), 1.0f, 1e-6f);
+    }
+    if (s.variant == core::Variant::Cross) {
+      EXPECT_EQ(t.find("scores", 0)->data().rows(), 7);
+      EXPECT_EQ(t.find("scores", 0)->data().cols(), 8);
+      EXPECT_EQ(t.key_tokens.front(), "Kannst");
+    }
+    EXPECT_GT(frame(), 1000);
+    if (k + 1 < steps.size()) state.teach.walk_apply = static_cast<int>(k) + 1;  // Next
+    frames(2);
+  }
+  EXPECT_EQ(state.teach.walk_step, static_cast<int>(steps.size()) - 1);
+  leave_walkthrough(state, true);
+  frames(2);
+  EXPECT_EQ(state.config.variant, core::Variant::Simple);  // the run before the tour
+  EXPECT_FALSE(state.teach.show_kv_cache);
+}
+
 TEST_F(Teach, AnEditDuringTheWalkthroughTurnsTheBadgeIntoADifference) {
   start_walkthrough(state, 0);
   frames(3);
