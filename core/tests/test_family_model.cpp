@@ -1,0 +1,413 @@
+// test_family_model.cpp: the Llama/Mistral/Qwen/Gemma 3 path.
+//   FamilyConfig   config.json parsing and its refusals (no files)
+//   FamilyLoad     safetensors written here: a missing or misshapen tensor
+//   FamilyOracle   tiny checkpoints of every family against plain PyTorch
+//                  (family_oracle.py, run into ATTNSCOPE_FAMILY_FIXTURES by
+//                  the family_fixtures test; skipped without python3-torch)
+//   FamilySpeed    a random SmolLM2-135M-shaped model at T = 512
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "attnscope/model/family_config.hpp"
+#include "attnscope/model/family_model.hpp"
+#include "model/family_internal.hpp"
+#include "temp_dir.hpp"
+
+namespace attnscope::core {
+namespace {
+
+using json = nlohmann::json;
+
+json tiny(const std::string& model_type) {
+  return {{"model_type", model_type}, {"vocab_size", 300},      {"hidden_size", 64},
+          {"intermediate_size", 96},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+          {"num_key_value_heads", 2}, {"rms_norm_eps", 1e-5},   {"rope_theta", 10000.0}};
+}
+
+// The ParseError's message for `doc`, or "" when it parses.
+std::string refusal(const json& doc) {
+  try {
+    parse_family_config(doc.dump(), "config.json");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FamilyConfig, ReadsLlamaWithLlama3Scaling) {
+  json doc = tiny("llama");
+  doc["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", 32.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192}};
+  doc["tie_word_embeddings"] = true;
+  const FamilyConfig c = parse_family_config(doc.dump(), "config.json");
+  EXPECT_EQ(c.family, ModelFamily::Llama);
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.kv_groups(), 2);
+  EXPECT_TRUE(c.rope_scaling.enabled);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.q_bias);
+  EXPECT_DOUBLE_EQ(c.query_scale, 0.25);
+  EXPECT_EQ(c.sliding, std::vector<bool>({false, false}));
+}
+
+TEST(FamilyConfig, QwenBiasesAndUnusedWindow) {
+  json doc = tiny("qwen2");
+  doc["use_sliding_window"] = false;
+  doc["sliding_window"] = 32768;
+  const FamilyConfig c = parse_family_config(doc.dump(), "config.json");
+  EXPECT_TRUE(c.q_bias && c.k_bias && c.v_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_EQ(c.sliding, std::vector<bool>({false, false}));
+  doc["use_sliding_window"] = true;
+  EXPECT_NE(refusal(doc).find("use_sliding_window"), std::string::npos);
+}
+
+TEST(FamilyConfig, Qwen3HeadDimAndQkNorm) {
+  json doc = tiny("qwen3");
+  doc["head_dim"] = 32;
+  const FamilyConfig c = parse_family_config(doc.dump(), "config.json");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.q_width(), 128);
+  EXPECT_EQ(c.kv_width(), 64);
+}
+
+TEST(FamilyConfig, GemmaLayersSlideByPatternOrList) {
+  json doc = tiny("gemma3_text");
+  doc["num_hidden_layers"] = 7;
+  doc["head_dim"] = 16;
+  doc["query_pre_attn_scalar"] = 64;
+  doc["sliding_window"] = 512;
+  doc["sliding_window_pattern"] = 3;
+  FamilyConfig c = parse_family_config(doc.dump(), "config.json");
+  EXPECT_TRUE(c.gemma && c.qk_norm && c.tie_word_embeddings);
+  EXPECT_EQ(c.activation, FamilyActivation::GeluTanh);
+  EXPECT_EQ(c.sliding, std::vector<bool>({true, true, false, true, true, false, true}));
+  EXPECT_DOUBLE_EQ(c.query_scale, 0.125);
+  EXPECT_EQ(c.sliding_window, 512);
+  doc["num_hidden_layers"] = 2;
+  doc["layer_types"] = {"full_attention", "sliding_attention"};
+  c = parse_family_config(doc.dump(), "config.json");
+  EXPECT_EQ(c.sliding, std::vector<bool>({false, true}));
+  doc["layer_types"] = {"full_attention", "chunked_attention"};
+  EXPECT_NE(refusal(doc).find("chunked_attention"), std::string::npos);
+}
+
+TEST(FamilyConfig, MistralSlidesEveryLayer) {
+  json doc = tiny("mistral");
+  doc["sliding_window"] = 4096;
+  EXPECT_EQ(parse_family_config(doc.dump(), "c").sliding, std::vector<bool>({true, true}));
+  doc["sliding_window"] = nullptr;
+  EXPECT_EQ(parse_family_config(doc.dump(), "c").sliding, std::vector<bool>({false, false}));
+}
+
+TEST(FamilyConfig, RefusesMixturesOfExperts) {
+  json doc = tiny("qwen3");
+  doc["num_experts"] = 128;
+  const std::string e = refusal(doc);
+  EXPECT_NE(e.find("\"num_experts\""), std::string::npos) << e;
+  EXPECT_NE(e.find("llama, mistral, qwen2, qwen3, gemma3_text"), std::string::npos) << e;
+  json mixtral = tiny("mistral");
+  mixtral["num_local_experts"] = 8;
+  EXPECT_NE(refusal(mixtral).find("num_local_experts"), std::string::npos);
+  json qwen = tiny("qwen2");
+  qwen["num_experts"] = 0;  // a dense model's "no experts"
+  EXPECT_EQ(refusal(qwen), "");
+}
+
+TEST(FamilyConfig, RefusesVisionTowers) {
+  json doc = tiny("gemma3_text");
+  doc["vision_config"] = json::object();
+  EXPECT_NE(refusal(doc).find("\"vision_config\""), std::string::npos);
+}
+
+TEST(FamilyConfig, RefusesUnknownRopeScaling) {
+  json doc = tiny("llama");
+  doc["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  const std::string e = refusal(doc);
+  EXPECT_NE(e.find("rope_scaling"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"yarn\""), std::string::npos) << e;
+  EXPECT_NE(e.find("\"llama3\""), std::string::npos) << e;
+  doc["rope_scaling"] = {{"type", "default"}};
+  EXPECT_EQ(refusal(doc), "");
+}
+
+TEST(FamilyConfig, RefusesUnknownModelType) {
+  const std::string e = refusal(tiny("gpt_neox"));
+  EXPECT_NE(e.find("\"model_type\" \"gpt_neox\""), std::string::npos) << e;
+  EXPECT_NE(e.find("llama, mistral, qwen2, qwen3, gemma3_text"), std::string::npos) << e;
+  EXPECT_NE(refusal(tiny("gemma3")).find("gemma3_text"), std::string::npos);
+}
+
+TEST(FamilyConfig, RefusesBadShapesAndActivations) {
+  json doc = tiny("llama");
+  doc["num_key_value_heads"] = 3;
+  EXPECT_NE(refusal(doc).find("num_key_value_heads"), std::string::npos);
+  doc = tiny("llama");
+  doc.erase("hidden_size");
+  EXPECT_NE(refusal(doc).find("\"hidden_size\" is missing"), std::string::npos);
+  doc = tiny("llama");
+  doc["hidden_act"] = "gelu";
+  EXPECT_NE(refusal(doc).find("hidden_act"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Files written here
+
+void write_f32_safetensors(const std::filesystem::path& path,
+                           const std::map<std::string, std::vector<std::uint64_t>>& shapes) {
+  json header;
+  std::string data;
+  for (const auto& [name, shape] : shapes) {
+    std::uint64_t n = 1;
+    for (auto s : shape) n *= s;
+    std::vector<float> values(n, 0.01f);
+    const std::size_t start = data.size();
+    data.append(reinterpret_cast<const char*>(values.data()), n * sizeof(float));
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {start, data.size()}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary);
+  const std::uint64_t size = text.size();
+  out.write(reinterpret_cast<const char*>(&size), 8);
+  out << text << data;
+}
+
+// Every tensor a tiny tied Llama has.
+std::map<std::string, std::vector<std::uint64_t>> tiny_llama_tensors() {
+  std::map<std::string, std::vector<std::uint64_t>> t;
+  t["model.embed_tokens.weight"] = {300, 64};
+  t["model.norm.weight"] = {64};
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t[p + "input_layernorm.weight"] = {64};
+    t[p + "post_attention_layernorm.weight"] = {64};
+    t[p + "self_attn.q_proj.weight"] = {64, 64};
+    t[p + "self_attn.k_proj.weight"] = {32, 64};
+    t[p + "self_attn.v_proj.weight"] = {32, 64};
+    t[p + "self_attn.o_proj.weight"] = {64, 64};
+    t[p + "mlp.gate_proj.weight"] = {96, 64};
+    t[p + "mlp.up_proj.weight"] = {96, 64};
+    t[p + "mlp.down_proj.weight"] = {64, 96};
+  }
+  return t;
+}
+
+std::string load_error(const std::filesystem::path& folder) {
+  try {
+    FamilyModel::load(folder);
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FamilyLoad, LoadsATinyTiedLlamaAndRuns) {
+  testing::TempDir dir;
+  json cfg = tiny("llama");
+  cfg["tie_word_embeddings"] = true;
+  testing::write_text(dir / "config.json", cfg.dump());
+  write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
+  const auto model = FamilyModel::load(dir.path());
+  FamilyRun run(model, {1, 2, 3});
+  EXPECT_EQ(run.logits().rows(), 1);
+  EXPECT_EQ(run.logits().cols(), 300);
+  EXPECT_TRUE(run.logits().allFinite());
+  EXPECT_EQ(run.layer_weights(1).size(), 4u);
+  EXPECT_EQ(run.kv_group(3), 1);
+  EXPECT_THROW(FamilyRun(model, {300}), std::invalid_argument);
+  EXPECT_THROW(FamilyRun(model, {}), std::invalid_argument);
+}
+
+TEST(FamilyLoad, RefusesAMissingTensor) {
+  testing::TempDir dir;
+  testing::write_text(dir / "config.json", tiny("llama").dump());
+  auto tensors = tiny_llama_tensors();
+  tensors.erase("model.layers.1.mlp.up_proj.weight");
+  write_f32_safetensors(dir / "model.safetensors", tensors);
+  const std::string e = load_error(dir.path());
+  EXPECT_NE(e.find("\"model.layers.1.mlp.up_proj.weight\" is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("[96, 64]"), std::string::npos) << e;
+}
+
+TEST(FamilyLoad, RefusesAMissingLmHeadWhenUntied) {
+  testing::TempDir dir;
+  testing::write_text(dir / "config.json", tiny("llama").dump());
+  write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
+  const std::string e = load_error(dir.path());
+  EXPECT_NE(e.find("\"lm_head.weight\" is missing"), std::string::npos) << e;
+}
+
+TEST(FamilyLoad, RefusesAWrongShape) {
+  testing::TempDir dir;
+  json cfg = tiny("llama");
+  cfg["tie_word_embeddings"] = true;
+  testing::write_text(dir / "config.json", cfg.dump());
+  auto tensors = tiny_llama_tensors();
+  tensors["model.layers.0.self_attn.k_proj.weight"] = {64, 64};
+  write_f32_safetensors(dir / "model.safetensors", tensors);
+  const std::string e = load_error(dir.path());
+  EXPECT_NE(e.find("\"model.layers.0.self_attn.k_proj.weight\" has shape [64, 64]"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("needs [32, 64]"), std::string::npos) << e;
+}
+
+TEST(FamilyLoad, RefusesAConfigItCannotRun) {
+  testing::TempDir dir;
+  json cfg = tiny("llama");
+  cfg["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  testing::write_text(dir / "config.json", cfg.dump());
+  write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
+  EXPECT_NE(load_error(dir.path()).find("rope_scaling"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Against PyTorch
+
+RowMatrix unhex(const json& t) {
+  const auto shape = t["shape"].get<std::vector<Eigen::Index>>();
+  const std::string hex = t["hex"].get<std::string>();
+  RowMatrix m(shape[0], shape.size() > 1 ? shape[1] : 1);
+  std::vector<unsigned char> bytes(hex.size() / 2);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  std::memcpy(m.data(), bytes.data(), bytes.size());
+  return m;
+}
+
+// max |got - want| relative to the largest |want|; +inf for a shape mismatch.
+double relative_error(const RowMatrix& got, const RowMatrix& want) {
+  if (got.rows() != want.rows() || got.cols() != want.cols())
+    return std::numeric_limits<double>::infinity();
+  const double scale = std::max(1e-30, static_cast<double>(want.cwiseAbs().maxCoeff()));
+  return static_cast<double>((got - want).cwiseAbs().maxCoeff()) / scale;
+}
+
+json oracle_cases() {
+  const char* dir = std::getenv("ATTNSCOPE_FAMILY_FIXTURES");
+  if (!dir) return json();
+  std::ifstream in(std::filesystem::path(dir) / "family_cases.json");
+  if (!in) return json();
+  return json::parse(in);
+}
+
+constexpr double kTolerance = 1e-4;
+
+TEST(FamilyOracle, LogitsWeightsAndStagesMatchPyTorch) {
+  const json cases = oracle_cases();
+  if (cases.is_null()) GTEST_SKIP() << "no PyTorch-written cases (ATTNSCOPE_FAMILY_FIXTURES)";
+  std::map<std::string, std::shared_ptr<const FamilyModel>> models;
+  double worst_logits = 0, worst_weights = 0, worst_stages = 0;
+  for (const json& k : cases) {
+    const std::string name =
+        k["name"].get<std::string>() + " T=" + std::to_string(k["T"].get<int>());
+    SCOPED_TRACE(name);
+    auto& model = models[k["folder"].get<std::string>()];
+    if (!model) model = FamilyModel::load(k["folder"].get<std::string>());
+    FamilyRun::Options options;
+    options.all_logits = true;
+    const FamilyRun run(model, k["ids"].get<std::vector<int>>(), options);
+    const double logits = relative_error(run.logits(), unhex(k["logits"]));
+    EXPECT_LE(logits, kTolerance) << "logits";
+    worst_logits = std::max(worst_logits, logits);
+    EXPECT_LE(relative_error(run.last_logits(), unhex(k["logits"]).bottomRows(1)), kTolerance);
+    for (int l = 0; l < run.num_layers(); ++l) {
+      const auto weights = run.layer_weights(l);
+      for (int h = 0; h < run.num_heads(); ++h) {
+        const double e = relative_error(
+            weights[static_cast<std::size_t>(h)],
+            unhex(k["weights"][static_cast<std::size_t>(l)][static_cast<std::size_t>(h)]));
+        EXPECT_LE(e, kTolerance) << "layer " << l << " head " << h;
+        worst_weights = std::max(worst_weights, e);
+      }
+      const RowMatrix mask = run.window_mask(l);
+      EXPECT_EQ(mask.size() != 0, k["sliding"][static_cast<std::size_t>(l)].get<bool>());
+      if (mask.size()) {  // the window's zeros are the weights' zeros
+        const RowMatrix outside = (mask.array() == 0.0f).cast<float>().matrix();
+        EXPECT_EQ(weights[0].cwiseProduct(outside).cwiseAbs().maxCoeff(), 0.0f);
+      }
+    }
+    const FamilyLayerStages s = run.layer_stages(0);
+    const std::map<std::string, const RowMatrix*> mine = {{"queries", &s.queries},
+                                                          {"keys", &s.keys},
+                                                          {"values", &s.values},
+                                                          {"queries_normed", &s.queries_normed},
+                                                          {"keys_normed", &s.keys_normed},
+                                                          {"queries_rotated", &s.queries_rotated},
+                                                          {"keys_rotated", &s.keys_rotated}};
+    for (const auto& [stage, want] : k["stages"].items()) {
+      const double e = relative_error(*mine.at(stage), unhex(want));
+      EXPECT_LE(e, kTolerance) << stage;
+      worst_stages = std::max(worst_stages, e);
+    }
+  }
+  std::printf(
+      "FamilyOracle: %zu runs; worst relative error: logits %.3g, weights %.3g, "
+      "stages %.3g\n",
+      cases.size(), worst_logits, worst_weights, worst_stages);
+}
+
+// ---------------------------------------------------------------------------
+// Speed
+
+std::shared_ptr<const FamilyModel> random_smollm2_135m() {
+  FamilyConfig c = parse_family_config(R"({"model_type": "llama", "vocab_size": 49152,
+      "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+      "num_attention_heads": 9, "num_key_value_heads": 3, "rope_theta": 100000,
+      "tie_word_embeddings": true})",
+                                       "smollm2-135m");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  auto random = [&](Eigen::Index r, Eigen::Index k) {
+    RowMatrix m(r, k);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+    return m;
+  };
+  auto w = std::make_shared<FamilyModel::Weights>();
+  w->config = c;
+  w->embed = random(c.vocab_size, c.hidden_size);
+  w->final_norm = RowMatrix::Ones(1, c.hidden_size);
+  w->blocks.resize(static_cast<std::size_t>(c.num_hidden_layers));
+  for (auto& b : w->blocks) {
+    b.input_norm = b.post_attn_norm = RowMatrix::Ones(1, c.hidden_size);
+    auto linear = [&](Eigen::Index in, Eigen::Index out) {
+      const RowMatrix m = random(in, out);
+      return detail::Linear::from(m.data(), in, out, RowMatrix());
+    };
+    b.qkv = linear(c.hidden_size, c.q_width() + 2 * c.kv_width());
+    b.o = linear(c.q_width(), c.hidden_size);
+    b.gate_up = linear(c.hidden_size, 2 * c.intermediate_size);
+    b.down = linear(c.intermediate_size, c.hidden_size);
+  }
+  return std::make_shared<const FamilyModel>(std::move(w));
+}
+
+TEST(FamilySpeed, Smollm2ShapedModelAt512TokensTakesSeconds) {
+  const auto model = random_smollm2_135m();
+  std::vector<int> ids(512);
+  for (int i = 0; i < 512; ++i) ids[static_cast<std::size_t>(i)] = (i * 7919) % 49152;
+  const auto start = std::chrono::steady_clock::now();
+  const FamilyRun run(model, ids);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("FamilySpeed: SmolLM2-135M shape, T = 512: %.2f s\n", seconds);
+  EXPECT_TRUE(run.logits().allFinite());
+  EXPECT_LT(seconds, 30.0);  // a few seconds alone; generous for a shared machine
+}
+
+}  // namespace
+}  // namespace attnscope::core
