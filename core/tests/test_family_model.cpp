@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 
+#include "attnscope/attention/modern.hpp"
 #include "attnscope/model/family_config.hpp"
 #include "attnscope/model/family_model.hpp"
 #include "model/family_internal.hpp"
@@ -273,6 +274,65 @@ TEST(FamilyLoad, RefusesAConfigItCannotRun) {
   testing::write_text(dir / "config.json", cfg.dump());
   write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
   EXPECT_NE(load_error(dir.path()).find("rope_scaling"), std::string::npos);
+}
+
+TEST(FamilyRope, MatchesTheBonusClassesRopeBitForBit) {
+  const detail::FamilyRope mine = detail::family_rope(16, 500000.0, nullptr, 50);
+  const modern::RopeTables book = modern::compute_rope_params(16, 500000.0, 50);
+  EXPECT_TRUE(testing::same_bits(mine.inv_freq, book.inv_freq));
+  EXPECT_TRUE(testing::same_bits(mine.cos, book.cos));
+  EXPECT_TRUE(testing::same_bits(mine.sin, book.sin));
+  RowMatrix x = RowMatrix::Random(50, 16);
+  const RowMatrix want = modern::apply_rope(x, book);
+  detail::apply_family_rope(x, mine, 16);
+  EXPECT_TRUE(testing::same_bits(x, want));
+}
+
+TEST(FamilyRope, Llama3ScalingStretchesOnlyLowFrequencies) {
+  Llama3RopeScaling s;
+  s.enabled = true;
+  s.factor = 8.0;
+  s.original_max_position_embeddings = 64;  // wavelengths above 64 stretch, below 16 stay
+  const detail::FamilyRope plain = detail::family_rope(16, 500000.0, nullptr, 1);
+  const detail::FamilyRope scaled = detail::family_rope(16, 500000.0, &s, 1);
+  for (Eigen::Index i = 0; i < plain.inv_freq.cols(); ++i) {
+    const double wavelen = 2 * M_PI / plain.inv_freq(0, i);
+    const double ratio = plain.inv_freq(0, i) / scaled.inv_freq(0, i);
+    if (wavelen < 16) {
+      EXPECT_EQ(ratio, 1.0) << i;
+    } else if (wavelen > 64) {
+      EXPECT_NEAR(ratio, 8.0, 1e-5) << i;
+    } else {
+      EXPECT_TRUE(ratio > 1.0 && ratio < 8.0) << i;
+    }
+  }
+}
+
+TEST(FamilyLoad, RunsFourThousandTokensThroughASlidingWindow) {
+  testing::TempDir dir;
+  json cfg = tiny("mistral");
+  cfg["tie_word_embeddings"] = true;
+  cfg["sliding_window"] = 3;
+  testing::write_text(dir / "config.json", cfg.dump());
+  write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
+  const auto model = FamilyModel::load(dir.path());
+  std::vector<int> ids(FamilyRun::kMaxTokens);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i % 300);
+  FamilyRun::Options all;
+  all.all_logits = true;
+  const FamilyRun run(model, ids, all);
+  EXPECT_EQ(run.logits().rows(), FamilyRun::kMaxTokens);
+  EXPECT_TRUE(run.logits().allFinite());
+  const RowMatrix w = run.head_weights(run.layer_stages(1), 2);
+  EXPECT_EQ(w.row(4095).head(4093).cwiseAbs().maxCoeff(), 0.0f);
+  EXPECT_NEAR(w.row(4095).tail(3).sum(), 1.0f, 1e-6f);
+  const FamilyRun last(model, std::vector<int>(ids.end() - 40, ids.end()));
+  const FamilyRun tail(model, std::vector<int>(ids.end() - 40, ids.end()), all);
+  // One row or all: the LM head's sums may run in another order.
+  EXPECT_LE((last.logits() - tail.last_logits()).cwiseAbs().maxCoeff(),
+            1e-5f * last.logits().cwiseAbs().maxCoeff());
+  ids.push_back(1);
+  EXPECT_THROW(FamilyRun(model, ids), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------
