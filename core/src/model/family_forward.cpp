@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu_share.hpp"
 #include "model/family_internal.hpp"
 
 #if defined(ATTNSCOPE_HAVE_OPENMP)
@@ -263,8 +264,11 @@ FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> 
   }
   residual_.reserve(static_cast<std::size_t>(c.num_hidden_layers) + 1);
   residual_.push_back(std::move(x));
-  for (int l = 0; l < c.num_hidden_layers; ++l)
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const detail::ThreadShare share;  // as many threads as there are free CPUs now
     residual_.push_back(forward_block(w, l, residual_.back()));
+  }
+  const detail::ThreadShare share;
   const RowMatrix& last = residual_.back();
   const RowMatrix normed = detail::rms_norm(
       options.all_logits ? last : RowMatrix(last.bottomRows(1)), w.final_norm, c.rms_norm_eps);
@@ -287,6 +291,7 @@ const RowMatrix& FamilyRun::residual(int layer) const {
 }
 
 FamilyLayerStages FamilyRun::layer_stages(int layer) const {
+  const detail::ThreadShare share;
   if (layer < 0 || layer >= num_layers())
     throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
                                 std::to_string(num_layers() - 1));
@@ -310,6 +315,7 @@ RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
 std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
   const FamilyLayerStages s = layer_stages(layer);
   std::vector<RowMatrix> out(static_cast<std::size_t>(num_heads()));
+  const detail::ThreadShare share;
 #pragma omp parallel for schedule(dynamic, 1) if (num_tokens() > 64)
   for (int h = 0; h < num_heads(); ++h) out[static_cast<std::size_t>(h)] = head_weights(s, h);
   return out;
