@@ -164,6 +164,72 @@ TEST(FamilyConfig, RefusesBadShapesAndActivations) {
   EXPECT_NE(refusal(doc).find("hidden_act"), std::string::npos);
 }
 
+// Configs shaped as the Hub's small models publish them (every key a
+// loader meets there, the values of the smallest model of each family).
+TEST(FamilyConfig, ReadsTheHubsSmallModels) {
+  const FamilyConfig smol = parse_family_config(R"({"architectures": ["LlamaForCausalLM"],
+      "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 0, "eos_token_id": 0,
+      "hidden_act": "silu", "hidden_size": 576, "initializer_range": 0.041,
+      "intermediate_size": 1536, "max_position_embeddings": 8192, "mlp_bias": false,
+      "model_type": "llama", "num_attention_heads": 9, "num_hidden_layers": 30,
+      "num_key_value_heads": 3, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+      "rope_scaling": null, "rope_theta": 100000, "tie_word_embeddings": true,
+      "torch_dtype": "bfloat16", "use_cache": true, "vocab_size": 49152})",
+                                                "smollm2");
+  EXPECT_EQ(smol.head_dim, 64);
+  EXPECT_EQ(smol.kv_groups(), 3);
+  const FamilyConfig llama = parse_family_config(R"({"model_type": "llama",
+      "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+      "num_hidden_layers": 16, "num_key_value_heads": 8, "head_dim": 64,
+      "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": true,
+      "vocab_size": 128256, "hidden_act": "silu", "max_position_embeddings": 131072,
+      "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"}})",
+                                                 "llama-3.2-1b");
+  EXPECT_TRUE(llama.rope_scaling.enabled);
+  EXPECT_EQ(llama.rope_scaling.original_max_position_embeddings, 8192);
+  const FamilyConfig qwen2 = parse_family_config(R"({"model_type": "qwen2",
+      "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14,
+      "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+      "rope_theta": 1000000.0, "sliding_window": 32768, "use_sliding_window": false,
+      "max_window_layers": 21, "tie_word_embeddings": true, "vocab_size": 151936,
+      "hidden_act": "silu", "rope_scaling": null})",
+                                                 "qwen2.5-0.5b");
+  EXPECT_EQ(qwen2.head_dim, 64);
+  EXPECT_EQ(qwen2.sliding_window, 0);
+  const FamilyConfig qwen3 = parse_family_config(R"({"model_type": "qwen3",
+      "hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16,
+      "num_hidden_layers": 28, "num_key_value_heads": 8, "head_dim": 128,
+      "attention_bias": false, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+      "sliding_window": null, "use_sliding_window": false, "max_window_layers": 28,
+      "tie_word_embeddings": true, "vocab_size": 151936, "hidden_act": "silu",
+      "rope_scaling": null})",
+                                                 "qwen3-0.6b");
+  EXPECT_EQ(qwen3.q_width(), 2048);
+  const FamilyConfig gemma = parse_family_config(R"({"model_type": "gemma3_text",
+      "hidden_size": 640, "intermediate_size": 2048, "num_attention_heads": 4,
+      "num_hidden_layers": 18, "num_key_value_heads": 1, "head_dim": 256,
+      "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+      "rope_local_base_freq": 10000.0, "rope_scaling": null, "sliding_window": 512,
+      "_sliding_window_pattern": 6, "attn_logit_softcapping": null,
+      "final_logit_softcapping": null, "use_bidirectional_attention": false,
+      "hidden_activation": "gelu_pytorch_tanh", "vocab_size": 262144,
+      "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+        "sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+        "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+        "full_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+        "sliding_attention", "sliding_attention", "full_attention"]})",
+                                                 "gemma-3-270m");
+  EXPECT_TRUE(gemma.tie_word_embeddings);
+  EXPECT_EQ(gemma.final_logit_softcapping, 0.0);
+  EXPECT_DOUBLE_EQ(gemma.query_scale, 1.0 / 16.0);
+  EXPECT_EQ(gemma.theta_of(0), 10000.0);
+  EXPECT_EQ(gemma.theta_of(5), 1000000.0);
+  json bidirectional = tiny("gemma3_text");
+  bidirectional["use_bidirectional_attention"] = true;
+  EXPECT_NE(refusal(bidirectional).find("use_bidirectional_attention"), std::string::npos);
+}
+
 // ---------------------------------------------------------------------------
 // Files written here
 

@@ -24,10 +24,12 @@ constexpr std::pair<std::string_view, ModelFamily> kFamilies[] = {
 constexpr std::string_view kSupported = "llama, mistral, qwen2, qwen3, gemma3_text";
 
 // Keys that only a model attnscope does not run has (mixtures of experts,
-// vision towers, Gemma 2's attention softcapping).
+// vision towers, Gemma 2's attention softcapping, EmbeddingGemma's
+// bidirectional attention); null, 0 and false mean "none".
 constexpr std::string_view kRefusedKeys[] = {
-    "num_experts",         "num_local_experts", "n_routed_experts", "moe_intermediate_size",
-    "num_experts_per_tok", "vision_config",     "text_config",      "attn_logit_softcapping",
+    "num_experts",           "num_local_experts",      "n_routed_experts",
+    "moe_intermediate_size", "num_experts_per_tok",    "vision_config",
+    "text_config",           "attn_logit_softcapping", "use_bidirectional_attention",
 };
 
 bool present(const json& doc, const char* key) { return doc.contains(key) && !doc[key].is_null(); }
@@ -77,10 +79,11 @@ void refuse_unsupported_keys(const json& doc, std::string_view source) {
     if (!present(doc, k.c_str())) continue;
     const json& v = doc[k];
     if (v.is_number_integer() && v.get<std::int64_t>() == 0) continue;  // "no experts"
+    if (v.is_boolean() && !v.get<bool>()) continue;
     fail(source, "\"" + k + "\" is set: attnscope runs dense text-only decoders (" +
                      std::string(kSupported) +
                      ") without mixtures of experts, vision "
-                     "towers or attention softcapping");
+                     "towers, attention softcapping or bidirectional attention");
   }
 }
 
