@@ -333,6 +333,18 @@ TEST(FamilyLoad, RefusesAWrongShape) {
   EXPECT_NE(e.find("needs [32, 64]"), std::string::npos) << e;
 }
 
+TEST(FamilyLoad, RefusesMoreLayersThanTheConfigSays) {
+  testing::TempDir dir;
+  json cfg = tiny("llama");
+  cfg["tie_word_embeddings"] = true;
+  cfg["num_hidden_layers"] = 1;
+  testing::write_text(dir / "config.json", cfg.dump());
+  write_f32_safetensors(dir / "model.safetensors", tiny_llama_tensors());
+  const std::string e = load_error(dir.path());
+  EXPECT_NE(e.find("the file has 2 layers"), std::string::npos) << e;
+  EXPECT_NE(e.find("num_hidden_layers 1"), std::string::npos) << e;
+}
+
 TEST(FamilyLoad, RefusesAConfigItCannotRun) {
   testing::TempDir dir;
   json cfg = tiny("llama");

@@ -1,5 +1,6 @@
 // family_load.cpp: reading a Llama/Mistral/Qwen/Gemma 3 checkpoint (Hugging
 // Face names, nn.Linear layout) into the engine's layout.
+#include <algorithm>
 #include <exception>
 #include <string>
 
@@ -112,6 +113,21 @@ FamilyBlock load_block(const FamilyReader& r, const FamilyConfig& c, int l) {
   return b;
 }
 
+// The highest layer number named "model.layers.N." in the file, plus one.
+int count_layers(const TensorFile& file) {
+  const std::string stem = "model.layers.";
+  int n = 0;
+  for (const std::string& name : file.names()) {
+    if (!name.starts_with(stem)) continue;
+    std::size_t i = stem.size();
+    int k = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && k < 1000000)
+      k = k * 10 + (name[i++] - '0');
+    if (i > stem.size()) n = std::max(n, k + 1);
+  }
+  return n;
+}
+
 }  // namespace
 
 FamilyModel::FamilyModel(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {}
@@ -123,6 +139,12 @@ std::shared_ptr<const FamilyModel> FamilyModel::load(const FamilyConfig& c,
                                                      std::shared_ptr<const TensorFile> file,
                                                      LoadProgress* progress) {
   const FamilyReader r(file);
+  const int layers = count_layers(*file);
+  if (layers > c.num_hidden_layers)
+    fail(file->source(), "the file has " + std::to_string(layers) +
+                             " layers (model.layers.0 ...) but config.json says "
+                             "num_hidden_layers " +
+                             std::to_string(c.num_hidden_layers));
   auto w = std::make_shared<Weights>();
   w->config = c;
   if (progress) progress->blocks = c.num_hidden_layers;
