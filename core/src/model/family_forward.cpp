@@ -113,18 +113,13 @@ Eigen::Index first_key(const FamilyLayerStages& s, Eigen::Index r0) {
   return s.sliding ? std::max<Eigen::Index>(0, r0 - s.window + 1) : 0;
 }
 
-// Weights of query rows [r0, r1) of `head` over keys [first_key, r1): the
-// scaled scores, masked (causal, and the window), softmax.
-RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head, Eigen::Index r0,
-                     Eigen::Index r1) {
-  const Eigen::Index hd = c.head_dim;
-  const Eigen::Index g = head / c.kv_groups();
-  const Eigen::Index k0 = first_key(s, r0);
-  RowMatrix p = s.queries_rotated.block(r0, head * hd, r1 - r0, hd) *
-                s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
-  const auto scale = static_cast<float>(c.query_scale);
+// Softmax over the visible keys of p's rows: the scaled scores of query
+// rows r0 + r % n (several heads' n rows stacked) against keys from k0,
+// masked (causal, and the window), zero where masked.
+void masked_softmax(RowMatrix& p, const FamilyLayerStages& s, float scale, Eigen::Index r0,
+                    Eigen::Index n, Eigen::Index k0) {
   for (Eigen::Index r = 0; r < p.rows(); ++r) {
-    const Eigen::Index i = r0 + r;
+    const Eigen::Index i = r0 + r % n;
     const Eigen::Index lo = s.sliding ? std::max<Eigen::Index>(0, i - s.window + 1) : 0;
     auto row = p.row(r);
     const Eigen::Index first = lo - k0, count = i - lo + 1;
@@ -136,6 +131,31 @@ RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head
     row.head(first).setZero();
     row.tail(p.cols() - first - count).setZero();
   }
+}
+
+// Weights of query rows [r0, r1) of `head` over keys [first_key, r1).
+RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head, Eigen::Index r0,
+                     Eigen::Index r1) {
+  const Eigen::Index hd = c.head_dim;
+  const Eigen::Index g = head / c.kv_groups();
+  const Eigen::Index k0 = first_key(s, r0);
+  RowMatrix p = s.queries_rotated.block(r0, head * hd, r1 - r0, hd) *
+                s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
+  masked_softmax(p, s, static_cast<float>(c.query_scale), r0, r1 - r0, k0);
+  return p;
+}
+
+// The same for every query head reading K/V group g, stacked head after
+// head: one product with the group's keys instead of one per head.
+RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, Eigen::Index r0,
+                      Eigen::Index r1) {
+  const Eigen::Index hd = c.head_dim, n = r1 - r0, heads = c.kv_groups();
+  const Eigen::Index k0 = first_key(s, r0);
+  RowMatrix q(heads * n, hd);
+  for (Eigen::Index m = 0; m < heads; ++m)
+    q.middleRows(m * n, n) = s.queries_rotated.block(r0, (g * heads + m) * hd, n, hd);
+  RowMatrix p = q * s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
+  masked_softmax(p, s, static_cast<float>(c.query_scale), r0, n, k0);
   return p;
 }
 
@@ -194,23 +214,22 @@ FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const
   return s;
 }
 
-// Every head's context side by side (T x heads*hd), row blocks of every
-// head on all threads.
+// Every head's context side by side (T x heads*hd): row blocks of every
+// K/V group on all threads.
 RowMatrix attend(const FamilyLayerStages& s, const FamilyConfig& c) {
-  const Eigen::Index T = s.values.rows(), hd = c.head_dim;
+  const Eigen::Index T = s.values.rows(), hd = c.head_dim, heads = c.kv_groups();
   RowMatrix context(T, c.q_width());
   const Eigen::Index blocks = (T + kRowBlock - 1) / kRowBlock;
-  const Eigen::Index jobs = blocks * c.num_attention_heads;
+  const Eigen::Index jobs = blocks * c.num_key_value_heads;
 #pragma omp parallel for schedule(dynamic, 1) if (jobs > 1 && T > 16)
   for (Eigen::Index job = 0; job < jobs; ++job) {
-    const auto head = static_cast<int>(job % c.num_attention_heads);
-    const Eigen::Index r0 = (job / c.num_attention_heads) * kRowBlock;
-    const Eigen::Index r1 = std::min(T, r0 + kRowBlock);
+    const auto g = static_cast<int>(job % c.num_key_value_heads);
+    const Eigen::Index r0 = (job / c.num_key_value_heads) * kRowBlock;
+    const Eigen::Index r1 = std::min(T, r0 + kRowBlock), n = r1 - r0;
     const Eigen::Index k0 = first_key(s, r0);
-    const Eigen::Index g = head / c.kv_groups();
-    const RowMatrix p = head_block(s, c, head, r0, r1);
-    context.block(r0, head * hd, r1 - r0, hd).noalias() =
-        p * s.values.block(k0, g * hd, r1 - k0, hd);
+    const RowMatrix out = group_block(s, c, g, r0, r1) * s.values.block(k0, g * hd, r1 - k0, hd);
+    for (Eigen::Index m = 0; m < heads; ++m)
+      context.block(r0, (g * heads + m) * hd, n, hd) = out.middleRows(m * n, n);
   }
   return context;
 }
