@@ -1,0 +1,359 @@
+// family_forward.cpp: the forward pass of the Llama/Mistral/Qwen/Gemma 3
+// families: RMSNorm, RoPE, grouped-query attention in row blocks (causal,
+// sliding where the layer slides), the gated MLP, the LM head.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu_share.hpp"
+#include "model/family_internal.hpp"
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace attnscope::core {
+
+using detail::FamilyBlock;
+
+namespace detail {
+
+RowMatrix rms_norm(const Eigen::Ref<const RowMatrix>& x, const RowMatrix& gain, double eps) {
+  RowMatrix y(x.rows(), x.cols());
+  const auto d = static_cast<float>(x.cols());
+  const auto e = static_cast<float>(eps);
+#pragma omp parallel for schedule(static) if (x.size() > 100000)
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const auto row = x.row(i).array();
+    const float inv = 1.0f / std::sqrt(row.square().sum() / d + e);
+    y.row(i).array() = (row * inv) * gain.row(0).array();
+  }
+  return y;
+}
+
+void rms_norm_heads(RowMatrix& x, const RowMatrix& gain, double eps) {
+  const Eigen::Index hd = gain.cols();
+  const Eigen::Index heads = x.cols() / hd;
+  const auto d = static_cast<float>(hd);
+  const auto e = static_cast<float>(eps);
+#pragma omp parallel for schedule(static) if (x.size() > 100000)
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      auto v = x.row(i).segment(h * hd, hd).array();
+      const float inv = 1.0f / std::sqrt(v.square().sum() / d + e);
+      v = (v * inv) * gain.row(0).array();
+    }
+}
+
+FamilyRope family_rope(int head_dim, double theta, const Llama3RopeScaling* scaling, int T) {
+  const int half = head_dim / 2;
+  FamilyRope r;
+  r.inv_freq.resize(1, half);
+  const auto base = static_cast<float>(theta);
+  for (int i = 0; i < half; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    r.inv_freq(0, i) = 1.0f / std::pow(base, exponent);
+  }
+  if (scaling && scaling->enabled) {  // llama3.py's freq_config, in float32
+    const auto original = static_cast<float>(scaling->original_max_position_embeddings);
+    const auto factor = static_cast<float>(scaling->factor);
+    const auto low = static_cast<float>(scaling->low_freq_factor);
+    const auto high = static_cast<float>(scaling->high_freq_factor);
+    const float low_wavelen = original / low;
+    const float high_wavelen = original / high;
+    for (int i = 0; i < half; ++i) {
+      const float inv = r.inv_freq(0, i);
+      const float wavelen = 2.0f * static_cast<float>(M_PI) / inv;
+      float scaled = wavelen > low_wavelen ? inv / factor : inv;
+      if (wavelen <= low_wavelen && wavelen >= high_wavelen) {
+        const float smooth = (original / wavelen - low) / (high - low);
+        scaled = (1.0f - smooth) * (inv / factor) + smooth * inv;
+      }
+      r.inv_freq(0, i) = scaled;
+    }
+  }
+  r.cos.resize(T, head_dim);
+  r.sin.resize(T, head_dim);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(t) * r.inv_freq(0, i);
+      r.cos(t, i) = r.cos(t, i + half) = std::cos(angle);
+      r.sin(t, i) = r.sin(t, i + half) = std::sin(angle);
+    }
+  return r;
+}
+
+void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim) {
+  const Eigen::Index half = head_dim / 2;
+  const Eigen::Index heads = x.cols() / head_dim;
+#pragma omp parallel for schedule(static) if (x.size() > 100000)
+  for (Eigen::Index t = 0; t < x.rows(); ++t)
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      float* v = x.row(t).data() + h * head_dim;
+      for (Eigen::Index i = 0; i < half; ++i) {
+        const float x1 = v[i], x2 = v[i + half];
+        const float a1 = x1 * rope.cos(t, i), b1 = -x2 * rope.sin(t, i);
+        const float a2 = x2 * rope.cos(t, i + half), b2 = x1 * rope.sin(t, i + half);
+        v[i] = a1 + b1;
+        v[i + half] = a2 + b2;
+      }
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr Eigen::Index kRowBlock = 32;
+
+// The first key row block [r0, r1) of a layer reads.
+Eigen::Index first_key(const FamilyLayerStages& s, Eigen::Index r0) {
+  return s.sliding ? std::max<Eigen::Index>(0, r0 - s.window + 1) : 0;
+}
+
+// Softmax over the visible keys of p's rows: the scaled scores of query
+// rows r0 + r % n (several heads' n rows stacked) against keys from k0,
+// masked (causal, and the window), zero where masked.
+void masked_softmax(RowMatrix& p, const FamilyLayerStages& s, float scale, Eigen::Index r0,
+                    Eigen::Index n, Eigen::Index k0) {
+  for (Eigen::Index r = 0; r < p.rows(); ++r) {
+    const Eigen::Index i = r0 + r % n;
+    const Eigen::Index lo = s.sliding ? std::max<Eigen::Index>(0, i - s.window + 1) : 0;
+    auto row = p.row(r);
+    const Eigen::Index first = lo - k0, count = i - lo + 1;
+    auto seen = row.segment(first, count).array();
+    seen *= scale;
+    const float top = seen.maxCoeff();
+    seen = (seen - top).exp();
+    seen /= seen.sum();
+    row.head(first).setZero();
+    row.tail(p.cols() - first - count).setZero();
+  }
+}
+
+// Weights of query rows [r0, r1) of `head` over keys [first_key, r1).
+RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head, Eigen::Index r0,
+                     Eigen::Index r1) {
+  const Eigen::Index hd = c.head_dim;
+  const Eigen::Index g = head / c.kv_groups();
+  const Eigen::Index k0 = first_key(s, r0);
+  RowMatrix p = s.queries_rotated.block(r0, head * hd, r1 - r0, hd) *
+                s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
+  masked_softmax(p, s, static_cast<float>(c.query_scale), r0, r1 - r0, k0);
+  return p;
+}
+
+// The same for every query head reading K/V group g, stacked head after
+// head: one product with the group's keys instead of one per head.
+RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, Eigen::Index r0,
+                      Eigen::Index r1) {
+  const Eigen::Index hd = c.head_dim, n = r1 - r0, heads = c.kv_groups();
+  const Eigen::Index k0 = first_key(s, r0);
+  RowMatrix q(heads * n, hd);
+  for (Eigen::Index m = 0; m < heads; ++m)
+    q.middleRows(m * n, n) = s.queries_rotated.block(r0, (g * heads + m) * hd, n, hd);
+  RowMatrix p = q * s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
+  masked_softmax(p, s, static_cast<float>(c.query_scale), r0, n, k0);
+  return p;
+}
+
+RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a) {
+  const Eigen::Index inner = gate_up.cols() / 2;
+  RowMatrix out(gate_up.rows(), inner);
+  const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+#pragma omp parallel for schedule(static) if (out.size() > 100000)
+  for (Eigen::Index r = 0; r < out.rows(); ++r) {
+    const auto g = gate_up.row(r).head(inner).array();
+    const auto u = gate_up.row(r).tail(inner).array();
+    if (a == FamilyActivation::Silu)
+      out.row(r).array() = (g / (1.0f + (-g).exp())) * u;
+    else
+      out.row(r).array() = (0.5f * g * (1.0f + (c * (g + 0.044715f * g.cube())).tanh())) * u;
+  }
+  return out;
+}
+
+// A layer's stages from its input; `keep_all` keeps the projections before
+// the norms and RoPE too (else only the rotated ones and the values).
+FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
+                                 bool keep_all) {
+  const FamilyConfig& c = w.config;
+  const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
+  FamilyLayerStages s;
+  s.layer = layer;
+  s.sliding = c.sliding[static_cast<std::size_t>(layer)];
+  s.window = s.sliding ? c.sliding_window : 0;
+  s.normed = detail::rms_norm(x, b.input_norm, c.rms_norm_eps);
+  RowMatrix qkv;
+  b.qkv.apply(s.normed, qkv);
+  const Eigen::Index qw = c.q_width(), kw = c.kv_width();
+  s.queries_rotated = qkv.leftCols(qw);
+  s.keys_rotated = qkv.middleCols(qw, kw);
+  s.values = qkv.rightCols(kw);
+  if (keep_all) {
+    s.queries = s.queries_rotated;
+    s.keys = s.keys_rotated;
+  } else {
+    s.normed = RowMatrix();
+  }
+  if (c.qk_norm) {
+    detail::rms_norm_heads(s.queries_rotated, b.q_norm, c.rms_norm_eps);
+    detail::rms_norm_heads(s.keys_rotated, b.k_norm, c.rms_norm_eps);
+    if (keep_all) {
+      s.queries_normed = s.queries_rotated;
+      s.keys_normed = s.keys_rotated;
+    }
+  }
+  const auto T = static_cast<int>(x.rows());
+  const detail::FamilyRope rope = detail::family_rope(
+      c.head_dim, c.theta_of(layer), c.scaled(layer) ? &c.rope_scaling : nullptr, T);
+  detail::apply_family_rope(s.queries_rotated, rope, c.head_dim);
+  detail::apply_family_rope(s.keys_rotated, rope, c.head_dim);
+  return s;
+}
+
+// Every head's context side by side (T x heads*hd): row blocks of every
+// K/V group on all threads.
+RowMatrix attend(const FamilyLayerStages& s, const FamilyConfig& c) {
+  const Eigen::Index T = s.values.rows(), hd = c.head_dim, heads = c.kv_groups();
+  RowMatrix context(T, c.q_width());
+  const Eigen::Index blocks = (T + kRowBlock - 1) / kRowBlock;
+  const Eigen::Index jobs = blocks * c.num_key_value_heads;
+#pragma omp parallel for schedule(dynamic, 1) if (jobs > 1 && T > 16)
+  for (Eigen::Index job = 0; job < jobs; ++job) {
+    const auto g = static_cast<int>(job % c.num_key_value_heads);
+    const Eigen::Index r0 = (job / c.num_key_value_heads) * kRowBlock;
+    const Eigen::Index r1 = std::min(T, r0 + kRowBlock), n = r1 - r0;
+    const Eigen::Index k0 = first_key(s, r0);
+    const RowMatrix out = group_block(s, c, g, r0, r1) * s.values.block(k0, g * hd, r1 - k0, hd);
+    for (Eigen::Index m = 0; m < heads; ++m)
+      context.block(r0, (g * heads + m) * hd, n, hd) = out.middleRows(m * n, n);
+  }
+  return context;
+}
+
+// Block `layer` on x (T x d): the next residual.
+RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatrix& x) {
+  const FamilyConfig& c = w.config;
+  const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
+  RowMatrix out;
+  {
+    const FamilyLayerStages s = compute_stages(w, layer, x, false);
+    const RowMatrix context = attend(s, c);
+    b.o.apply(context, out);
+  }
+  if (c.gemma) out = detail::rms_norm(out, b.post_attn_norm, c.rms_norm_eps);
+  RowMatrix h = x + out;
+  const RowMatrix pre =
+      detail::rms_norm(h, c.gemma ? b.pre_ff_norm : b.post_attn_norm, c.rms_norm_eps);
+  RowMatrix gate_up;
+  b.gate_up.apply(pre, gate_up);
+  const RowMatrix act = activate_gated(gate_up, c.activation);
+  gate_up = RowMatrix();
+  b.down.apply(act, out);
+  if (c.gemma) out = detail::rms_norm(out, b.post_ff_norm, c.rms_norm_eps);
+  h += out;
+  return h;
+}
+
+}  // namespace
+
+FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> ids,
+                     Options options)
+    : model_(std::move(model)), ids_(std::move(ids)) {
+  const FamilyModel::Weights& w = model_->weights();
+  const FamilyConfig& c = w.config;
+  if (ids_.empty()) throw std::invalid_argument("no tokens to run");
+  if (ids_.size() > static_cast<std::size_t>(kMaxTokens))
+    throw std::invalid_argument(std::to_string(ids_.size()) + " tokens: at most " +
+                                std::to_string(kMaxTokens) + " are run");
+  for (int id : ids_)
+    if (id < 0 || id >= c.vocab_size)
+      throw std::invalid_argument("token id " + std::to_string(id) +
+                                  " is outside the vocabulary (" + std::to_string(c.vocab_size) +
+                                  ")");
+  const auto T = static_cast<Eigen::Index>(ids_.size());
+  RowMatrix x(T, c.hidden_size);
+  const float embed_scale = c.gemma ? static_cast<float>(std::sqrt(double(c.hidden_size))) : 1.0f;
+  for (Eigen::Index t = 0; t < T; ++t) {
+    x.row(t) = w.embed.row(ids_[static_cast<std::size_t>(t)]);
+    if (c.gemma) x.row(t) *= embed_scale;
+  }
+  residual_.reserve(static_cast<std::size_t>(c.num_hidden_layers) + 1);
+  residual_.push_back(std::move(x));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const detail::ThreadShare share;  // as many threads as there are free CPUs now
+    residual_.push_back(forward_block(w, l, residual_.back()));
+  }
+  const detail::ThreadShare share;
+  const RowMatrix& last = residual_.back();
+  const RowMatrix normed = detail::rms_norm(
+      options.all_logits ? last : RowMatrix(last.bottomRows(1)), w.final_norm, c.rms_norm_eps);
+  logits_.noalias() = normed * w.head().transpose();
+  if (c.final_logit_softcapping > 0) {
+    const auto cap = static_cast<float>(c.final_logit_softcapping);
+    logits_.array() = (logits_.array() / cap).tanh() * cap;
+  }
+}
+
+int FamilyRun::num_layers() const { return model_->config().num_hidden_layers; }
+int FamilyRun::num_heads() const { return model_->config().num_attention_heads; }
+int FamilyRun::kv_group(int head) const { return head / model_->config().kv_groups(); }
+
+const RowMatrix& FamilyRun::residual(int layer) const {
+  if (layer < 0 || layer > num_layers())
+    throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
+                                std::to_string(num_layers()));
+  return residual_[static_cast<std::size_t>(layer)];
+}
+
+FamilyLayerStages FamilyRun::layer_stages(int layer) const {
+  const detail::ThreadShare share;
+  if (layer < 0 || layer >= num_layers())
+    throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
+                                std::to_string(num_layers() - 1));
+  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)], true);
+}
+
+RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
+  const FamilyConfig& c = model_->config();
+  if (head < 0 || head >= c.num_attention_heads)
+    throw std::invalid_argument("head " + std::to_string(head) + " is outside the layer");
+  const Eigen::Index T = num_tokens();
+  RowMatrix weights = RowMatrix::Zero(T, T);
+  for (Eigen::Index r0 = 0; r0 < T; r0 += kRowBlock) {
+    const Eigen::Index r1 = std::min(T, r0 + kRowBlock);
+    const Eigen::Index k0 = first_key(s, r0);
+    weights.block(r0, k0, r1 - r0, r1 - k0) = head_block(s, c, head, r0, r1);
+  }
+  return weights;
+}
+
+std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
+  const FamilyLayerStages s = layer_stages(layer);
+  std::vector<RowMatrix> out(static_cast<std::size_t>(num_heads()));
+  const detail::ThreadShare share;
+#pragma omp parallel for schedule(dynamic, 1) if (num_tokens() > 64)
+  for (int h = 0; h < num_heads(); ++h) out[static_cast<std::size_t>(h)] = head_weights(s, h);
+  return out;
+}
+
+RowMatrix FamilyRun::window_mask(int layer) const {
+  const FamilyConfig& c = model_->config();
+  if (layer < 0 || layer >= num_layers())
+    throw std::invalid_argument("layer " + std::to_string(layer) + " is outside the model");
+  if (!c.sliding[static_cast<std::size_t>(layer)]) return {};
+  const Eigen::Index T = num_tokens(), W = c.sliding_window;
+  RowMatrix m = RowMatrix::Zero(T, T);
+  for (Eigen::Index i = 0; i < T; ++i)
+    for (Eigen::Index j = std::max<Eigen::Index>(0, i - W + 1); j <= i; ++j) m(i, j) = 1.0f;
+  return m;
+}
+
+RowMatrix FamilyRun::head_columns(const RowMatrix& stage, int index, int head_dim) {
+  return stage.middleCols(static_cast<Eigen::Index>(index) * head_dim, head_dim);
+}
+
+}  // namespace attnscope::core

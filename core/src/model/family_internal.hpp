@@ -1,0 +1,54 @@
+// family_internal.hpp: the parameters of a Llama/Mistral/Qwen/Gemma 3 model
+// as the engine holds them, and the row math its forward shares. Internal to
+// attnscope_core.
+#pragma once
+
+#include <vector>
+
+#include "attnscope/model/family_model.hpp"
+#include "model/gpt2_internal.hpp"
+
+namespace attnscope::core::detail {
+
+struct FamilyBlock {
+  RowMatrix input_norm;      // (1, d) gain (Gemma: 1 + w)
+  RowMatrix post_attn_norm;  // (1, d): the pre-MLP norm, Gemma's norm of the attention output
+  RowMatrix pre_ff_norm;     // (1, d): Gemma only
+  RowMatrix post_ff_norm;    // (1, d): Gemma only
+  RowMatrix q_norm, k_norm;  // (1, head_dim) with qk norm
+  Linear qkv;                // d -> [Q | K | V], (heads + 2 kv) * head_dim
+  Linear o;                  // heads * head_dim -> d
+  Linear gate_up;            // d -> [gate | up], 2 * intermediate
+  Linear down;               // intermediate -> d
+};
+
+// RMSNorm of each row of x (float32): x * rsqrt(mean(x²) + eps) * gain.
+RowMatrix rms_norm(const Eigen::Ref<const RowMatrix>& x, const RowMatrix& gain, double eps);
+// The same over each head_dim-wide slice of every row (per-head q/k norm), in place.
+void rms_norm_heads(RowMatrix& x, const RowMatrix& gain, double eps);
+
+// RoPE's float32 tables for positions 0..T-1: cos and sin (T x hd), the
+// angles repeated for the second half.
+struct FamilyRope {
+  RowMatrix inv_freq;  // (1, hd / 2)
+  RowMatrix cos, sin;
+};
+FamilyRope family_rope(int head_dim, double theta, const Llama3RopeScaling* scaling, int T);
+// Rotates every head_dim-wide slice of x's rows (row r at position r), in place.
+void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim);
+
+}  // namespace attnscope::core::detail
+
+namespace attnscope::core {
+
+struct FamilyModel::Weights {
+  FamilyConfig config;
+  RowMatrix embed;    // (vocab, d)
+  RowMatrix lm_head;  // (vocab, d); empty when tied to embed
+  std::vector<detail::FamilyBlock> blocks;
+  RowMatrix final_norm;  // (1, d) gain
+
+  const RowMatrix& head() const { return lm_head.size() ? lm_head : embed; }
+};
+
+}  // namespace attnscope::core
