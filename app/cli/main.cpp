@@ -327,6 +327,10 @@ struct BenchOptions {
   int repeat = 5;
   bool eval = false;
   bool cold = false;
+  // The classes after chapter 3:
+  int kv_groups = 1;
+  std::optional<int> window, latent_dim;
+  bool rope = false;
 };
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o) {
@@ -344,6 +348,10 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_flag("--cold", o.cold,
                "rebuild the module's parameters in every run (default: reuse them, as the app "
                "does when a recompute keeps the model's shape and seed)");
+  cmd.add_option("--kv-groups", o.kv_groups, "gqa: K/V heads (num_kv_groups)");
+  cmd.add_option("--window", o.window, "swa: the sliding window");
+  cmd.add_option("--latent-dim", o.latent_dim, "mla: the latent's width");
+  cmd.add_flag("--rope", o.rope, "rotate queries and keys (multihead, gqa, swa)");
 }
 
 double peak_rss_mb() {
@@ -364,6 +372,10 @@ int run_bench(const BenchOptions& o) {
   config.dropout = o.dropout;
   config.seed = core::parse_seed(o.seed);
   config.training = !o.eval;
+  config.num_kv_groups = o.kv_groups;
+  config.window = o.window;
+  config.latent_dim = o.latent_dim;
+  config.rope = o.rope;
 
   core::Inputs inputs;
   if (o.tokens < 1 || o.tokens > core::kMaxTokens || o.d_in < 1 || o.d_in > core::kMaxDim)

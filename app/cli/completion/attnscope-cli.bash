@@ -130,7 +130,11 @@ declare -gA _attnscope_cli_options=(
     --seed         free
     --repeat       free
     --eval         -
-    --cold         -"
+    --cold         -
+    --kv-groups    free
+    --window       free
+    --latent-dim   free
+    --rope         -"
   [attnscope-cli tokenize]="$_attnscope_cli_help
     --vocab        path
     --text         free
