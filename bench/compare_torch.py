@@ -7,6 +7,7 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
                                             [--repeat 7] [--threads 2] [--quick]
     /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--model-threads 1,2]
                                             [--quick] [--busy [N]]
+    /usr/bin/python3 bench/compare_torch.py --modern [--repeat 7] [--quick]
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
@@ -31,6 +32,12 @@ bench` measures in the same process right after its runs, or, from an
 engine that does not print one, a loop of 12 independent FMA chains per
 thread (AVX2 and AVX-512 where the CPU has them, the faster one) compiled
 here with the system C compiler.
+
+--modern times the classes after chapter 3 (gqa with 4 K/V heads, swa with
+a window of 256, mla with a latent of 96) at T = 1024, d = 768, 12 heads
+against the book's bonus classes (core/tests/modern_oracle.py), and one
+cached step at the last position (`bench --cache-step`) against a full
+forward in eval mode.
 
 --model --busy [N] times a desktop with other work running: at T = 256
 (--quick: 16, 64), quiet and then beside N (1) processes that each keep a
@@ -115,6 +122,88 @@ def time_torch_in_child(tokens, d, heads, repeat, threads):
          str(heads), str(repeat), str(threads)],
         capture_output=True, text=True, timeout=600, check=True).stdout
     return float(out.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------
+# --modern: the classes after chapter 3
+
+# (variant, its flags, the bonus class and its keyword arguments): the size
+# is the GPT-2 layer's, T = 1024, d = 768, 12 heads (--quick: 64, 64, 4).
+MODERN = [
+    ("gqa", ["--kv-groups", "4"], "GroupedQueryAttention", {"num_kv_groups": 4}),
+    ("swa", ["--window", "256"], "MultiHeadAttentionWithSWA", {"sliding_window_size": 256}),
+    ("mla", ["--latent-dim", "96"], "MultiHeadLatentAttention", {"latent_dim": 96}),
+]
+QUICK_MODERN = {"gqa": {"num_kv_groups": 2}, "swa": {"sliding_window_size": 16},
+                "mla": {"latent_dim": 8}}
+
+
+def modern_oracle():
+    sys.path.insert(0, os.path.join(HERE, "..", "core", "tests"))
+    return importlib.import_module("modern_oracle")
+
+
+def modern_torch_worker(argv):
+    """Child process: PyTorch's median forward of one bonus class."""
+    import torch
+    name, tokens, d, heads, repeat, threads = argv[0], *map(int, argv[1:6])
+    kwargs = json.loads(argv[6])
+    torch.set_num_threads(threads)
+    cls = getattr(modern_oracle(), name)
+    torch.manual_seed(123)
+    x = torch.rand(1, tokens, d)
+    module = cls(d, d, 0.1, heads, **kwargs)
+    module.train()
+    times = []
+    with torch.no_grad():
+        module(x)  # warm-up
+        for _ in range(repeat):
+            start = time.perf_counter()
+            module(x)
+            times.append((time.perf_counter() - start) * 1000.0)
+    print(statistics.median(times))
+    return 0
+
+
+def modern_bench(cli, args, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([cli, "bench", *args], capture_output=True, text=True, env=env,
+                         timeout=600)
+    medians = re.findall(r"^median_ms=([0-9.]+)$", out.stdout, re.M)
+    if out.returncode != 0 or not medians:
+        raise SystemExit(f"compare_torch: {cli} bench {' '.join(args)} failed "
+                         f"(exit {out.returncode}): " + out.stderr.strip())
+    return float(medians[-1])
+
+
+def modern_main(args):
+    tokens, d, heads = (64, 64, 4) if args.quick else (1024, 768, 12)
+    print(f"the classes after chapter 3 at T = {tokens}, d = {d}, {heads} heads, dropout 0.1, "
+          f"training; median of {args.repeat} runs; PyTorch at its faster of 1 and 2 threads")
+    print(f"{'class':<34} {'attnscope ms':>13} {'torch ms':>10} {'ratio':>7} "
+          f"{'cached step ms':>15} {'step / full':>12}")
+    for variant, flags, name, kwargs in MODERN:
+        if args.quick:
+            kwargs = QUICK_MODERN[variant]
+            flags = [flags[0], str(next(iter(kwargs.values())))]
+        size = ["--variant", variant, "--tokens", str(tokens), "--d-in", str(d), "--d-out", str(d),
+                "--heads", str(heads), *flags]
+        ours = modern_bench(args.cli, size + ["--repeat", str(args.repeat)], args.threads)
+        full_eval = modern_bench(args.cli, size + ["--repeat", str(args.repeat), "--eval"],
+                                 args.threads)
+        step = modern_bench(args.cli, size + ["--repeat", str(4 * args.repeat + 1),
+                                              "--cache-step", str(tokens - 1)], args.threads)
+        theirs = min(float(subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--modern-torch-worker", name, str(tokens),
+             str(d), str(heads), str(args.repeat), str(t), json.dumps(kwargs)],
+            capture_output=True, text=True, timeout=600, check=True).stdout.strip().splitlines()[-1])
+            for t in (1, 2))
+        label = f"{variant} ({name.replace('Attention', '')})"
+        print(f"{label:<34} {ours:>13.2f} {theirs:>10.2f} {ours / theirs:>7.2f} {step:>15.3f} "
+              f"{step / full_eval:>12.4f}")
+    print("ratio = attnscope (every stage kept) / PyTorch (the output only); step / full = one "
+          "cached step at the last position over a full forward in eval mode")
+    return 0
 
 
 # ---------------------------------------------------------------------------
@@ -369,6 +458,8 @@ def main():
         return torch_worker(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "--model-torch-worker":
         return model_torch_worker(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--modern-torch-worker":
+        return modern_torch_worker(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=DEFAULT_CLI)
     ap.add_argument("--repeat", type=int, default=None,
@@ -379,6 +470,9 @@ def main():
                     help="time a whole GPT-2 (`model bench`) instead of one attention layer")
     ap.add_argument("--model-threads", default="1,2",
                     help="--model: thread counts to try on each side; each side's faster is compared")
+    ap.add_argument("--modern", action="store_true",
+                    help="time gqa, swa and mla (and one cached step of each) against the "
+                    "book's bonus classes")
     ap.add_argument("--busy", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="--model: time the engine quiet and beside N (default 1) processes "
                     "that keep a core busy each, against its own one-thread time and PyTorch")
@@ -400,6 +494,9 @@ def main():
         print(f"PyTorch {torch_version}")
         return busy_main(args) if args.busy else model_main(args)
     args.repeat = args.repeat or 7
+    if args.modern:
+        print(f"PyTorch {torch_version}")
+        return modern_main(args)
     configs = QUICK if args.quick else FULL
     blas = "OpenBLAS" if "openblas" in os.path.realpath(
         "/usr/lib/x86_64-linux-gnu/libblas.so.3").lower() else "the system's BLAS"

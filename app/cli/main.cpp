@@ -52,6 +52,7 @@
 #include "attnscope/analysis/memory.hpp"
 #include "attnscope/attention/attention.hpp"
 #include "attnscope/attention/embedding.hpp"
+#include "attnscope/attention/modern.hpp"
 #include "attnscope/book/pytorch_code.hpp"
 #include "attnscope/formats/files.hpp"
 #include "attnscope/formats/formats.hpp"
@@ -329,7 +330,7 @@ struct BenchOptions {
   bool cold = false;
   // The classes after chapter 3:
   int kv_groups = 1;
-  std::optional<int> window, latent_dim;
+  std::optional<int> window, latent_dim, cache_step;
   bool rope = false;
 };
 
@@ -352,12 +353,48 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--window", o.window, "swa: the sliding window");
   cmd.add_option("--latent-dim", o.latent_dim, "mla: the latent's width");
   cmd.add_flag("--rope", o.rope, "rotate queries and keys (multihead, gqa, swa)");
+  cmd.add_option("--cache-step", o.cache_step,
+                 "time one step of generating with the KV cache instead: the new row at "
+                 "position N (from 0; the steps before it are run first, untimed)");
 }
 
 double peak_rss_mb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+double median_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  return ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+}
+
+// Times one step of generating with the KV cache: the module is fed rows
+// 0 .. N-1 (untimed), then each timed run steps row N on a copy of it.
+int run_cache_bench(const BenchOptions& o, const core::Config& config, const core::Inputs& inputs) {
+  const int n = *o.cache_step;
+  if (const std::string problem = core::validate_cache_step(config, inputs, n); !problem.empty())
+    throw core::ParseError(problem);
+  const core::modern::Config m = core::modern_config_of(config);
+  core::modern::CachedModule before(m, o.d_in, o.tokens);
+  for (int t = 0; t < n; ++t) before.step(inputs.embeddings.row(t));
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> ms;
+  std::size_t bytes = 0;
+  for (int k = 0; k <= o.repeat; ++k) {
+    core::modern::CachedModule module = before;
+    const auto start = Clock::now();
+    const core::modern::CacheStep step = module.step(inputs.embeddings.row(n));
+    const auto stop = Clock::now();
+    bytes = step.cache_bytes;
+    if (k > 0) ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::printf(
+      "bench: %s T=%d d_in=%d d_out=%d heads=%d, one cached step at position %d, "
+      "cache %zu bytes\n",
+      o.variant.c_str(), o.tokens, o.d_in, o.d_out, o.heads, n, bytes);
+  std::printf("median_ms=%.3f\n", median_of(ms));
+  return 0;
 }
 
 // Times K full traces (every stage kept) after one warm-up run.
@@ -388,6 +425,7 @@ int run_bench(const BenchOptions& o) {
     throw core::ParseError(problem);
 
   check_memory(config, inputs);
+  if (o.cache_step) return run_cache_bench(o, config, inputs);
 
   using Clock = std::chrono::steady_clock;
   core::ParameterCache cache;  // filled by the warm-up run

@@ -374,6 +374,14 @@ void check_run(const modern::Config& c, const RowMatrix& x, const std::string& w
   EXPECT_TRUE(r.output.allFinite()) << what;
   const auto steps = modern::run_cached(c, x);
   const float scale = std::max(1.0f, r.output.cwiseAbs().maxCoeff());
+  // A module fed row by row (what bench --cache-step times) takes the same steps.
+  modern::CachedModule module(c, static_cast<int>(x.cols()), static_cast<int>(T));
+  for (const modern::CacheStep& s : steps) {
+    const modern::CacheStep fed = module.step(x.row(s.position));
+    EXPECT_EQ(fed.output, s.output) << what << " step " << s.position;
+    EXPECT_EQ(fed.cache_bytes, s.cache_bytes) << what << " step " << s.position;
+  }
+  EXPECT_EQ(module.position(), static_cast<int>(T)) << what;
   for (const modern::CacheStep& s : steps) {
     EXPECT_LE(s.max_abs_diff, 2e-5f * scale) << what << " step " << s.position;
     if (s.position == 0 || s.position + 1 == static_cast<int>(T) || s.position == 8) {

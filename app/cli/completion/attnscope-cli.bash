@@ -134,7 +134,8 @@ declare -gA _attnscope_cli_options=(
     --kv-groups    free
     --window       free
     --latent-dim   free
-    --rope         -"
+    --rope         -
+    --cache-step   free"
   [attnscope-cli tokenize]="$_attnscope_cli_help
     --vocab        path
     --text         free

@@ -11,6 +11,7 @@
 // share is modern_internal.hpp.
 #include "attnscope/attention/modern.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -20,6 +21,10 @@
 #include "attention/modern_internal.hpp"
 #include "attnscope/base/config.hpp"
 #include "kernels/cpu_share.hpp"
+
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+#include <omp.h>
+#endif
 
 namespace attnscope::core::modern {
 
@@ -183,9 +188,34 @@ Parameters init_parameters(const Config& c, int d_in, int d_memory, TorchGenerat
 
 namespace detail {
 
+namespace {
+bool in_parallel() {
+#if defined(ATTNSCOPE_HAVE_OPENMP)
+  return omp_in_parallel() != 0;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+// x . W (+ b). A large product is split into row blocks over the free
+// cores (Eigen's own threading is off); each row's sums are the same.
 RowMatrix project(const RowMatrix& x, const Projection& p) {
   RowMatrix y(x.rows(), p.weight.cols());
-  y.noalias() = x * p.weight;
+  const double flops = 2.0 * static_cast<double>(x.rows()) * static_cast<double>(x.cols()) *
+                       static_cast<double>(p.weight.cols());
+  const Eigen::Index rows = x.rows();
+  if (flops >= 4e6 && rows >= 4 && core::detail::team_size() > 1 && !in_parallel()) {
+    const core::detail::ThreadShare share;
+    const Eigen::Index blocks = std::min<Eigen::Index>(rows / 2, 2 * share.threads());
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      const Eigen::Index begin = rows * b / blocks, end = rows * (b + 1) / blocks;
+      y.middleRows(begin, end - begin).noalias() = x.middleRows(begin, end - begin) * p.weight;
+    }
+  } else {
+    y.noalias() = x * p.weight;
+  }
   if (p.bias.size() > 0) y.rowwise() += p.bias.row(0);
   return y;
 }
@@ -208,23 +238,54 @@ namespace {
 using detail::MaskRule;
 
 // masked_fill(mask, -inf) then softmax(scores / sqrt(hd)); without a mask
-// (Cross) only the scaling and the softmax.
+// (Cross) only the scaling and the softmax. One pass per row over the keys
+// the query may see (a causal band: lo .. hi - 1), with Eigen's vectorized
+// exp; the hidden keys get mask 1, -inf and weight 0 * (1 / sum), which is
+// NaN, as in PyTorch, only in a row whose scores overflowed.
 void mask_and_softmax(Head& h, const MaskRule& rule, float sqrt_dk) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Eigen::Index T = h.scores.rows(), S = h.scores.cols();
   if (rule.causal) {
-    h.mask = RowMatrix::Zero(T, S);
-    h.masked_scores = h.scores;
-    for (Eigen::Index i = 0; i < T; ++i)
-      for (Eigen::Index j = 0; j < S; ++j)
-        if (detail::hidden(rule, i, j)) {
-          h.mask(i, j) = 1.0f;
-          h.masked_scores(i, j) = -std::numeric_limits<float>::infinity();
-        }
-    h.scaled_scores = h.masked_scores / sqrt_dk;
-  } else {
-    h.scaled_scores = h.scores / sqrt_dk;
+    h.mask.resize(T, S);
+    h.masked_scores.resize(T, S);
   }
-  h.weights = softmax_rows(h.scaled_scores);
+  h.scaled_scores.resize(T, S);
+  h.weights.resize(T, S);
+  // Dividing by a power of two and multiplying by its inverse round alike.
+  int exponent = 0;
+  const bool by_inverse = std::frexp(sqrt_dk, &exponent) == 0.5f;
+  const float root = sqrt_dk, inv_root = 1.0f / sqrt_dk;
+  for (Eigen::Index i = 0; i < T; ++i) {
+    Eigen::Index lo = 0, hi = S;
+    if (rule.causal) {
+      hi = std::min<Eigen::Index>(i + 1, S);
+      if (rule.window > 0) lo = std::max<Eigen::Index>(0, i - rule.window + 1);
+      float* m = &h.mask(i, 0);
+      float* ms = &h.masked_scores(i, 0);
+      const float* sr = &h.scores(i, 0);
+      std::fill(m, m + S, 1.0f);
+      std::fill(m + lo, m + hi, 0.0f);
+      std::fill(ms, ms + S, kNegInf);
+      std::copy(sr + lo, sr + hi, ms + lo);
+    }
+    const float* in = &h.scores(i, 0);
+    float* sc = &h.scaled_scores(i, 0);
+    std::fill(sc, sc + lo, kNegInf);
+    std::fill(sc + hi, sc + S, kNegInf);
+    if (by_inverse)
+      for (Eigen::Index j = lo; j < hi; ++j) sc[j] = in[j] * inv_root;
+    else
+      for (Eigen::Index j = lo; j < hi; ++j) sc[j] = in[j] / root;
+    Eigen::Map<const Eigen::ArrayXf> logits(sc + lo, hi - lo);
+    const float row_max = logits.maxCoeff();
+    float* w = &h.weights(i, 0);
+    Eigen::Map<Eigen::ArrayXf> e(w + lo, hi - lo);
+    e = (logits - row_max).exp();
+    const float inv = 1.0f / e.sum();  // PyTorch multiplies by the reciprocal
+    e *= inv;
+    std::fill(w, w + lo, 0.0f * inv);
+    std::fill(w + hi, w + S, 0.0f * inv);
+  }
 }
 
 // nn.Dropout on the (1, heads, T, S) weights: one draw over all heads in

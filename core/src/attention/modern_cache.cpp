@@ -28,11 +28,7 @@ void append_row(RowMatrix& m, const RowMatrix& row, int keep) {
   }
 }
 
-// The cache a module holds between steps.
-struct Cache {
-  std::vector<RowMatrix> keys, values;  // per K/V head (S, hd), keys rotated with RoPE
-  RowMatrix latent;                     // Latent: (S, latent)
-};
+using Cache = KvCache;
 
 // Fills the step's view of the cache: the K/V heads the new query attends
 // to (Latent: the latent and its up-projection, made whole each step, as
@@ -176,6 +172,24 @@ std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x) {
     step.max_abs_diff = (step.output - full.output.row(t)).cwiseAbs().maxCoeff();
   }
   return steps;
+}
+
+CachedModule::CachedModule(const Config& config, int d_in, int max_tokens) : config_(config) {
+  config_.training = false;  // generating: no dropout
+  TorchGenerator gen(config.seed);
+  params_ = init_parameters(config_, d_in, 0, gen);
+  if (config_.rope)
+    rope_ = compute_rope_params(head_dim(config_), config_.rope_theta, std::max(1, max_tokens));
+}
+
+CacheStep CachedModule::step(const RowMatrix& x_t) {
+  CacheStep step;
+  step.position = position_;
+  update_cache(cache_, config_, params_, x_t, rope_, position_);
+  expose(cache_, step, config_, params_);
+  attend_step(step, config_, params_, x_t, rope_);
+  ++position_;
+  return step;
 }
 
 CacheStep cache_step(const Config& config, const RowMatrix& x, int t, bool check) {

@@ -41,7 +41,9 @@ modern::Kind modern_kind(Variant v) {
   }
 }
 
-modern::Config modern_config(const Config& c) {
+}  // namespace
+
+modern::Config modern_config_of(const Config& c) {
   modern::Config m;
   m.kind = modern_kind(c.variant);
   m.d_out = c.d_out;
@@ -57,6 +59,8 @@ modern::Config modern_config(const Config& c) {
   m.rope_theta = c.rope_theta;
   return m;
 }
+
+namespace {
 
 void add_projection(Trace& trace, const char* weight_id, const char* bias_id, const Projection& p) {
   add_stage(trace, weight_id, -1, p.weight);
@@ -74,7 +78,7 @@ RowMatrix causal_mask(Eigen::Index T) {
 // ---------------------------------------------------------------------------
 // 2. A forward pass
 
-void add_parameters(Trace& trace, const modern::Run& run, bool latent) {
+void add_parameters(Trace& trace, modern::Run& run, bool latent) {
   const modern::Parameters& p = run.params;
   add_stage(trace, stage_id::W_query, -1, p.query.weight);
   if (!latent) {
@@ -90,39 +94,41 @@ void add_parameters(Trace& trace, const modern::Run& run, bool latent) {
     add_projection(trace, stage_id::W_down, stage_id::b_down, p.down);
     add_projection(trace, stage_id::W_up_key, stage_id::b_up_key, p.up_key);
     add_projection(trace, stage_id::W_up_value, stage_id::b_up_value, p.up_value);
-    add_stage(trace, stage_id::latent_kv, -1, run.latent);
+    add_stage(trace, stage_id::latent_kv, -1, std::move(run.latent));
   }
 }
 
-// One query head's stages, chapter 3's order with the new ones in place.
-void add_head(Trace& trace, const modern::Run& run, int h, const RowMatrix* causal) {
-  const modern::Head& head = run.heads[static_cast<std::size_t>(h)];
+// One query head's stages, chapter 3's order with the new ones in place;
+// the head's own matrices move into the trace (a group's K and V are copied:
+// its query heads share them).
+void add_head(Trace& trace, modern::Run& run, int h, const RowMatrix* causal) {
+  modern::Head& head = run.heads[static_cast<std::size_t>(h)];
   const modern::KvHead& kv = run.kv[static_cast<std::size_t>(head.kv_head)];
-  add_stage(trace, stage_id::queries, h, head.queries);
+  add_stage(trace, stage_id::queries, h, std::move(head.queries));
   add_stage(trace, stage_id::keys, h, kv.keys);
   add_stage(trace, stage_id::values, h, kv.values);
   if (head.queries_rotated.size() > 0) {
-    add_stage(trace, stage_id::queries_rotated, h, head.queries_rotated);
+    add_stage(trace, stage_id::queries_rotated, h, std::move(head.queries_rotated));
     add_stage(trace, stage_id::keys_rotated, h, kv.keys_rotated);
   }
-  add_stage(trace, stage_id::scores, h, head.scores);
+  add_stage(trace, stage_id::scores, h, std::move(head.scores));
   if (head.mask.size() > 0) {
     if (causal) {  // a window: the causal mask, then the window's, which the scores take
       add_stage(trace, stage_id::mask, h, *causal);
-      add_stage(trace, stage_id::window_mask, h, head.mask);
+      add_stage(trace, stage_id::window_mask, h, std::move(head.mask));
     } else {
-      add_stage(trace, stage_id::mask, h, head.mask);
+      add_stage(trace, stage_id::mask, h, std::move(head.mask));
     }
-    add_stage(trace, stage_id::masked_scores, h, head.masked_scores);
+    add_stage(trace, stage_id::masked_scores, h, std::move(head.masked_scores));
   }
-  add_stage(trace, stage_id::scaled_scores, h, head.scaled_scores);
-  add_stage(trace, stage_id::weights, h, head.weights);
-  add_stage(trace, stage_id::dropout_mask, h, head.dropout_mask);
-  add_stage(trace, stage_id::dropped_weights, h, head.dropped_weights);
-  add_stage(trace, stage_id::context, h, head.context);
+  add_stage(trace, stage_id::scaled_scores, h, std::move(head.scaled_scores));
+  add_stage(trace, stage_id::weights, h, std::move(head.weights));
+  add_stage(trace, stage_id::dropout_mask, h, std::move(head.dropout_mask));
+  add_stage(trace, stage_id::dropped_weights, h, std::move(head.dropped_weights));
+  add_stage(trace, stage_id::context, h, std::move(head.context));
 }
 
-Trace trace_of(const Config& config, const Inputs& inputs, const modern::Run& run) {
+Trace trace_of(const Config& config, const Inputs& inputs, modern::Run&& run) {
   Trace trace;
   trace.config = config;
   trace.tokens = inputs.tokens;
@@ -132,9 +138,9 @@ Trace trace_of(const Config& config, const Inputs& inputs, const modern::Run& ru
   add_stage(trace, stage_id::inputs, -1, inputs.embeddings);
   if (cross) add_stage(trace, stage_id::memory, -1, memory_of(inputs).memory);
   add_parameters(trace, run, config.variant == Variant::Latent);
-  add_stage(trace, stage_id::queries, -1, run.queries);
-  add_stage(trace, stage_id::keys, -1, run.keys);
-  add_stage(trace, stage_id::values, -1, run.values);
+  add_stage(trace, stage_id::queries, -1, std::move(run.queries));
+  add_stage(trace, stage_id::keys, -1, std::move(run.keys));
+  add_stage(trace, stage_id::values, -1, std::move(run.values));
   if (config.variant == Variant::GroupedQuery)
     for (std::size_t g = 0; g < run.kv.size(); ++g) {
       add_stage(trace, stage_id::group_keys, static_cast<int>(g), run.kv[g].keys);
@@ -144,9 +150,9 @@ Trace trace_of(const Config& config, const Inputs& inputs, const modern::Run& ru
   if (config.variant == Variant::SlidingWindow) causal = causal_mask(inputs.embeddings.rows());
   for (int h = 0; h < static_cast<int>(run.heads.size()); ++h)
     add_head(trace, run, h, causal ? &*causal : nullptr);
-  add_stage(trace, stage_id::concat, -1, run.concat);
+  add_stage(trace, stage_id::concat, -1, std::move(run.concat));
   add_projection(trace, stage_id::W_out, stage_id::b_out, run.params.out);
-  add_stage(trace, stage_id::output, -1, run.output);
+  add_stage(trace, stage_id::output, -1, std::move(run.output));
   return trace;
 }
 
@@ -166,7 +172,7 @@ bool runs_modern(const Config& config) {
 
 Trace run_modern(const Config& config, const Inputs& inputs) {
   const RowMatrix& memory = memory_of(inputs).memory;
-  return trace_of(config, inputs, modern::run(modern_config(config), inputs.embeddings, memory));
+  return trace_of(config, inputs, modern::run(modern_config_of(config), inputs.embeddings, memory));
 }
 
 // ---------------------------------------------------------------------------
@@ -181,11 +187,11 @@ std::string validate_cache_step(const Config& config, const Inputs& inputs, int 
                 ? " (its keys and values come from the second sequence, projected once)"
                 : "") +
            ": choose one of those";
-  return modern::validate_cache(modern_config(config), inputs.embeddings, step);
+  return modern::validate_cache(modern_config_of(config), inputs.embeddings, step);
 }
 
 Trace run_cache_step(const Config& config, const Inputs& inputs, int step) {
-  const modern::Config m = modern_config(config);
+  const modern::Config m = modern_config_of(config);
   const modern::CacheStep s = modern::cache_step(m, inputs.embeddings, step, /*check=*/true);
   Trace trace;
   trace.config = config;

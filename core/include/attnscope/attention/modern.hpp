@@ -206,4 +206,37 @@ std::vector<CacheStep> run_cached(const Config& config, const RowMatrix& x);
 // Precondition: validate_cache(config, x, t) is "".
 CacheStep cache_step(const Config& config, const RowMatrix& x, int t, bool check = true);
 
+// What a module's use_cache keeps between steps.
+struct KvCache {
+  std::vector<RowMatrix> keys, values;  // per K/V head (S, hd), keys rotated with RoPE
+  RowMatrix latent;                     // Latent: (S, latent)
+};
+
+// A module generating token by token: Class(...) built after
+// torch.manual_seed(seed), in eval mode, with an empty cache; each step()
+// feeds the next row, as module(x[t:t+1], use_cache=True) does. For timing
+// one step at a given length (attnscope-cli bench --cache-step) and for
+// callers that generate. Not for Cross. Precondition: validate(config, x)
+// is "" for the rows it will be fed (at most max_tokens).
+class CachedModule {
+ public:
+  CachedModule(const Config& config, int d_in, int max_tokens);
+  // Row x_t (1, d_in) at the next position; max_abs_diff is left 0.
+  CacheStep step(const RowMatrix& x_t);
+  int position() const { return position_; }
+
+ private:
+  Config config_;
+  Parameters params_;
+  RopeTables rope_;
+  KvCache cache_;
+  int position_ = 0;
+};
+
 }  // namespace attnscope::core::modern
+
+namespace attnscope::core {
+// The run `config` describes in core::modern's terms (its class, sizes,
+// options), for the classes after chapter 3 and multihead with RoPE.
+modern::Config modern_config_of(const Config& config);
+}  // namespace attnscope::core
