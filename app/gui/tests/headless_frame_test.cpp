@@ -736,7 +736,7 @@ class TypedSlider : public Headless {
   // Ctrl+click the slider showing `value` (d_out's, on the controls panel).
   bool ctrl_click_slider_showing(const char* value) {
     ImGuiIO& io = ImGui::GetIO();
-    for (float y = 40; y < 400; y += 6) {
+    for (float y = 40; y < 640; y += 6) {
       io.KeyCtrl = true;
       click(ImVec2(150, y));
       io.KeyCtrl = false;
@@ -819,6 +819,52 @@ TEST_F(TypedSlider, ATypedDOutTooLargeIsRefusedAndThePreviousRunStays) {
   EXPECT_TRUE(state.error.empty()) << state.error;
   EXPECT_NE(state.ui.typed_refusal.find("5000"), std::string::npos) << state.ui.typed_refusal;
   EXPECT_NE(state.ui.typed_refusal.find("stays 3"), std::string::npos) << state.ui.typed_refusal;
+}
+
+// The options after chapter 3 are refused with the engine's reason, which
+// names the value and what would work; the previous value and run stay.
+TEST_F(TypedSlider, TheOptionsAfterChapter3RefuseWhatTheClassCannotRun) {
+  set_variant(core::Variant::GroupedQuery, 8, 4);
+  state.config.num_kv_groups = 2;
+  state.mark_dirty();
+  frames(2);
+  d_out_before = 8;
+  ASSERT_TRUE(ctrl_click_slider_showing("2")) << headless_text();
+  frames(2);  // the search may have clicked the eval button on its way
+  auto version = state.trace_version;
+  type("3");
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.num_kv_groups, 2);
+  EXPECT_EQ(state.trace_version, version);
+  EXPECT_NE(state.ui.typed_refusal.find("num_kv_groups (3) must divide num_heads (4): try 1, 2 or "
+                                        "4"),
+            std::string::npos)
+      << state.ui.typed_refusal;
+  EXPECT_NE(state.ui.typed_refusal.find("stays 2"), std::string::npos);
+  EXPECT_TRUE(headless_text_at("num_kv_groups (3) must divide")) << "shown under the slider";
+  ASSERT_TRUE(ctrl_click_slider_showing("2"));
+  type("1");  // multi-query attention
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.trace->config.num_kv_groups, 1);
+  EXPECT_TRUE(state.ui.typed_refusal.empty()) << state.ui.typed_refusal;
+
+  set_variant(core::Variant::SlidingWindow, 8, 4);
+  state.config.window = 3;
+  state.mark_dirty();
+  frames(2);
+  ASSERT_TRUE(ctrl_click_slider_showing("3")) << headless_text();
+  frames(2);
+  version = state.trace_version;
+  type("0");
+  key_enter();
+  frames(3);
+  EXPECT_EQ(state.config.window, 3);
+  EXPECT_EQ(state.trace_version, version);
+  EXPECT_NE(state.ui.typed_refusal.find("the sliding window (0) must be between 1 and"),
+            std::string::npos)
+      << state.ui.typed_refusal;
 }
 
 TEST_F(TypedSlider, ATypedDOutAppliesWhenTheFieldLosesFocus) {
