@@ -544,7 +544,9 @@ TEST(FamilySpeed, Smollm2ShapedModelAt512TokensTakesSeconds) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("FamilySpeed: SmolLM2-135M shape, T = 512: %.2f s\n", seconds);
   EXPECT_TRUE(run.logits().allFinite());
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(seconds, 30.0);  // a few seconds alone; generous for a shared machine
+#endif
 }
 
 }  // namespace
