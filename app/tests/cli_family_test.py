@@ -85,7 +85,7 @@ def tokenizer_json():
 
 BASE = dict(vocab=300, hidden=32, inner=48, layers=2, heads=4, kv_heads=2, head_dim=8,
             eps=1e-5, theta=10000.0, local_theta=10000.0, scaling=None, tied=False,
-            qk_norm=False, gemma=False, sliding=[False, False], window=0, softcap=None,
+            qk_norm=False, gemma=False, qkv_bias=False, sliding=[False, False], window=0, softcap=None,
             scalar=8)
 
 LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -112,6 +112,11 @@ def cases():
     cfg = hf_common(c, "mistral")
     cfg.update(hidden_act="silu", sliding_window=3)
     out["mistral"] = (c, cfg)
+    c = dict(BASE, qkv_bias=True, tied=True, eps=1e-6, theta=1e6)
+    cfg = hf_common(c, "qwen2")
+    cfg.update(hidden_act="silu", use_sliding_window=False, sliding_window=3,
+               max_window_layers=1)
+    out["qwen2"] = (c, cfg)
     c = dict(BASE, head_dim=16, qk_norm=True, tied=True, eps=1e-6, theta=1e6)
     cfg = hf_common(c, "qwen3")
     cfg.update(hidden_act="silu", attention_bias=False, use_sliding_window=False,
@@ -144,6 +149,10 @@ def tensor_shapes(c):
             p + "self_attn.o_proj.weight": [d, c["heads"] * hd],
             p + "mlp.gate_proj.weight": [inner, d], p + "mlp.up_proj.weight": [inner, d],
             p + "mlp.down_proj.weight": [d, inner]})
+        if c["qkv_bias"]:
+            shapes[p + "self_attn.q_proj.bias"] = [c["heads"] * hd]
+            shapes[p + "self_attn.k_proj.bias"] = [c["kv_heads"] * hd]
+            shapes[p + "self_attn.v_proj.bias"] = [c["kv_heads"] * hd]
         if c["qk_norm"]:
             shapes[p + "self_attn.q_norm.weight"] = [hd]
             shapes[p + "self_attn.k_norm.weight"] = [hd]
@@ -164,6 +173,8 @@ def random_weights(c, seed):
         if name.endswith("norm.weight"):
             base = 0.0 if c["gemma"] else 1.0
             flat = [f32(base + 0.2 * rng.gauss(0, 1)) for _ in range(n)]
+        elif name.endswith("bias"):
+            flat = [f32(0.1 * rng.gauss(0, 1)) for _ in range(n)]
         elif "embed_tokens" in name:
             flat = [f32(rng.gauss(0, 1)) for _ in range(n)]
         else:
@@ -201,8 +212,11 @@ def matrix(weights, name):
     return [flat[r * shape[1]:(r + 1) * shape[1]] for r in range(shape[0])]
 
 
-def linear(x, w):  # x: T rows; w: out x in (nn.Linear's weight)
-    return [[sum(a * b for a, b in zip(row, wr)) for wr in w] for row in x]
+def linear(x, w, bias=None):  # x: T rows; w: out x in (nn.Linear's weight)
+    out = [[sum(a * b for a, b in zip(row, wr)) for wr in w] for row in x]
+    if bias:
+        out = [[v + b for v, b in zip(row, bias)] for row in out]
+    return out
 
 
 def rms(x, w, eps, gemma):
@@ -258,9 +272,11 @@ def act(v, gemma):
 
 def attention(c, w, p, h, layer):
     hd, T = c["head_dim"], len(h)
-    q = linear(h, matrix(w, p + "self_attn.q_proj.weight"))
-    k = linear(h, matrix(w, p + "self_attn.k_proj.weight"))
-    v = linear(h, matrix(w, p + "self_attn.v_proj.weight"))
+    def bias(n):
+        return w[p + f"self_attn.{n}_proj.bias"][1] if c["qkv_bias"] else None
+    q = linear(h, matrix(w, p + "self_attn.q_proj.weight"), bias("q"))
+    k = linear(h, matrix(w, p + "self_attn.k_proj.weight"), bias("k"))
+    v = linear(h, matrix(w, p + "self_attn.v_proj.weight"), bias("v"))
     slides = c["sliding"][layer]
     theta = c["local_theta"] if (c["gemma"] and slides) else c["theta"]
     inv = inv_freqs(hd, theta, None if (c["gemma"] and slides) else c["scaling"])
@@ -408,6 +424,13 @@ def check_trace(name, ids_arg, T_want=None):
     got = stages[("logits", -1, -1)]["data"][0]
     close(got, logits[-1], f"{name} T={len(ids)} logits")
     assert trace["next_token"][0]["id"] == argmax(got) == argmax(logits[-1]), name
+    want_loss = []
+    for i in range(len(ids) - 1):
+        top = max(logits[i])
+        lse = top + math.log(sum(math.exp(v - top) for v in logits[i]))
+        want_loss.append(lse - logits[i][ids[i + 1]])
+    if want_loss:
+        close(trace["loss"]["per_token"], want_loss, f"{name} T={len(ids)} loss")
     return trace
 
 
@@ -418,6 +441,9 @@ def test_trace_text(tmp):
         assert trace["ids"][:4] == [BOS, ord("t"), 257, 258], f"{name}: {trace['ids']}"
         assert trace["tokens"][0] == "<|begin_of_text|>" and trace["tokens"][2:4] == [
             "he", " the"], f"{name}: {trace['tokens']}"
+    # A special token in the text is that token, after the template's BOS.
+    trace = check_trace("llama3", ["--text", "<|begin_of_text|>the"])
+    assert trace["ids"] == [BOS, BOS, ord("t"), 257], trace["ids"]
 
 
 def test_trace_40_tokens_beyond_the_window(tmp):
@@ -483,6 +509,7 @@ def test_refusals(tmp):
     folder, c, weights = FOLDERS["llama3"]
     bare = os.path.join(tmp, "no_tokenizer")
     write_folder(bare, hf_common(c, "llama"), weights, tokenizer=False)
+    assert ok_json("model", "info", bare)["tokenizer"] is None
     refused(["model", "trace", bare, "--text", "the"], "tokenizer.json")
     refused(["model", "generate", bare, "--text", "the", "--tokens", "2"], "tokenizer.json")
     bad = [("moe", dict(hf_common(c, "qwen2"), num_experts=4), "num_experts"),
