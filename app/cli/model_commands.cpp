@@ -669,10 +669,16 @@ std::optional<fs::path> family_path(const ModelCommands& c) {
 std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
     const bool family_command = c.trace->parsed() || c.generate->parsed() || c.bench->parsed();
-    if (const auto family = family_command ? family_path(c) : std::nullopt) {
+    const bool gpt2_only =
+        c.lens->parsed() || c.exp->parsed() || c.patterns->parsed() || c.script->parsed();
+    if (const auto family = family_command || gpt2_only ? family_path(c) : std::nullopt) {
       if (c.trace->parsed()) return run_family_trace(c, *family);
       if (c.generate->parsed()) return run_family_generate(c, *family);
-      return run_family_bench(c, *family);
+      if (c.bench->parsed()) return run_family_bench(c, *family);
+      throw core::ParseError(family->string() + " is a " + *family_model_type(*family) +
+                             " model: `model " + c.cmd->get_subcommands().front()->get_name() +
+                             "` reads GPT-2 models only; model info, trace, generate and bench "
+                             "read this one");
     }
     if (c.info->parsed()) return run_model_info(c.model.path.value_or(""), c.model.config);
     if (c.list->parsed()) return run_model_list();

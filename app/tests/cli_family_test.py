@@ -523,6 +523,7 @@ def test_refusals(tmp):
         refused(["model", "info", path], needle)
         refused(["model", "trace", path, "--text", "the"], needle)
         refused(["model", "generate", path, "--text", "the", "--tokens", "1"], needle)
+    refused(["model", "lens", folder, "--text", "the"], "reads GPT-2 models only")
     refused(["model", "trace", folder, "--text", "the", "--stages", "ln_1"], "ln_1")
     refused(["model", "generate", folder, "--text", "the", "--tokens", "1", "--temperature",
              "1"], "greedily")
