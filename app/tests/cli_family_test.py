@@ -184,10 +184,7 @@ def random_weights(c, seed):
     return weights
 
 
-def write_folder(folder, cfg, weights, tokenizer=True):
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f)
+def write_safetensors(path, weights):
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, (shape, flat) in weights.items():
         raw = struct.pack("<%df" % len(flat), *flat)
@@ -196,8 +193,24 @@ def write_folder(folder, cfg, weights, tokenizer=True):
         offset += len(raw)
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
-    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+    with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def write_folder(folder, cfg, weights, tokenizer=True, shards=1):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    if shards == 1:
+        write_safetensors(os.path.join(folder, "model.safetensors"), weights)
+    else:
+        names, weight_map = sorted(weights), {}
+        for s in range(shards):
+            file = "model-%05d-of-%05d.safetensors" % (s + 1, shards)
+            write_safetensors(os.path.join(folder, file), {n: weights[n] for n in names[s::shards]})
+            weight_map.update({n: file for n in names[s::shards]})
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
     if tokenizer:
         with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump(tokenizer_json(), f, ensure_ascii=False)
@@ -382,6 +395,11 @@ def make_folders(tmp):
         weights = random_weights(c, 1000 + index)
         write_folder(folder, cfg, weights)
         FOLDERS[name] = (folder, c, weights)
+    # The Llama again in two shards with an index.
+    folder, c, weights = FOLDERS["llama3"]
+    sharded = os.path.join(tmp, "llama3_sharded")
+    write_folder(sharded, cases()["llama3"][1], weights, shards=2)
+    FOLDERS["llama3_sharded"] = (sharded, c, weights)
 
 
 def test_info(tmp):
@@ -405,6 +423,11 @@ def test_info(tmp):
         assert info["tokenizer"]["bos_id"] == BOS, name
         assert len(info["tensors"]) == len(weights), name
     assert ok_json("model", "info", FOLDERS["gemma3"][0])["config"]["family"] == "gemma3_text"
+    files = {t["file"] for t in ok_json("model", "info", FOLDERS["llama3_sharded"][0])["tensors"]}
+    assert files == {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}
+    # The weights file itself, with config.json beside it.
+    one = os.path.join(FOLDERS["qwen3"][0], "model.safetensors")
+    assert ok_json("model", "info", one)["config"]["family"] == "qwen3"
 
 
 def check_trace(name, ids_arg, T_want=None):
@@ -444,6 +467,15 @@ def test_trace_text(tmp):
     # A special token in the text is that token, after the template's BOS.
     trace = check_trace("llama3", ["--text", "<|begin_of_text|>the"])
     assert trace["ids"] == [BOS, BOS, ord("t"), 257], trace["ids"]
+
+
+def test_trace_of_a_weights_file(tmp):
+    folder, c, weights = FOLDERS["qwen3"]
+    FOLDERS["qwen3_file"] = (os.path.join(folder, "model.safetensors"), c, weights)
+    try:
+        check_trace("qwen3_file", ["--text", "the cat"])
+    finally:
+        del FOLDERS["qwen3_file"]
 
 
 def test_trace_40_tokens_beyond_the_window(tmp):
@@ -529,7 +561,8 @@ def test_refusals(tmp):
              "1"], "greedily")
 
 
-TESTS = [test_info, test_trace_text, test_trace_40_tokens_beyond_the_window, test_family_stages,
+TESTS = [test_info, test_trace_text, test_trace_of_a_weights_file,
+         test_trace_40_tokens_beyond_the_window, test_family_stages,
          test_generate, test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals]
 
 
