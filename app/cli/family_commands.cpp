@@ -18,6 +18,7 @@
 #include "attnscope/formats/safetensors.hpp"
 #include "attnscope/model/family_config.hpp"
 #include "attnscope/model/family_model.hpp"
+#include "attnscope/model/predictions.hpp"
 #include "attnscope/text/hf_tokenizer.hpp"
 #include "attnscope/text/tokenizer.hpp"
 
@@ -184,14 +185,6 @@ std::vector<int> family_ids(const ModelCommands& c, const core::FamilyConfig& cf
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(limit));
   }
   return ids;
-}
-
-// The largest logit's id (the first of ties, as torch.argmax).
-int argmax(const core::RowMatrix& row) {
-  Eigen::Index best = 0;
-  for (Eigen::Index k = 1; k < row.cols(); ++k)
-    if (row(0, k) > row(0, best)) best = k;
-  return static_cast<int>(best);
 }
 
 // Softmax of one row, in double.
@@ -432,10 +425,6 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
 
 int run_family_generate(const ModelCommands& c, const fs::path& path) {
   if (c.tokens < 1) throw core::ParseError("--tokens must be at least 1 (new tokens to generate)");
-  if (c.temperature > 0 || c.top_k > 0)
-    throw core::ParseError(
-        "--temperature and --top-k sample GPT-2 models only; a family model generates greedily "
-        "(leave them out)");
   const Loaded loaded = load_with_tokenizer(path);
   const core::FamilyConfig& cfg = loaded.model->config();
   std::vector<int> ids = family_ids(c, cfg, loaded.tokenizer);
@@ -444,16 +433,20 @@ int run_family_generate(const ModelCommands& c, const fs::path& path) {
     throw core::ParseError("the text's " + std::to_string(ids.size()) + " tokens and --tokens " +
                            std::to_string(c.tokens) + " are more than the model reads (" +
                            std::to_string(limit) + ")");
+  const core::Sampling sampling{c.temperature, c.top_k, c.sample_seed};
+  core::check_sampling(sampling, cfg.vocab_size);
+  core::BookSampler sampler(sampling);  // greedy (the argmax) at temperature 0
   std::vector<int> added;
-  for (int n = 0; n < c.tokens; ++n) {  // greedy: the whole text again each step
+  for (int n = 0; n < c.tokens; ++n) {  // the whole text again each step (no cache)
     const core::FamilyRun run(loaded.model, ids);
-    added.push_back(argmax(run.last_logits()));
+    added.push_back(sampler.next(run.last_logits()));
     ids.push_back(added.back());
   }
   const std::string text = core::decode_utf8_replace(loaded.tokenizer.decode(ids));
   if (c.generate_format == "text") return print(text + "\n");
-  const json out = {{"ids", ids},         {"new_ids", added}, {"text", text},
-                    {"temperature", 0.0}, {"top_k", 0},       {"seed", c.sample_seed}};
+  const json out = {{"ids", ids},       {"new_ids", added},
+                    {"text", text},     {"temperature", c.temperature},
+                    {"top_k", c.top_k}, {"seed", c.sample_seed}};
   return print(out.dump() + "\n");
 }
 

@@ -523,6 +523,17 @@ def test_generate(tmp):
         assert out["new_ids"] == want[-4:]
 
 
+def test_generate_sampled(tmp):
+    folder = FOLDERS["gemma3"][0]
+    args = ["model", "generate", folder, "--text", "the", "--tokens", "6", "--format", "json"]
+    greedy_ids = ok_json(*args)["ids"]
+    hot = ok_json(*args, "--temperature", "1.5", "--seed", "7")
+    assert hot == ok_json(*args, "--temperature", "1.5", "--seed", "7"), "same seed, other ids"
+    assert hot["temperature"] == 1.5 and hot["seed"] == 7 and len(hot["new_ids"]) == 6
+    # Top-1 keeps only the argmax: greedy at any temperature.
+    assert ok_json(*args, "--temperature", "2", "--top-k", "1")["ids"] == greedy_ids
+
+
 def test_generate_at_40_tokens_beyond_the_window(tmp):
     prompt = [(11 + 53 * i) % 299 for i in range(38)]
     for name in ("mistral", "gemma3"):
@@ -557,13 +568,14 @@ def test_refusals(tmp):
         refused(["model", "generate", path, "--text", "the", "--tokens", "1"], needle)
     refused(["model", "lens", folder, "--text", "the"], "reads GPT-2 models only")
     refused(["model", "trace", folder, "--text", "the", "--stages", "ln_1"], "ln_1")
-    refused(["model", "generate", folder, "--text", "the", "--tokens", "1", "--temperature",
-             "1"], "greedily")
+    refused(["model", "generate", folder, "--text", "the", "--tokens", "1", "--top-k", "301"],
+            "top-k 301")
 
 
 TESTS = [test_info, test_trace_text, test_trace_of_a_weights_file,
          test_trace_40_tokens_beyond_the_window, test_family_stages,
-         test_generate, test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals]
+         test_generate, test_generate_sampled,
+         test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals]
 
 
 def main():
