@@ -219,9 +219,36 @@ std::string stage_head(const std::string& id, int layer, int head, const core::R
   return out + "}";
 }
 
-// One layer's chosen stages, appended as JSON objects to `out`.
-void layer_stages_json(const core::FamilyRun& run, int layer, const std::vector<int>& heads,
-                       const std::set<std::string>& wanted, std::vector<std::string>& out) {
+// A stage for people: its name and shape, and its values up to 16 x 16.
+std::string stage_text(const std::string& id, int layer, int head, const core::RowMatrix& m) {
+  constexpr Eigen::Index kShownCells = 16;
+  std::string out = "\n" + id + (layer >= 0 ? " layer " + std::to_string(layer) : "") +
+                    (head >= 0 ? " head " + std::to_string(head) : "") + " (" +
+                    std::to_string(m.rows()) + " x " + std::to_string(m.cols()) + ")";
+  char buf[64];
+  if (m.rows() > kShownCells || m.cols() > kShownCells) {
+    std::snprintf(buf, sizeof buf, ": min %.4f, max %.4f\n", static_cast<double>(m.minCoeff()),
+                  static_cast<double>(m.maxCoeff()));
+    return out + buf;
+  }
+  out += "\n";
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index k = 0; k < m.cols(); ++k) {
+      std::snprintf(buf, sizeof buf, " %9.4f", static_cast<double>(m(r, k)));
+      out += buf;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// stage_head (JSON) or stage_text.
+using StageWriter = std::string (*)(const std::string&, int, int, const core::RowMatrix&);
+
+// One layer's chosen stages, each written by `stage_head` and appended to `out`.
+void layer_stages_out(const core::FamilyRun& run, int layer, const std::vector<int>& heads,
+                      const std::set<std::string>& wanted, StageWriter stage_head,
+                      std::vector<std::string>& out) {
   const core::FamilyConfig& cfg = run.model().config();
   const core::FamilyLayerStages s = run.layer_stages(layer);
   const int hd = cfg.head_dim;
@@ -289,11 +316,10 @@ std::set<std::string> chosen_stages(const std::vector<std::string>& given) {
   return wanted;
 }
 
-// The next tokens and the text's loss, closing the trace's JSON.
-std::string trace_tail(const core::FamilyRun& run, const core::HfTokenizer& tokenizer,
-                       const std::vector<int>& ids, int position) {
-  const core::RowMatrix& logits = run.logits();
-  const std::vector<double> p = probabilities(logits, position);
+// The ten most likely tokens after `position` (most likely first, then the
+// lower id) with their probabilities.
+std::vector<std::pair<int, double>> next_tokens(const core::FamilyRun& run, int position) {
+  const std::vector<double> p = probabilities(run.logits(), position);
   std::vector<int> order(p.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   const std::size_t top = std::min<std::size_t>(10, order.size());
@@ -302,25 +328,88 @@ std::string trace_tail(const core::FamilyRun& run, const core::HfTokenizer& toke
                       const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
                       return p[ua] > p[ub] || (p[ua] == p[ub] && a < b);
                     });
-  std::string out = "],\n \"next_token\": [";
+  std::vector<std::pair<int, double>> out;
   for (std::size_t i = 0; i < top; ++i)
-    out += std::string(i ? ", " : "") + "{\"id\": " + std::to_string(order[i]) +
-           ", \"token\": " + json(token_text(tokenizer, order[i])).dump() +
-           ", \"probability\": " + number(p[static_cast<std::size_t>(order[i])]) + "}";
+    out.emplace_back(order[i], p[static_cast<std::size_t>(order[i])]);
+  return out;
+}
+
+// The cross-entropy of each next token of the text.
+std::vector<double> token_losses(const core::FamilyRun& run, const std::vector<int>& ids) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+    const std::vector<double> q = probabilities(run.logits(), static_cast<Eigen::Index>(i));
+    out.push_back(-std::log(q[static_cast<std::size_t>(ids[i + 1])]));
+  }
+  return out;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double total = 0;
+  for (double x : v) total += x;
+  return total / static_cast<double>(v.size());
+}
+
+// The next tokens and the text's loss, closing the trace's JSON.
+std::string trace_tail(const core::FamilyRun& run, const core::HfTokenizer& tokenizer,
+                       const std::vector<int>& ids, int position) {
+  std::string out = "],\n \"next_token\": [";
+  bool first = true;
+  for (const auto& [id, p] : next_tokens(run, position)) {
+    out += std::string(first ? "" : ", ") + "{\"id\": " + std::to_string(id) +
+           ", \"token\": " + json(token_text(tokenizer, id)).dump() +
+           ", \"probability\": " + number(p) + "}";
+    first = false;
+  }
   out += "],\n \"next_token_position\": " + std::to_string(position) +
          ",\n \"loss\": {\"per_token\": [";
-  double total = 0;
-  for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
-    const std::vector<double> q = probabilities(logits, static_cast<Eigen::Index>(i));
-    const double loss = -std::log(q[static_cast<std::size_t>(ids[i + 1])]);
-    total += loss;
-    out += (i ? ", " : "") + number(loss);
-  }
-  const std::size_t n = ids.size() - 1;
-  if (n == 0) return out + "], \"mean\": null, \"perplexity\": null}}\n";
-  const double mean = total / static_cast<double>(n);
+  const std::vector<double> losses = token_losses(run, ids);
+  for (std::size_t i = 0; i < losses.size(); ++i) out += (i ? ", " : "") + number(losses[i]);
+  if (losses.empty()) return out + "], \"mean\": null, \"perplexity\": null}}\n";
+  const double mean = mean_of(losses);
   return out + "], \"mean\": " + number(mean) + ", \"perplexity\": " + number(std::exp(mean)) +
          "}}\n";
+}
+
+// The trace for people: tokens with ids, the next tokens, the loss, the stages.
+int trace_text(const core::FamilyRun& run, const core::HfTokenizer& tokenizer,
+               const std::vector<int>& ids, const std::vector<int>& layers,
+               const std::vector<int>& heads, const std::set<std::string>& wanted, int position,
+               const std::string& name) {
+  const core::FamilyConfig& cfg = run.model().config();
+  std::string out = "model " + name + " (" + std::string(core::model_family_name(cfg.family)) +
+                    "): " + std::to_string(cfg.num_hidden_layers) + " layers x " +
+                    std::to_string(cfg.num_attention_heads) + " heads (" +
+                    std::to_string(cfg.num_key_value_heads) + " K/V heads), " +
+                    std::to_string(ids.size()) + " tokens\n";
+  char buf[64];
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "  %4zu  %6d  ", i, ids[i]);
+    out += buf + token_text(tokenizer, ids[i]) + "\n";
+  }
+  out += "next token after token " + std::to_string(position) + " (most likely first):\n";
+  for (const auto& [id, p] : next_tokens(run, position)) {
+    std::snprintf(buf, sizeof buf, "  %6.2f %%  %6d  ", 100.0 * p, id);
+    out += buf + token_text(tokenizer, id) + "\n";
+  }
+  const std::vector<double> losses = token_losses(run, ids);
+  if (losses.empty()) {
+    out += "loss: none (one token has no next token to predict)\n";
+  } else {
+    std::snprintf(buf, sizeof buf, "loss %.4f (perplexity %.2f)", mean_of(losses),
+                  std::exp(mean_of(losses)));
+    out += std::string(buf) + ": the mean cross-entropy of each next token of the text\n";
+  }
+  std::cout << out;
+  for (int l : layers) {
+    std::vector<std::string> stages;
+    layer_stages_out(run, l, heads, wanted, stage_text, stages);
+    for (const std::string& s : stages) std::cout << s;
+  }
+  out.clear();
+  if (wanted.count(core::stage_id::logits))
+    out = stage_text(core::stage_id::logits, -1, -1, run.logits().bottomRows(1));
+  return print(out);
 }
 
 }  // namespace
@@ -379,8 +468,6 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   const Loaded loaded = load_with_tokenizer(path);
   const core::FamilyConfig& cfg = loaded.model->config();
   const std::vector<int> ids = family_ids(c, cfg, loaded.tokenizer);
-  if (c.format == "text")
-    throw core::ParseError("--format text is for GPT-2 models; a family model's trace is JSON");
   const std::set<std::string> wanted = chosen_stages(c.stages);
   const std::vector<int> layers = checked_indices(c.layers, cfg.num_hidden_layers, "--layers");
   const std::vector<int> heads = checked_indices(c.heads, cfg.num_attention_heads, "--heads");
@@ -390,6 +477,10 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
                            " is not a token of the text: it has " + std::to_string(T) +
                            " tokens, 0.." + std::to_string(T - 1));
   const core::FamilyRun run(loaded.model, ids, core::FamilyRun::Options{.all_logits = true});
+  const int position = c.next_at < 0 ? T - 1 : c.next_at;
+  if (c.format == "text")
+    return trace_text(run, loaded.tokenizer, ids, layers, heads, wanted, position,
+                      folder_of(path).filename().string());
   std::string out =
       "{\"model\": " + json(folder_of(path).filename().string()).dump() + ",\n \"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
@@ -408,7 +499,7 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   bool first = true;
   for (int l : layers) {
     std::vector<std::string> stages;
-    layer_stages_json(run, l, heads, wanted, stages);
+    layer_stages_out(run, l, heads, wanted, stage_head, stages);
     for (const std::string& s : stages) {
       out += (first ? "\n  " : ",\n  ") + s;
       first = false;
@@ -419,7 +510,6 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   if (wanted.count(core::stage_id::logits))
     out += (first ? "\n  " : ",\n  ") +
            stage_head(core::stage_id::logits, -1, -1, run.logits().bottomRows(1));
-  const int position = c.next_at < 0 ? T - 1 : c.next_at;
   return print(out + trace_tail(run, loaded.tokenizer, ids, position));
 }
 

@@ -469,6 +469,20 @@ def test_trace_text(tmp):
     assert trace["ids"] == [BOS, BOS, ord("t"), 257], trace["ids"]
 
 
+def test_trace_text_format(tmp):
+    folder = FOLDERS["gemma3"][0]
+    trace = ok_json("model", "trace", folder, "--text", "the the")
+    p = run("model", "trace", folder, "--text", "the the", "--format", "text", "--layers", "0",
+            "--heads", "1")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "model gemma3 (gemma3_text): 2 layers x 4 heads (2 K/V heads), 4 tokens", \
+        lines[0]
+    assert "loss %.4f" % trace["loss"]["mean"] in p.stdout, p.stdout
+    assert "weights layer 0 head 1 (4 x 4)" in lines and "weights layer 1 head 1 (4 x 4)" \
+        not in lines, p.stdout
+
+
 def test_trace_of_a_weights_file(tmp):
     folder, c, weights = FOLDERS["qwen3"]
     FOLDERS["qwen3_file"] = (os.path.join(folder, "model.safetensors"), c, weights)
@@ -572,7 +586,7 @@ def test_refusals(tmp):
             "top-k 301")
 
 
-TESTS = [test_info, test_trace_text, test_trace_of_a_weights_file,
+TESTS = [test_info, test_trace_text, test_trace_text_format, test_trace_of_a_weights_file,
          test_trace_40_tokens_beyond_the_window, test_family_stages,
          test_generate, test_generate_sampled,
          test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals]
