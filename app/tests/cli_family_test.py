@@ -15,7 +15,8 @@ Checks info's fields, trace's weights and logits within 1e-4 (of the
 largest entry, at least 1), next_token
 the argmax, generate's ids the reference's greedy loop (at 40 tokens and
 beyond the sliding window), and that refused folders exit 2 naming what
-is wrong.
+is wrong. Where torch is installed it also runs core/tests/family_oracle.py
+and checks trace against its PyTorch model's weights and logits.
 """
 
 import json
@@ -586,17 +587,66 @@ def test_refusals(tmp):
             "top-k 301")
 
 
+def floats(hexed):
+    """family_oracle.py's {"shape": [R, C], "hex": ...} as R rows."""
+    raw = bytes.fromhex(hexed["hex"])
+    flat = list(struct.unpack("<%df" % (len(raw) // 4), raw))
+    cols = hexed["shape"][1]
+    return [flat[r * cols:(r + 1) * cols] for r in range(hexed["shape"][0])]
+
+
+def compare_to_cases(cases_path):
+    """Every run of a family_cases.json (family_oracle.py's format): trace --ids gives its
+    weights and last logits within TOL, and next_token its argmax."""
+    with open(cases_path) as f:
+        runs = json.load(f)
+    for r in runs:
+        tok = os.path.join(r["folder"], "tokenizer.json")
+        if not os.path.exists(tok):
+            with open(tok, "w", encoding="utf-8") as f:
+                json.dump(tokenizer_json(), f, ensure_ascii=False)
+        trace = ok_json("model", "trace", r["folder"], "--ids", ",".join(map(str, r["ids"])))
+        what = f"{r['name']} T={r['T']}"
+        stages = {(s["id"], s["layer"], s["head"]): s for s in trace["stages"]}
+        for layer, heads in enumerate(r["weights"]):
+            for head, hexed in enumerate(heads):
+                close(sum(stages[("weights", layer, head)]["data"], []), sum(floats(hexed), []),
+                      f"{what} weights {layer},{head}")
+        want = floats(r["logits"])[-1]
+        close(stages[("logits", -1, -1)]["data"][0], want, f"{what} logits")
+        assert trace["next_token"][0]["id"] == argmax(want), what
+    return len(runs)
+
+
+def test_family_oracle_fixtures(tmp):
+    """family_oracle.py's checkpoints (F32, BF16, sharded, Llama biases, Gemma's
+    sliding_window_pattern) against its PyTorch model; skipped without torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        SKIPPED.append("test_family_oracle_fixtures: torch is not installed")
+        return
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = os.path.join(tmp, "oracle")
+    subprocess.run([sys.executable, os.path.join(root, "core", "tests", "family_oracle.py"), out],
+                   check=True, timeout=600, capture_output=True)
+    assert compare_to_cases(os.path.join(out, "family_cases.json")) > 0
+
+
+SKIPPED = []
+
 TESTS = [test_info, test_trace_text, test_trace_text_format, test_trace_of_a_weights_file,
          test_trace_40_tokens_beyond_the_window, test_family_stages,
          test_generate, test_generate_sampled,
-         test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals]
+         test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals,
+         test_family_oracle_fixtures]
 
 
 def main():
     global CLI
     CLI = harness.cli_argument("cli_family_test.py")
     return harness.run_main("cli_family", TESTS, tmp_prefix="attnscope-family-",
-                            show_passes=True)
+                            show_passes=True, skipped_parts=SKIPPED)
 
 
 if __name__ == "__main__":
