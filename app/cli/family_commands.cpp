@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -198,8 +199,19 @@ std::vector<double> probabilities(const core::RowMatrix& logits, Eigen::Index ro
   return p;
 }
 
+// A token's bytes; none for an id of the model the tokenizer does not have
+// (configs round vocab_size up past the tokenizer's last id).
+std::string bytes_of(const core::HfTokenizer& tokenizer, int id) {
+  if (id < 0 || static_cast<std::size_t>(id) >= tokenizer.vocab_size()) return {};
+  try {
+    return tokenizer.token_bytes(id);
+  } catch (const core::ParseError&) {
+    return {};
+  }
+}
+
 std::string token_text(const core::HfTokenizer& tokenizer, int id) {
-  return core::printable_token(tokenizer.token_bytes(id));
+  return core::printable_token(bytes_of(tokenizer, id));
 }
 
 const std::set<std::string>& family_stage_ids() {
@@ -319,7 +331,9 @@ std::set<std::string> chosen_stages(const std::vector<std::string>& given) {
 // The ten most likely tokens after `position` (most likely first, then the
 // lower id) with their probabilities.
 std::vector<std::pair<int, double>> next_tokens(const core::FamilyRun& run, int position) {
-  const std::vector<double> p = probabilities(run.logits(), position);
+  // The logits' rows are the last positions (all of them, or the last one).
+  const Eigen::Index row = position - (run.num_tokens() - run.logits().rows());
+  const std::vector<double> p = probabilities(run.logits(), row);
   std::vector<int> order(p.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   const std::size_t top = std::min<std::size_t>(10, order.size());
@@ -337,6 +351,7 @@ std::vector<std::pair<int, double>> next_tokens(const core::FamilyRun& run, int 
 // The cross-entropy of each next token of the text.
 std::vector<double> token_losses(const core::FamilyRun& run, const std::vector<int>& ids) {
   std::vector<double> out;
+  if (run.logits().rows() != run.num_tokens()) return out;  // only the last position's kept
   for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
     const std::vector<double> q = probabilities(run.logits(), static_cast<Eigen::Index>(i));
     out.push_back(-std::log(q[static_cast<std::size_t>(ids[i + 1])]));
@@ -464,6 +479,10 @@ int run_family_info(const fs::path& path) {
   return print(out.dump(2) + "\n");
 }
 
+// Floats of every position's logits a trace keeps at most (1 GiB); past it
+// the loss is left out (null) and only the last position's are kept.
+constexpr std::int64_t kAllLogitsLimit = std::int64_t{1} << 28;
+
 int run_family_trace(const ModelCommands& c, const fs::path& path) {
   const Loaded loaded = load_with_tokenizer(path);
   const core::FamilyConfig& cfg = loaded.model->config();
@@ -476,7 +495,14 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
     throw core::ParseError("--next-at " + std::to_string(c.next_at) +
                            " is not a token of the text: it has " + std::to_string(T) +
                            " tokens, 0.." + std::to_string(T - 1));
-  const core::FamilyRun run(loaded.model, ids, core::FamilyRun::Options{.all_logits = true});
+  // Every position's logits (for the loss and --next-at) unless they pass 1 GiB.
+  const bool all_logits =
+      static_cast<std::int64_t>(T) * cfg.vocab_size <= kAllLogitsLimit || c.next_at >= 0;
+  if (all_logits && static_cast<std::int64_t>(T) * cfg.vocab_size > kAllLogitsLimit)
+    throw core::ParseError("--next-at needs every position's logits, " + std::to_string(T) + " x " +
+                           std::to_string(cfg.vocab_size) +
+                           " floats (over 1 GiB): shorten the text to the tokens up to it");
+  const core::FamilyRun run(loaded.model, ids, core::FamilyRun::Options{.all_logits = all_logits});
   const int position = c.next_at < 0 ? T - 1 : c.next_at;
   if (c.format == "text")
     return trace_text(run, loaded.tokenizer, ids, layers, heads, wanted, position,
@@ -488,7 +514,7 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   std::size_t at = 0;
   std::string spans;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    const std::string& bytes = loaded.tokenizer.token_bytes(ids[i]);
+    const std::string bytes = bytes_of(loaded.tokenizer, ids[i]);
     out += (i ? ", " : "") + json(core::printable_token(bytes)).dump();
     spans +=
         (i ? ", [" : "[") + std::to_string(at) + ", " + std::to_string(at + bytes.size()) + "]";
@@ -532,7 +558,9 @@ int run_family_generate(const ModelCommands& c, const fs::path& path) {
     added.push_back(sampler.next(run.last_logits()));
     ids.push_back(added.back());
   }
-  const std::string text = core::decode_utf8_replace(loaded.tokenizer.decode(ids));
+  std::string bytes;
+  for (int id : ids) bytes += bytes_of(loaded.tokenizer, id);
+  const std::string text = core::decode_utf8_replace(bytes);
   if (c.generate_format == "text") return print(text + "\n");
   const json out = {{"ids", ids},       {"new_ids", added},
                     {"text", text},     {"temperature", c.temperature},

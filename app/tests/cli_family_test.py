@@ -558,6 +558,28 @@ def test_generate_at_40_tokens_beyond_the_window(tmp):
         assert out["ids"] == want and len(want) == 40, f"{name}: {out['ids']} want {want}"
 
 
+def test_a_vocabulary_past_the_tokenizer(tmp):
+    """vocab_size 131072 > the tokenizer's 300 ids, and 2100 tokens: the next tokens beyond
+    the tokenizer have no text; every position's logits would pass 1 GiB, so the loss is
+    null and --next-at is refused."""
+    c = dict(BASE, vocab=131072, hidden=8, inner=8, layers=1, heads=2, kv_heads=1, head_dim=4,
+             tied=True, sliding=[False])
+    cfg = hf_common(c, "llama")
+    cfg.update(hidden_act="silu", max_position_embeddings=4096)
+    folder = os.path.join(tmp, "big_vocab")
+    write_folder(folder, cfg, random_weights(c, 9))
+    ids = ",".join(str((5 + 7 * i) % 131072) for i in range(2100))
+    trace = ok_json("model", "trace", folder, "--ids", ids, "--stages", "logits")
+    assert trace["loss"] == {"per_token": [], "mean": None, "perplexity": None}, trace["loss"]
+    assert trace["stages"][0]["shape"] == [1, 131072]
+    assert trace["next_token"][0]["id"] == argmax(trace["stages"][0]["data"][0])
+    assert all(t["token"] == "" for t in trace["next_token"] if t["id"] >= 300)
+    refused(["model", "trace", folder, "--ids", ids, "--next-at", "3"], "--next-at")
+    out = ok_json("model", "generate", folder, "--ids", "1,2,3", "--tokens", "3", "--format",
+                  "json")
+    assert len(out["new_ids"]) == 3
+
+
 def test_bench(tmp):
     p = run("model", "bench", FOLDERS["gemma3"][0], "--tokens", "16", "--repeat", "2")
     assert p.returncode == 0 and p.stdout.splitlines()[-1].startswith("median_ms="), p
@@ -636,9 +658,9 @@ def test_family_oracle_fixtures(tmp):
 SKIPPED = []
 
 TESTS = [test_info, test_trace_text, test_trace_text_format, test_trace_of_a_weights_file,
-         test_trace_40_tokens_beyond_the_window, test_family_stages,
-         test_generate, test_generate_sampled,
-         test_generate_at_40_tokens_beyond_the_window, test_bench, test_refusals,
+         test_trace_40_tokens_beyond_the_window, test_family_stages, test_generate,
+         test_generate_sampled, test_generate_at_40_tokens_beyond_the_window,
+         test_a_vocabulary_past_the_tokenizer, test_bench, test_refusals,
          test_family_oracle_fixtures]
 
 
