@@ -476,7 +476,8 @@ int run_family_info(const fs::path& path) {
                     {"parameters", parameters},
                     {"tokenizer", tokenizer},
                     {"tensors", tensors}};
-  return print(out.dump(2) + "\n");
+  // A folder or file name need not be UTF-8: U+FFFD stands for such bytes.
+  return print(out.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 // Floats of every position's logits a trace keeps at most (1 GiB); past it
@@ -507,8 +508,10 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   if (c.format == "text")
     return trace_text(run, loaded.tokenizer, ids, layers, heads, wanted, position,
                       folder_of(path).filename().string());
-  std::string out =
-      "{\"model\": " + json(folder_of(path).filename().string()).dump() + ",\n \"ids\": [";
+  std::string out = "{\"model\": " +
+                    json(folder_of(path).filename().string())
+                        .dump(-1, ' ', false, json::error_handler_t::replace) +
+                    ",\n \"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   out += "],\n \"tokens\": [";
   std::size_t at = 0;
