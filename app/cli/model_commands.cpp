@@ -27,6 +27,7 @@
 #include "attnscope/model/predictions.hpp"
 #include "attnscope/model/run_compare.hpp"
 #include "attnscope/text/tokenizer.hpp"
+#include "family_commands.hpp"
 #include "pull_command.hpp"
 #include "run_flags/run_flags.hpp"
 
@@ -112,6 +113,7 @@ int run_model_info(const std::string& model, const std::optional<std::string>& c
   std::error_code ec;
   const std::string path = core::resolve_model_path(model).string();  // a repo id: its snapshot
   if (is_pth_path(path)) return run_pth_info(path, config_path);
+  if (!config_path && family_model_type(path)) return run_family_info(path);
   std::optional<core::Gpt2Config> config;
   std::vector<core::SafetensorsFile> files;
   if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "config.json", ec)) {
@@ -557,7 +559,9 @@ void add_selection_options(CLI::App& cmd, ModelCommands& c) {
 
 void add_model_commands(CLI::App& app, ModelCommands& c) {
   c.cmd = app.add_subcommand(
-      "model", "GPT-2-family models (Hugging Face folders, .safetensors, the book's .pth)");
+      "model",
+      "GPT-2-family models (Hugging Face folders, .safetensors, the book's .pth); info, trace, "
+      "generate and bench also Llama, Mistral, Qwen2/3 and Gemma 3 folders");
   c.cmd->require_subcommand(1);
   c.info = c.cmd->add_subcommand(
       "info", "print a checkpoint's config and tensors (name, dtype, shape) as JSON");
@@ -652,8 +656,30 @@ void add_model_commands(CLI::App& app, ModelCommands& c) {
   add_model_compare(*c.cmd, c.compare);
 }
 
+// MODEL when it is a family folder (its config.json's model_type is not
+// GPT-2's) and no --config reads it otherwise.
+std::optional<fs::path> family_path(const ModelCommands& c) {
+  if (c.model.config || !c.model.path) return std::nullopt;
+  std::error_code ec;
+  const fs::path path = core::resolve_model_path(*c.model.path);
+  if (!fs::exists(path, ec) || !family_model_type(path)) return std::nullopt;
+  return path;
+}
+
 std::optional<int> run_model_commands(const ModelCommands& c) {
   try {
+    const bool family_command = c.trace->parsed() || c.generate->parsed() || c.bench->parsed();
+    const bool gpt2_only =
+        c.lens->parsed() || c.exp->parsed() || c.patterns->parsed() || c.script->parsed();
+    if (const auto family = family_command || gpt2_only ? family_path(c) : std::nullopt) {
+      if (c.trace->parsed()) return run_family_trace(c, *family);
+      if (c.generate->parsed()) return run_family_generate(c, *family);
+      if (c.bench->parsed()) return run_family_bench(c, *family);
+      throw core::ParseError(family->string() + " is a " + *family_model_type(*family) +
+                             " model: `model " + c.cmd->get_subcommands().front()->get_name() +
+                             "` reads GPT-2 models only; model info, trace, generate and bench "
+                             "read this one");
+    }
     if (c.info->parsed()) return run_model_info(c.model.path.value_or(""), c.model.config);
     if (c.list->parsed()) return run_model_list();
     if (c.pull->parsed()) return run_model_pull(c.pull_ref, c.endpoint);

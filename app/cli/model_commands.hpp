@@ -1,5 +1,7 @@
 // model_commands.hpp: `attnscope-cli model ...`: GPT-2-family checkpoints
-// (Hugging Face folders, .safetensors, the book's .pth) on text.
+// (Hugging Face folders, .safetensors, the book's .pth) on text; info,
+// trace, generate and bench also take Llama, Mistral, Qwen2/3 and Gemma 3
+// folders (family_commands.hpp).
 //
 //   model info MODEL
 //   model list

@@ -1,0 +1,25 @@
+// family_commands.hpp: `attnscope-cli model info|trace|generate|bench` on a
+// Llama, Mistral, Qwen2, Qwen3 or Gemma 3 folder (core::FamilyModel), with
+// the JSON contract of the GPT-2 commands. model_commands.cpp sends a path
+// here when its config.json names a model_type other than "gpt2".
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "model_commands.hpp"
+
+namespace attnscope::cli {
+
+// The model_type of the config.json in folder `path` (or beside the file
+// `path`) when it is not GPT-2's; nullopt for GPT-2, a .pth, a file
+// without a config or a config without model_type.
+std::optional<std::string> family_model_type(const std::filesystem::path& path);
+
+int run_family_info(const std::filesystem::path& path);
+int run_family_trace(const ModelCommands& c, const std::filesystem::path& path);
+int run_family_generate(const ModelCommands& c, const std::filesystem::path& path);
+int run_family_bench(const ModelCommands& c, const std::filesystem::path& path);
+
+}  // namespace attnscope::cli
