@@ -58,7 +58,7 @@ json config_json(const core::FamilyConfig& c) {
           {"hidden", c.hidden_size},
           {"intermediate", c.intermediate_size},
           {"vocab", c.vocab_size},
-          {"context", c.max_position_embeddings},
+          {"context", c.max_position_embeddings},  // not a stage id
           {"sliding_window",
            c.sliding_window > 0 && !sliding.empty() ? json(c.sliding_window) : json(nullptr)},
           {"sliding_layers", sliding},
