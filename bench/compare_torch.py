@@ -73,10 +73,12 @@ def app_tests_module(name):
     return importlib.import_module(name)
 
 
-def time_torch(torch, cls, tokens, d, heads, repeat):
+def time_module(torch, make, tokens, d, repeat):
+    """Median ms of module(x) in training mode, x = torch.rand(1, T, d) after
+    torch.manual_seed(123), the module made by make() after that draw."""
     torch.manual_seed(123)
     x = torch.rand(1, tokens, d)
-    module = cls(d, d, tokens, 0.1, heads)
+    module = make()
     module.train()
     times = []
     with torch.no_grad():
@@ -86,6 +88,10 @@ def time_torch(torch, cls, tokens, d, heads, repeat):
             module(x)
             times.append((time.perf_counter() - start) * 1000.0)
     return statistics.median(times)
+
+
+def time_torch(torch, cls, tokens, d, heads, repeat):
+    return time_module(torch, lambda: cls(d, d, tokens, 0.1, heads), tokens, d, repeat)
 
 
 def time_attnscope(cli, tokens, d, heads, repeat, threads):
@@ -150,18 +156,7 @@ def modern_torch_worker(argv):
     kwargs = json.loads(argv[6])
     torch.set_num_threads(threads)
     cls = getattr(modern_oracle(), name)
-    torch.manual_seed(123)
-    x = torch.rand(1, tokens, d)
-    module = cls(d, d, 0.1, heads, **kwargs)
-    module.train()
-    times = []
-    with torch.no_grad():
-        module(x)  # warm-up
-        for _ in range(repeat):
-            start = time.perf_counter()
-            module(x)
-            times.append((time.perf_counter() - start) * 1000.0)
-    print(statistics.median(times))
+    print(time_module(torch, lambda: cls(d, d, 0.1, heads, **kwargs), tokens, d, repeat))
     return 0
 
 

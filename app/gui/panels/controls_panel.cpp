@@ -1,5 +1,6 @@
 // controls_panel.cpp: the model's knobs. Every edit goes to state.config and
 // marks the state dirty; the frame's recompute point does the rest.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -437,11 +438,20 @@ void draw_rope(AppState& state) {
 // Cross-attention's second sentence: the keys and values come from it.
 void draw_memory_text(AppState& state) {
   UiState& ui = state.ui;
-  if (ui.memory_text.empty() && !state.inputs.memory_tokens.empty())
-    for (const std::string& t : state.inputs.memory_tokens) {  // words, or GPT-2's " du"
-      if (!ui.memory_text.empty() && !t.starts_with(' ')) ui.memory_text += ' ';
+  // The field follows the second sequence when it changes (a preset, a
+  // session, an embedded sentence), not while the learner edits the text.
+  if (ui.memory_shown != state.inputs.memory_tokens) {
+    ui.memory_shown = state.inputs.memory_tokens;
+    // GPT-2's tokens (" du", "ann") spell the text when put together; a
+    // preset's words ("du") need spaces between them.
+    const bool words = std::none_of(ui.memory_shown.begin(), ui.memory_shown.end(),
+                                    [](const std::string& t) { return t.starts_with(' '); });
+    ui.memory_text.clear();
+    for (const std::string& t : ui.memory_shown) {
+      if (words && !ui.memory_text.empty()) ui.memory_text += ' ';
       ui.memory_text += t;
     }
+  }
   ImGui::TextUnformatted("keys and values from:");
   if (ImGui::InputTextWithHint("##memory", "a second sentence (Enter)", &ui.memory_text,
                                ImGuiInputTextFlags_EnterReturnsTrue))

@@ -117,10 +117,11 @@ struct UiState {
   bool welcome_dismissed = false;
   bool quit_requested = false;
 
-  std::string heads_refusal;      // why the last head count was refused ("" when none)
-  std::string typed_refusal;      // why a value typed into a slider was refused ("d_out ...")
-  std::string memory_text;        // cross-attention's second sentence as typed
-  std::string memory_error;       // why that sentence could not be embedded
+  std::string heads_refusal;  // why the last head count was refused ("" when none)
+  std::string typed_refusal;  // why a value typed into a slider was refused ("d_out ...")
+  std::string memory_text;    // cross-attention's second sentence as typed
+  std::vector<std::string> memory_shown;  // the second sequence's tokens memory_text shows
+  std::string memory_error;               // why that sentence could not be embedded
   std::string typing_slider;      // the slider whose Ctrl+click field holds typed text ("" none)
   double typing_value = 0;        // ... and the value that text reads as
   std::string session_warning;    // the last session's restore: a banner until dismissed

@@ -301,7 +301,6 @@ void apply_walk_step(AppState& state, int k) {
   c.rope = s.rope;
   state.config = c;
   state.ui.typed_refusal.clear();
-  state.ui.memory_text.clear();
   state.ui.memory_error.clear();
   state.explicit_parameters.reset();
   state.ui.heads_refusal.clear();
