@@ -31,12 +31,6 @@ using nlohmann::json;
 
 namespace {
 
-// The folder holding the model: `path` itself, or the folder of a weights file.
-fs::path folder_of(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec) ? path : path.parent_path();
-}
-
 // The config's numbers as a JSON object (the "config" of info and trace).
 json config_json(const core::FamilyConfig& c) {
   json sliding = json::array();
@@ -113,17 +107,6 @@ void append_rows(std::string& out, const core::RowMatrix& m) {
   out += "]";
 }
 
-// The folder's tokenizer; refuses a folder without tokenizer.json.
-core::HfTokenizer folder_tokenizer(const fs::path& folder) {
-  std::error_code ec;
-  if (!fs::exists(folder / "tokenizer.json", ec))
-    throw core::ParseError(
-        folder.string() +
-        ": no tokenizer.json in this folder; add the model's tokenizer.json (and "
-        "tokenizer_config.json) from its Hugging Face repository to read text with it");
-  return core::HfTokenizer::load((folder / "tokenizer.json").string());
-}
-
 struct Loaded {
   std::shared_ptr<const core::FamilyModel> model;
   core::HfTokenizer tokenizer;
@@ -131,8 +114,9 @@ struct Loaded {
 
 // The config's refusals come first, then the missing tokenizer, then the weights.
 Loaded load_with_tokenizer(const fs::path& path) {
-  (void)core::read_family_config((folder_of(path) / "config.json").string());
-  core::HfTokenizer tokenizer = folder_tokenizer(folder_of(path));
+  (void)core::read_family_config((core::model_folder(path) / "config.json").string());
+  core::HfTokenizer tokenizer =
+      core::HfTokenizer::load(core::family_tokenizer_path(core::model_folder(path)).string());
   return Loaded{core::FamilyModel::load(path), std::move(tokenizer)};
 }
 
@@ -429,22 +413,8 @@ int trace_text(const core::FamilyRun& run, const core::HfTokenizer& tokenizer,
 
 }  // namespace
 
-std::optional<std::string> family_model_type(const fs::path& path) {
-  std::error_code ec;
-  const fs::path config = folder_of(path) / "config.json";
-  if (!fs::is_regular_file(config, ec)) return std::nullopt;
-  const std::string e = path.extension().string();
-  if (e == ".pth" || e == ".pt") return std::nullopt;
-  const json j = json::parse(core::read_text_file(config.string()), nullptr, false);
-  if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string())
-    return std::nullopt;
-  const std::string type = j["model_type"].get<std::string>();
-  if (type == "gpt2") return std::nullopt;
-  return type;
-}
-
 int run_family_info(const fs::path& path) {
-  const fs::path folder = folder_of(path);
+  const fs::path folder = core::model_folder(path);
   const core::FamilyConfig cfg = core::read_family_config((folder / "config.json").string());
   const std::vector<core::SafetensorsFile> files = weight_files(path);
   std::uint64_t parameters = 0;
@@ -507,9 +477,9 @@ int run_family_trace(const ModelCommands& c, const fs::path& path) {
   const int position = c.next_at < 0 ? T - 1 : c.next_at;
   if (c.format == "text")
     return trace_text(run, loaded.tokenizer, ids, layers, heads, wanted, position,
-                      folder_of(path).filename().string());
+                      core::model_folder(path).filename().string());
   std::string out = "{\"model\": " +
-                    json(folder_of(path).filename().string())
+                    json(core::model_folder(path).filename().string())
                         .dump(-1, ' ', false, json::error_handler_t::replace) +
                     ",\n \"ids\": [";
   for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
@@ -599,7 +569,7 @@ int run_family_bench(const ModelCommands& c, const fs::path& path) {
   std::printf(
       "model=%s family=%s layers=%d heads=%d kv_heads=%d d=%d tokens=%d full forward "
       "load_ms=%.1f\n",
-      folder_of(path).filename().string().c_str(),
+      core::model_folder(path).filename().string().c_str(),
       std::string(core::model_family_name(cfg.family)).c_str(), cfg.num_hidden_layers,
       cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size, c.tokens, load_ms);
   std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f\n", c.repeat, ms.front(), median,

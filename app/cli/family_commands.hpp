@@ -8,14 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "attnscope/model/family_config.hpp"
 #include "model_commands.hpp"
 
 namespace attnscope::cli {
 
-// The model_type of the config.json in folder `path` (or beside the file
-// `path`) when it is not GPT-2's; nullopt for GPT-2, a .pth, a file
-// without a config or a config without model_type.
-std::optional<std::string> family_model_type(const std::filesystem::path& path);
+using core::family_model_type;  // attnscope/model/family_config.hpp
 
 int run_family_info(const std::filesystem::path& path);
 int run_family_trace(const ModelCommands& c, const std::filesystem::path& path);

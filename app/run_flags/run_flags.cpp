@@ -186,6 +186,10 @@ TextFlagOptions add_text_flags(CLI::App& cmd, TextFlags& f, Program program) {
 }
 
 std::vector<int> parse_ids(std::string_view list, const core::Gpt2Model& model) {
+  return parse_ids(list, model.name(), model.config().vocab_size);
+}
+
+std::vector<int> parse_ids(std::string_view list, const std::string& name, int vocab) {
   std::vector<int> ids;
   std::size_t at = 0;
   while (at <= list.size()) {
@@ -200,10 +204,9 @@ std::vector<int> parse_ids(std::string_view list, const core::Gpt2Model& model) 
     ids.push_back(v);
     at = comma + 1;
   }
-  const int vocab = model.config().vocab_size;
   for (int id : ids)
     if (id < 0 || id >= vocab)
-      throw core::ParseError("token id " + std::to_string(id) + " is outside " + model.name() +
+      throw core::ParseError("token id " + std::to_string(id) + " is outside " + name +
                              "'s vocabulary (0.." + std::to_string(vocab - 1) + ")");
   return ids;
 }

@@ -169,6 +169,8 @@ ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& flags, Program progr
 // "15496,11,995" as token ids of `model`; throws core::ParseError naming an
 // item that is not a whole number or an id outside its vocabulary.
 std::vector<int> parse_ids(std::string_view list, const core::Gpt2Model& model);
+// The same for a model named `name` with `vocab` token ids.
+std::vector<int> parse_ids(std::string_view list, const std::string& name, int vocab);
 
 // "simple, self_attention_v1, ..., multihead": core's variant ids.
 std::string variant_names();

@@ -7,6 +7,7 @@
 
 #include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/stages.hpp"
+#include "attnscope/model/family_trace.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/model_trace.hpp"
 
@@ -247,8 +248,114 @@ std::shared_ptr<core::Trace> model_layer_trace(core::ModelRun& run, int layer, i
   return t;
 }
 
+std::string FamilyModelOpen::token_name(int id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= tokenizer->vocab_size())
+    return "<" + std::to_string(id) + ">";
+  try {
+    return core::printable_token(tokenizer->token_bytes(id));
+  } catch (const core::ParseError&) {
+    return "<" + std::to_string(id) + ">";  // an id past the tokenizer's last (a padded vocabulary)
+  }
+}
+
+int FamilyModelOpen::max_tokens() const {
+  const int context = model->config().max_position_embeddings;
+  return context > 0 ? std::min(context, core::FamilyRun::kMaxTokens) : core::FamilyRun::kMaxTokens;
+}
+
+namespace {
+
+// The overview of a family run: as GPT-2's, computed whole (no rows are
+// kept from the last text), without the logit lens.
+std::shared_ptr<ModelOverview> family_overview(const core::FamilyRun& run, const ModelJob& job,
+                                               const ModelOverview* before) {
+  const FamilyModelOpen& f = *job.family;
+  auto o = std::make_shared<ModelOverview>();
+  o->layers = run.num_layers();
+  o->heads = run.num_heads();
+  o->tokens = run.num_tokens();
+  const auto n = static_cast<std::size_t>(o->layers * o->heads);
+  o->thumbs.resize(n);
+  o->patterns.resize(n);
+  o->pattern_rows.resize(n);
+  for (int l = o->layers - 1; l >= 0; --l) {
+    const std::vector<core::RowMatrix> maps = run.layer_weights(l);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < o->heads; ++h)
+      fold_rows(*o, static_cast<std::size_t>(l * o->heads + h), l, h,
+                maps[static_cast<std::size_t>(h)], 0, nullptr);
+  }
+  o->induction = job.induction ? job.induction
+                               : std::make_shared<const std::vector<double>>(core::family_induction(
+                                     f.model, kInductionTokens, 0, f.tokenizer->bos_id()));
+  const auto name = [&f](int id) { return f.token_name(id); };
+  o->next_at =
+      job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
+  o->next = core::family_next_tokens(run, o->next_at, 10, name);
+  o->next_last = o->next_at == run.num_tokens() - 1
+                     ? o->next
+                     : core::family_next_tokens(run, run.num_tokens() - 1, 10, name);
+  o->ids = run.ids();
+  std::span<const double> known;
+  if (before) {
+    const std::size_t shared = shared_prefix(before->ids, o->ids);
+    known = std::span<const double>(before->loss.per_token)
+                .first(std::min(before->loss.per_token.size(), shared > 0 ? shared - 1 : 0));
+  }
+  o->loss = core::family_text_loss(run, known);
+  o->last_logits = std::make_shared<const core::RowMatrix>(run.last_logits());
+  return o;
+}
+
+}  // namespace
+
+ModelResult run_family_job(const ModelJob& job, KeptRun& kept) {
+  const FamilyModelOpen& f = *job.family;
+  ModelResult r;
+  kept.run.reset();  // a GPT-2 run and its comparison are not needed
+  kept.compare_run.reset();
+  kept.comparison.reset();
+  const bool same_model = kept.family_run && &kept.family_run->model() == f.model.get();
+  const bool reused = same_model && kept.family_run->ids() == job.ids;
+  if (!reused) {
+    kept.family_run.reset();  // two runs of a long text never coexist
+    kept.family_run = std::make_shared<const core::FamilyRun>(f.model, job.ids);
+  }
+  const core::FamilyRun& run = *kept.family_run;
+  r.kept_tokens = reused ? run.num_tokens() : 0;
+  std::vector<std::string> tokens;
+  std::string bytes;
+  for (int id : run.ids()) {
+    tokens.push_back(f.token_name(id));
+    if (id >= 0 && static_cast<std::size_t>(id) < f.tokenizer->vocab_size())
+      bytes += f.tokenizer->decode({id});
+  }
+  const int layer = std::clamp(job.layer, 0, run.num_layers() - 1);
+  const int head = std::clamp(job.head, 0, run.num_heads() - 1);
+  r.trace = std::make_shared<core::Trace>(core::family_layer_trace(
+      run, layer, head, run.num_tokens() <= kEveryHeadUpTo, std::move(tokens),
+      core::decode_utf8_replace(bytes), f.name, job.next_at));
+  const ModelOverview* was = same_model ? kept.overview.get() : nullptr;
+  if (reused && was) {
+    const int at =
+        job.next_at < 0 || job.next_at >= run.num_tokens() ? run.num_tokens() - 1 : job.next_at;
+    if (at != was->next_at) {
+      auto o = std::make_shared<ModelOverview>(*was);
+      o->next_at = at;
+      o->next = core::family_next_tokens(run, at, 10, [&f](int id) { return f.token_name(id); });
+      kept.overview = std::move(o);
+    }
+  } else {
+    kept.overview = family_overview(run, job, was);
+  }
+  r.overview = kept.overview;
+  return r;
+}
+
 ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
+  if (job.family) return run_family_job(job, kept);
   if (!job.model) throw std::invalid_argument("no model is loaded");
+  kept.family_run.reset();
   ModelResult r;
   bool reused = false;
   // The last overview's numbers carry over only for the same model (the kept

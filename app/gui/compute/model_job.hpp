@@ -20,10 +20,12 @@
 
 #include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/trace.hpp"
+#include "attnscope/model/family_model.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/predictions.hpp"
 #include "attnscope/model/run_compare.hpp"
+#include "attnscope/text/hf_tokenizer.hpp"
 
 namespace attnscope::gui {
 
@@ -39,12 +41,24 @@ inline constexpr std::size_t kAppRunCacheBytes = std::size_t{256} << 20;
 // Tokens of the repeated random sequence the induction scores run on.
 inline constexpr int kInductionTokens = 50;
 
+// A Llama, Mistral, Qwen or Gemma 3 folder, opened with its tokenizer.json.
+struct FamilyModelOpen {
+  std::shared_ptr<const core::FamilyModel> model;
+  std::shared_ptr<const core::HfTokenizer> tokenizer;
+  std::string name;  // the folder's name, e.g. "Qwen3-0.6B"
+  // A token's bytes as the views print it ("<|im_start|>", "Ġthe" as " the").
+  std::string token_name(int id) const;
+  // The largest context the app runs: the config's, at most FamilyRun::kMaxTokens.
+  int max_tokens() const;
+};
+
 struct ModelJob {
-  std::shared_ptr<const core::Gpt2Model> model;
-  std::vector<int> ids;  // the text's tokens (1..n_positions)
-  int layer = 0;         // the block whose stages the trace holds
-  int head = 0;          // the focused head (all its stages, at any T)
-  int next_at = -1;      // next tokens after this position (-1: the last)
+  std::shared_ptr<const core::Gpt2Model> model;   // GPT-2 or the book's GPTModel; or
+  std::shared_ptr<const FamilyModelOpen> family;  // a family model (then model is null)
+  std::vector<int> ids;                           // the text's tokens (1..n_positions)
+  int layer = 0;                                  // the block whose stages the trace holds
+  int head = 0;                                   // the focused head (all its stages, at any T)
+  int next_at = -1;                               // next tokens after this position (-1: the last)
   // The model's induction scores when known (computed once per model, as
   // `attnscope-cli model patterns` does: kInductionTokens ids, seed 0).
   std::shared_ptr<const std::vector<double>> induction;
@@ -98,7 +112,7 @@ struct ModelComparison {
 };
 
 struct ModelResult {
-  std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run)
+  std::shared_ptr<core::ModelRun> run;  // the run (also left in kept_run); null for a family
   std::shared_ptr<core::Trace> trace;   // one block (Trace::layer)
   std::shared_ptr<const ModelOverview> overview;
   std::shared_ptr<const ModelComparison> comparison;  // when the job named a B
@@ -116,16 +130,23 @@ struct ModelResult {
 // both models and the ids do (a layer or head change only fetches two maps).
 struct KeptRun {
   std::shared_ptr<core::ModelRun> run;
+  std::shared_ptr<const core::FamilyRun> family_run;  // a family model's (run is then null)
   std::shared_ptr<const ModelOverview> overview;
   std::shared_ptr<core::ModelRun> compare_run;
   std::shared_ptr<const ModelComparison> comparison;
   void reset() {
     run.reset();
+    family_run.reset();
     overview.reset();
     compare_run.reset();
     comparison.reset();
   }
 };
+
+// A family model's job: the run is made anew when the ids change (a layer,
+// head or position change reuses it); the trace is family_layer_trace's,
+// the overview the same as GPT-2's but for the logit lens (GPT-2 only).
+ModelResult run_family_job(const ModelJob& job, KeptRun& kept);
 
 // Runs `job` on `kept` (see the top of this file) and leaves its run and
 // overview there. Throws std::invalid_argument for ids the model cannot

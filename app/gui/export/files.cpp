@@ -14,6 +14,7 @@
 #include "attnscope/formats/files.hpp"
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
+#include "attnscope/model/family_config.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/model_script.hpp"
 #include "export/export_job.hpp"
@@ -189,13 +190,13 @@ std::optional<fs::path> export_stage(AppState& state, const core::Stage& stage, 
 
 figure::HeadGrid model_view_figure(const AppState& state, int max_cells) {
   const ModelState& m = state.model;
-  if (!m.overview || !state.showing_model() || !m.model)
+  if (!m.overview || !state.showing_model() || !m.is_open())
     throw std::runtime_error("there is no model view on screen");
   const ModelOverview& o = *m.overview;
   figure::HeadGrid g;
   g.layers = o.layers;
   g.heads = o.heads;
-  g.title = m.model->name() + ": attention of every head (" + std::to_string(o.layers) +
+  g.title = m.model_name() + ": attention of every head (" + std::to_string(o.layers) +
             " layers × " + std::to_string(o.heads) + " heads)";
   g.subtitle = figure::run_subtitle(*state.trace);
   if (m.pattern.kind && m.pattern.sort)
@@ -238,7 +239,7 @@ std::string model_view_bytes(const AppState& state, ExportKind kind, int scale) 
 }  // namespace
 
 std::optional<fs::path> export_model_view(AppState& state, ExportKind kind, int scale) {
-  const std::string model = state.model.model ? state.model.model->name() : "model";
+  const std::string model = state.model.is_open() ? state.model.model_name() : "model";
   return save_export(
       state, kind,
       // stage-literals: off (a file name, not a stage)
@@ -286,6 +287,11 @@ std::string model_pytorch_script(const AppState& state) {
 std::optional<std::string> pytorch_script_unavailable(const AppState& state) {
   if (!state.trace) return "there is no run yet";
   if (!state.showing_model()) return std::nullopt;
+  if (state.model.family)
+    return "the PyTorch script rebuilds the book's GPTModel; " + state.model.model_name() +
+           " is a " +
+           std::string(core::model_family_name(state.model.family->model->config().family)) +
+           " model (its PyTorch classes are the book's ch05 bonus notebooks)";
   if (!state.model.model) return "no model is open";
   try {
     return core::model_script_refusal(model_files(state), state.model.model->format());

@@ -260,7 +260,9 @@ void draw_get_model_window(AppState& state) {
   draw_catalog(state);
   ImGui::Spacing();
   draw_repo_field(state);
-  ImGui::TextDisabled("attnscope opens GPT-2-style models (config.json model_type gpt2).");
+  ImGui::TextDisabled(
+      "attnscope opens GPT-2 and Llama, Mistral, Qwen2, Qwen3 and Gemma 3 text models "
+      "(config.json model_type gpt2, llama, mistral, qwen2, qwen3, gemma3_text).");
   if (g.download->state() != ModelDownload::State::Idle) {
     ImGui::Separator();
     if (g.download->running() || !g.download->progress().files.empty()) draw_progress(state);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope/model/family_config.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "export/files_ui.hpp"
 #include "imgui.h"
@@ -38,7 +39,7 @@ std::string checkpoint_dialog_start(const std::string& near) {
 DialogRequest checkpoint_request(const std::string& start) {
   return DialogRequest{
       DialogRequest::Mode::OpenFile,
-      "Open a GPT-2 checkpoint",
+      "Open a trained model",
       start,
       {{"Checkpoints", {"*.safetensors", "*.pth", "*.bin", "config.json", "*.index.json"}}}};
 }
@@ -139,9 +140,62 @@ void draw_model_list(AppState& state) {
   }
 }
 
+// A family model's facts, one per line: what its config says about its
+// attention (the K/V heads, RoPE, q/k norm, the window) and its size.
+std::vector<std::string> family_facts(const FamilyModelOpen& f) {
+  const core::FamilyConfig& c = f.model->config();
+  char line[256];
+  std::vector<std::string> out;
+  out.push_back(
+      std::string(core::model_family_name(c.family)) + ": " + std::to_string(c.num_hidden_layers) +
+      " layers, d = " + std::to_string(c.hidden_size) + ", vocabulary " +
+      std::to_string(c.vocab_size) + ", up to " + std::to_string(f.max_tokens()) + " tokens here");
+  std::snprintf(line, sizeof line, "%d query heads, %d K/V head%s (%s), head_dim %d",
+                c.num_attention_heads, c.num_key_value_heads, c.num_key_value_heads > 1 ? "s" : "",
+                c.num_key_value_heads == c.num_attention_heads ? "multi-head"
+                : c.num_key_value_heads == 1                   ? "multi-query"
+                                                               : "grouped-query",
+                c.head_dim);
+  out.push_back(line);
+  std::snprintf(line, sizeof line, "RoPE theta %.0f%s", c.rope_theta,
+                c.rope_scaling.enabled ? ", llama3 scaling" : "");
+  std::string rope = line;
+  if (c.rope_scaling.enabled) {
+    std::snprintf(line, sizeof line, " x%g (from %d positions)", c.rope_scaling.factor,
+                  c.rope_scaling.original_max_position_embeddings);
+    rope += line;
+  }
+  out.push_back(rope);
+  const auto sliding = static_cast<int>(std::count(c.sliding.begin(), c.sliding.end(), true));
+  if (sliding > 0) {
+    std::snprintf(line, sizeof line, "sliding window %d on %d of %d layers%s", c.sliding_window,
+                  sliding, c.num_hidden_layers, c.gemma ? "" : "");
+    std::string window = line;
+    if (c.gemma) {
+      std::snprintf(line, sizeof line, " (their RoPE theta %.0f)", c.rope_local_base_freq);
+      window += line;
+    }
+    out.push_back(window);
+  }
+  std::string extras;
+  if (c.qk_norm) extras += "q/k RMSNorm per head, ";
+  if (c.q_bias) extras += "q/k/v bias, ";
+  extras += c.activation == core::FamilyActivation::Silu ? "SwiGLU MLP" : "GeGLU MLP";
+  extras += c.tie_word_embeddings ? ", tied embeddings" : ", its own LM head";
+  if (c.final_logit_softcapping > 0) extras += ", logits softcapped";
+  out.push_back(extras);
+  return out;
+}
+
 void draw_checkpoint(AppState& state) {
   ModelState& m = state.model;
   poll_model_browse(state);  // also while the section is folded
+  if (m.family) {
+    ImGui::Text("%s", m.family->name.c_str());
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    for (const std::string& fact : family_facts(*m.family)) ImGui::TextWrapped("%s", fact.c_str());
+    ImGui::PopStyleColor();
+  }
   if (m.model) {
     const core::Gpt2Config& c = m.model->config();
     ImGui::Text("%s", m.model->name().c_str());
@@ -155,7 +209,7 @@ void draw_checkpoint(AppState& state) {
   // A load that needs a config file opens the section and marks the field.
   const bool wants_config = m.load_error.find(kConfigFieldWords) != std::string::npos;
   if (wants_config) ImGui::SetNextItemOpen(true);
-  if (!ImGui::CollapsingHeader("Checkpoint", m.model ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
+  if (!ImGui::CollapsingHeader("Checkpoint", m.is_open() ? 0 : ImGuiTreeNodeFlags_DefaultOpen)) {
     error_text(state, m.load_error);
     return;
   }
@@ -281,14 +335,13 @@ void draw_text(AppState& state) {
 
 void draw_selection(AppState& state) {
   ModelState& m = state.model;
-  if (!m.model) return;
-  const core::Gpt2Config& c = m.model->config();
+  if (!m.is_open()) return;
   section("Layer and head");
   int layer = m.layer;
-  if (ImGui::SliderInt("layer", &layer, 0, c.n_layer - 1)) state.select_layer(layer);
+  if (ImGui::SliderInt("layer", &layer, 0, m.num_layers() - 1)) state.select_layer(layer);
   help("PgUp / PgDn");
   int h = state.head;
-  if (ImGui::SliderInt("head", &h, 0, c.n_head - 1)) state.select_head(h);
+  if (ImGui::SliderInt("head", &h, 0, m.num_heads() - 1)) state.select_head(h);
   help("[ and ]");
   int view = static_cast<int>(m.view);
   // Side by side while they fit, else the next one starts a line.
@@ -367,7 +420,7 @@ void draw_next_tokens(AppState& state) {
 
 void draw_source_switch(AppState& state) {
   static const char* const kNames[] = {"Chapter 3 classes", "Chapter 3 classes on typed text",
-                                       "GPT-2 checkpoint"};
+                                       "Trained model"};
   int at = static_cast<int>(state.source);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Source");

@@ -107,15 +107,18 @@ void draw_text_loss(AppState& state) {
 void draw_sampling(AppState& state) {
   ModelState& m = state.model;
   const ModelOverview* o = current_overview(state);
-  if (!o || !o->last_logits || !m.model) return;
-  if (ImGui::Button(m.lens_open ? "Logit lens (open)" : "What each layer predicts (logit lens)") &&
-      !m.lens_open) {
-    m.lens_open = true;
-    state.mark_dirty();  // the grid is computed while the window is open
+  if (!o || !o->last_logits || !m.is_open()) return;
+  if (m.model) {  // the lens reads GPT-2's ln_f and head (core::logit_lens)
+    if (ImGui::Button(m.lens_open ? "Logit lens (open)"
+                                  : "What each layer predicts (logit lens)") &&
+        !m.lens_open) {
+      m.lens_open = true;
+      state.mark_dirty();  // the grid is computed while the window is open
+    }
+    help(
+        "Each block's output read through the final LayerNorm and the output head: where in "
+        "the stack the answer forms");
   }
-  help(
-      "Each block's output read through the final LayerNorm and the output head: where in the "
-      "stack the answer forms");
   SamplingState& s = m.sampling;
   ImGui::Spacing();
   ImGui::TextDisabled("Sampling (the book's generate)");
@@ -200,7 +203,9 @@ void draw_lens_window(AppState& state) {
   }
   const ModelOverview* o = current_overview(state);
   if (!o || o->lens.layers.empty()) {
-    ImGui::TextDisabled(m.model ? "Waiting for the run of this text..." : "Open a model first.");
+    ImGui::TextDisabled(m.model    ? "Waiting for the run of this text..."
+                        : m.family ? "The logit lens reads GPT-2 models (and the book's GPTModel)."
+                                   : "Open a model first.");
     ImGui::End();
     return;
   }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "attnscope/base/stages.hpp"
+#include "attnscope/model/family_config.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "export/files.hpp"
@@ -57,7 +58,10 @@ void draw_no_model(AppState& state) {
                "Hugging Face cache, which Find models searches);");
   text_wrapped(state,
                "  • the book's chapter-5 model.pth (torch.save(model.state_dict(), ...)) with its "
-               "GPT_CONFIG as JSON in config.json beside it, or named in the config field.");
+               "GPT_CONFIG as JSON in config.json beside it, or named in the config field;");
+  text_wrapped(state,
+               "  • a Llama 3, SmolLM2, Mistral, Qwen2, Qwen3 or Gemma 3 folder: config.json, "
+               "model.safetensors (or its shards) and tokenizer.json.");
   std::string folders;
   for (const auto& f : core::model_search_folders()) folders += "  " + f.string() + "\n";
   ImGui::TextDisabled("Find models looks in:\n%s", folders.c_str());
@@ -74,10 +78,39 @@ void draw_no_model(AppState& state) {
 // ---------------------------------------------------------------------------
 // 2. Model view
 
+// What a family model's layout adds to the grid: heads sharing a K/V head
+// stand together, and sliding-window layers are marked. GPT-2: one head a
+// group, no window.
+struct GridLayout {
+  int group = 1;              // query heads per K/V head
+  int kv_heads = 0;           // K/V heads (0: GPT-2, every head its own)
+  std::vector<bool> sliding;  // per layer (empty: none slides)
+  int window = 0;
+
+  bool slides(int layer) const {
+    return layer < static_cast<int>(sliding.size()) && sliding[static_cast<std::size_t>(layer)];
+  }
+};
+
+GridLayout grid_layout(const ModelState& m) {
+  GridLayout g;
+  if (!m.family) return g;
+  const core::FamilyConfig& c = m.family->model->config();
+  g.group = c.kv_groups();
+  g.kv_heads = c.num_key_value_heads;
+  g.sliding = c.sliding;
+  g.window = c.sliding_window;
+  return g;
+}
+
 // The tooltip of one head: where it is and its pattern scores.
-void head_tooltip(const ModelOverview& o, int layer, int head) {
+void head_tooltip(const ModelOverview& o, const GridLayout& g, int layer, int head) {
   ImGui::BeginTooltip();
   ImGui::Text("layer %d, head %d", layer, head);
+  if (g.kv_heads > 0)
+    ImGui::Text("reads K/V head %d (shared by heads %d-%d)", head / g.group,
+                head / g.group * g.group, head / g.group * g.group + g.group - 1);
+  if (g.slides(layer)) ImGui::Text("sliding window: each query sees its last %d tokens", g.window);
   for (core::PatternKind k : core::kPatternKinds)
     ImGui::Text("%-22s %.3f", std::string(core::pattern_name(k)).c_str(),
                 pattern_value(o, k, layer * o.heads + head));
@@ -156,19 +189,62 @@ void draw_pattern_choice(AppState& state) {
   }
 }
 
+// What the grid shows, under it: the tiles' scale, the K/V groups, the windows.
+void draw_grid_caption(AppState& state, const GridLayout& layout, ScaleScope scope, bool grouped,
+                       bool any_sliding) {
+  const ModelOverview& o = *state.model.overview;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  text_wrapped(state,
+               std::to_string(o.tokens) +
+                   " tokens. Each tile is one head's attention "
+                   "weights (" +
+                   (scope == ScaleScope::Row ? "each row on its own scale, View > R"
+                                             : "on one scale, 0 to 1") +
+                   (o.tokens > kThumbnailCells ? "), each cell the largest weight of a block of " +
+                                                     std::to_string(o.thumb_block()) + " × " +
+                                                     std::to_string(o.thumb_block()) + " tokens."
+                                               : std::string(").")));
+  if (layout.kv_heads > 0 && layout.group > 1)
+    text_wrapped(state, std::to_string(o.heads) + " query heads read " +
+                            std::to_string(layout.kv_heads) + " K/V head" +
+                            (layout.kv_heads > 1 ? "s" : "") + " (grouped-query attention): " +
+                            (grouped ? "the heads of each group stand together, " +
+                                           std::to_string(layout.group) + " to a group."
+                                     : "every head shares the same keys and values."));
+  if (any_sliding)
+    text_wrapped(state, "W: a sliding-window layer (each query sees its last " +
+                            std::to_string(layout.window) +
+                            " tokens); the other layers see every earlier token.");
+  ImGui::PopStyleColor();
+}
+
 void draw_model_grid(AppState& state) {
   draw_pattern_choice(state);
   ModelState& m = state.model;
   const ModelOverview& o = *m.overview;
   const float font = ImGui::GetFontSize();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float label_w = ImGui::CalcTextSize("L00 ").x;
+  const GridLayout layout = grid_layout(m);
+  const bool any_sliding =
+      std::find(layout.sliding.begin(), layout.sliding.end(), true) != layout.sliding.end();
+  const float label_w = ImGui::CalcTextSize(any_sliding ? "L00 W " : "L00 ").x;
   const float top = ImGui::GetTextLineHeightWithSpacing();
   const float gap = std::max(2.0f, font * 0.15f);
-  const float cell = std::max(std::min((avail.x - label_w) / static_cast<float>(o.heads),
-                                       (avail.y - top - ImGui::GetTextLineHeightWithSpacing()) /
-                                           static_cast<float>(o.layers)),
-                              font);
+  const bool sorted = m.pattern.kind && m.pattern.sort;
+  // Heads sharing a K/V head side by side, the groups apart (not when each
+  // layer is sorted by score).
+  const bool grouped = !sorted && layout.group > 1 && layout.group < o.heads;
+  const float group_gap = grouped ? gap * 4 : 0.0f;
+  const float groups_gap = grouped ? group_gap * static_cast<float>(o.heads / layout.group - 1) : 0;
+  const auto column_x = [&](int k, float cell_w) {
+    return label_w + cell_w * static_cast<float>(k) +
+           (grouped ? group_gap * static_cast<float>(k / layout.group) : 0.0f);
+  };
+  const float cell =
+      std::max(std::min((avail.x - label_w - groups_gap) / static_cast<float>(o.heads),
+                        (avail.y - top - ImGui::GetTextLineHeightWithSpacing()) /
+                            static_cast<float>(o.layers)),
+               font);
   const float tile = cell - gap;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -176,17 +252,16 @@ void draw_model_grid(AppState& state) {
   // Row scale unless the learner turned it off: each query's strongest key stands out.
   const ScaleScope scope =
       state.ui.row_scale == figure::RowScale::Off ? ScaleScope::Matrix : ScaleScope::Row;
-  const bool sorted = m.pattern.kind && m.pattern.sort;
   const auto [lo, hi] =
       m.pattern.kind ? score_range(o, *m.pattern.kind) : std::pair<double, double>(0.0, 1.0);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   for (int k = 0; k < o.heads && !sorted; ++k)
-    dl->AddText(ImVec2(origin.x + label_w + cell * static_cast<float>(k) + tile * 0.3f, origin.y),
-                label_colour, ("H" + std::to_string(k)).c_str());
+    dl->AddText(ImVec2(origin.x + column_x(k, cell) + tile * 0.3f, origin.y), label_colour,
+                ("H" + std::to_string(k)).c_str());
   if (sorted)
     dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
                 "heads sorted by score, highest on the left (plate: the head and its score)");
-  ImGui::InvisibleButton("grid", ImVec2(label_w + cell * static_cast<float>(o.heads),
+  ImGui::InvisibleButton("grid", ImVec2(label_w + groups_gap + cell * static_cast<float>(o.heads),
                                         top + cell * static_cast<float>(o.layers)));
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked();
@@ -196,12 +271,16 @@ void draw_model_grid(AppState& state) {
     const float y = origin.y + top + cell * static_cast<float>(l);
     dl->AddText(ImVec2(origin.x, y + tile * 0.5f - font * 0.5f),
                 l == m.layer ? ImGui::GetColorU32(ImGuiCol_Text) : label_colour,
-                ("L" + std::to_string(l)).c_str());
+                ("L" + std::to_string(l) + (layout.slides(l) ? " W" : "")).c_str());
+    if (hovered && mouse.x < origin.x + label_w && mouse.y >= y && mouse.y < y + cell)
+      ImGui::SetTooltip(layout.slides(l) ? "layer %d slides: each query sees its last %d tokens"
+                                         : "layer %d attends to every earlier token (full)",
+                        l, layout.window);
     const std::vector<int> order = heads_in_order(o, l, m.pattern);
     for (int k = 0; k < o.heads; ++k) {
       const int h = order[static_cast<std::size_t>(k)];
       const int index = l * o.heads + h;
-      const ImVec2 p0(origin.x + label_w + cell * static_cast<float>(k), y);
+      const ImVec2 p0(origin.x + column_x(k, cell), y);
       const ImVec2 p1(p0.x + tile, p0.y + tile);
       const core::Stage& st = o.thumbs[static_cast<std::size_t>(index)];
       const HeatmapTexture tex =
@@ -234,7 +313,7 @@ void draw_model_grid(AppState& state) {
                         mouse.y < p0.y + cell;
       if (!over) continue;
       m.hovered = index;
-      head_tooltip(o, l, h);
+      head_tooltip(o, layout, l, h);
       if (clicked) {
         state.select_layer(l);
         state.select_head(h);
@@ -242,18 +321,7 @@ void draw_model_grid(AppState& state) {
       }
     }
   }
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  text_wrapped(state,
-               std::to_string(o.tokens) +
-                   " tokens. Each tile is one head's attention "
-                   "weights (" +
-                   (scope == ScaleScope::Row ? "each row on its own scale, View > R"
-                                             : "on one scale, 0 to 1") +
-                   (o.tokens > kThumbnailCells ? "), each cell the largest weight of a block of " +
-                                                     std::to_string(o.thumb_block()) + " × " +
-                                                     std::to_string(o.thumb_block()) + " tokens."
-                                               : std::string(").")));
-  ImGui::PopStyleColor();
+  draw_grid_caption(state, layout, scope, grouped, any_sliding);
 }
 
 // ---------------------------------------------------------------------------
@@ -285,7 +353,7 @@ void draw_head_toggles(AppState& state, int heads) {
 // The head view's layer: ◀ and ▶ beside a slider, so that a learner walks
 // the layers without leaving the view.
 void draw_head_view_layer(AppState& state) {
-  const int layers = state.model.model ? state.model.model->config().n_layer : 1;
+  const int layers = std::max(state.model.num_layers(), 1);
   const int layer = state.model.layer;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Layer");
@@ -464,7 +532,7 @@ void draw_token_focus(AppState& state) {
 
 void draw_model_centre(AppState& state) {
   ModelState& m = state.model;
-  if (!m.model) {
+  if (!m.is_open()) {
     draw_no_model(state);
     return;
   }
@@ -472,7 +540,7 @@ void draw_model_centre(AppState& state) {
     if (!state.error.empty())
       text_wrapped(state, state.error);
     else
-      ImGui::TextDisabled("Running %s on %zu tokens...", m.model->name().c_str(),
+      ImGui::TextDisabled("Running %s on %zu tokens...", m.model_name().c_str(),
                           m.typed.tokens.size());
     return;
   }
@@ -501,7 +569,7 @@ void draw_model_centre(AppState& state) {
   // Where the learner is, and the keys while there is room for them (a
   // narrow window keeps the first part; the keys are in each control's tip).
   char where[256];
-  std::snprintf(where, sizeof where, "%s, layer %d, head %d", m.model->name().c_str(), m.layer,
+  std::snprintf(where, sizeof where, "%s, layer %d, head %d", m.model_name().c_str(), m.layer,
                 state.head);
   const std::string keys = std::string(where) + "   (PgUp/PgDn: layer, [ ]: head)";
   ImGui::SameLine();

@@ -136,10 +136,11 @@ std::vector<ColumnBand> head_bands(const core::Trace& t, const core::Stage& s) {
 // A row of vocabulary scores (the logits: 1 × 50257) is no picture: its
 // largest entries as a table, each with its token and softmax probability.
 void draw_vocab_scores(AppState& state, const core::Stage& s, ImVec2 size) {
-  if (!state.model.model) return;  // only a model's run has a vocabulary
+  if (!state.model.is_open()) return;  // only a model's run has a vocabulary
   const core::RowMatrix& m = s.data();
   constexpr int kShown = 15;
-  const std::vector<core::NextToken> top = core::top_tokens(*state.model.model, m, kShown);
+  const std::vector<core::NextToken> top =
+      core::top_tokens(m, kShown, [&](int id) { return state.model.token_name(id); });
   ImGui::BeginChild("##vocab_scores", size, false);
   const int at = state.model.overview ? state.model.overview->next_at : -1;
   ImGui::Text("logits after token %d (1 × %lld): the %d largest", at,

@@ -10,6 +10,7 @@
 
 #include "attnscope/formats/files.hpp"
 #include "attnscope/io/io.hpp"
+#include "attnscope/model/family_trace.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "words/stage_info.hpp"
 
@@ -121,16 +122,15 @@ void apply_text_flags(const LaunchOptions& o, AppState& state) {
   if (!state.embed_text()) throw core::ParseError(o.text.flag() + ": " + t.typed.error);
 }
 
-// The model's steps, for --stage with --model.
-// A block's steps, and the last block's two more (the final norm, the logits).
-const std::vector<Step>& model_steps() {
-  static const std::vector<Step> steps = [] {
-    std::vector<Step> s = steps_for(core::gpt2_block(core::Gpt2Config{}).recipe);
-    s.push_back(Step::FinalNorm);
-    s.push_back(Step::Logits);
-    return s;
-  }();
-  return steps;
+// The model's steps at `layer`, for --stage with --model: a block's steps,
+// and the last block's two more (the final norm, the logits).
+std::vector<Step> model_steps(const ModelState& m, int layer) {
+  std::vector<Step> s =
+      steps_for(m.family ? core::family_block(m.family->model->config(), layer).recipe
+                         : core::gpt2_block(core::Gpt2Config{}).recipe);
+  s.push_back(Step::FinalNorm);
+  s.push_back(Step::Logits);
+  return s;
 }
 
 // --ids with --model: the text those tokens spell, which must split into
@@ -138,13 +138,15 @@ const std::vector<Step>& model_steps() {
 // box would re-split it). Throws core::ParseError.
 void apply_ids_flag(const std::string& list, AppState& state) {
   ModelState& m = state.model;
-  const std::vector<int> ids = run_flags::parse_ids(list, *m.model);
+  const std::vector<int> ids =
+      m.family ? run_flags::parse_ids(list, m.model_name(), m.family->model->config().vocab_size)
+               : run_flags::parse_ids(list, *m.model);
   std::string text;
-  for (int id : ids) text += m.model->tokenizer().token_bytes(id);
+  for (int id : ids) text += m.token_bytes(id).value_or("");
   m.typed.text = text;
   state.model_text_changed();
   if (m.typed.error.empty() && m.typed.ids() != ids)
-    throw core::ParseError("--ids " + list + ": " + m.model->name() +
+    throw core::ParseError("--ids " + list + ": " + m.model_name() +
                            "'s tokenizer splits the text of these ids differently, and the app "
                            "runs a text as its tokenizer splits it; give the text with --text, "
                            "or use attnscope-cli model trace --ids for these exact ids");
@@ -174,40 +176,40 @@ void apply_model_flags(const LaunchOptions& o, AppState& state) {
   state.poll_model_loader(true);
   // A Hub id not downloaded yet: the app opens on the window that gets it
   // (open_model filled it in), unless other flags need the model now.
-  if (!m.model && m.get.open && !o.model.ids && !o.layer && !o.head && !o.stage &&
+  if (!m.is_open() && m.get.open && !o.model.ids && !o.layer && !o.head && !o.stage &&
       !o.compare_model) {
     state.set_source(Source::Model);
     return;
   }
-  if (!m.model) throw core::ParseError("--model: " + m.load_error);
+  if (!m.is_open()) throw core::ParseError("--model: " + m.load_error);
   if (o.model.ids) apply_ids_flag(*o.model.ids, state);
   if (!m.typed.error.empty())
     throw core::ParseError((o.model.ids ? "--ids" : o.text.flag()) + ": " + m.typed.error +
                            (m.too_long ? " (--keep-last keeps them)" : ""));
-  const core::Gpt2Config& c = m.model->config();
+  const int n_layer = m.num_layers(), n_head = m.num_heads();
   if (o.layer) {
-    if (*o.layer < 0 || *o.layer >= c.n_layer)
+    if (*o.layer < 0 || *o.layer >= n_layer)
       throw core::ParseError(
-          "--layer " + std::to_string(*o.layer) + " is out of range: " + m.model->name() + " has " +
-          std::to_string(c.n_layer) + " layers (0 to " + std::to_string(c.n_layer - 1) + ")");
+          "--layer " + std::to_string(*o.layer) + " is out of range: " + m.model_name() + " has " +
+          std::to_string(n_layer) + " layers (0 to " + std::to_string(n_layer - 1) + ")");
     m.layer = *o.layer;
   }
   if (o.head) {
-    if (*o.head < 0 || *o.head >= c.n_head)
-      throw core::ParseError("--head " + std::to_string(*o.head) + " is out of range: " +
-                             m.model->name() + " has " + std::to_string(c.n_head) +
-                             " heads per layer (0 to " + std::to_string(c.n_head - 1) + ")");
+    if (*o.head < 0 || *o.head >= n_head)
+      throw core::ParseError(
+          "--head " + std::to_string(*o.head) + " is out of range: " + m.model_name() + " has " +
+          std::to_string(n_head) + " heads per layer (0 to " + std::to_string(n_head - 1) + ")");
     state.head = *o.head;
   }
   if (o.stage) {
     const auto step = parse_step(*o.stage);
-    const auto& steps = model_steps();
+    const std::vector<Step> steps = model_steps(m, m.layer);
     if (!step || std::find(steps.begin(), steps.end(), *step) == steps.end())
       throw core::ParseError("unknown stage '" + *o.stage +
                              "' of a model's block (known: " + step_list(steps) + ")");
-    if ((*step == Step::FinalNorm || *step == Step::Logits) && m.layer != c.n_layer - 1)
+    if ((*step == Step::FinalNorm || *step == Step::Logits) && m.layer != n_layer - 1)
       throw core::ParseError("stage '" + *o.stage + "' comes after the last block: add --layer " +
-                             std::to_string(c.n_layer - 1));
+                             std::to_string(n_layer - 1));
     state.step = *step;
     m.view = ModelView::Head;
   }

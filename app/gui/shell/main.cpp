@@ -637,7 +637,7 @@ void run_frame_bench(App& app, int frames) {
   gui::AppState& state = app.state;
   gui::FrameBench bench;
   // A model: its load happened before the window (apply_launch_options).
-  const bool model = state.model_source() && state.model.model;
+  const bool model = state.model_source() && state.model.is_open();
   if (model) bench.source_loaded();
   while (!glfwWindowShouldClose(app.window) && !g_stop_signal) {
     // While the worker computes and nothing is being prepared the app's

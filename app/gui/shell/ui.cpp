@@ -26,7 +26,7 @@ void handle_shortcuts(AppState& state) {
   if (key_pressed(ImGuiKey_End)) state.step_by(+100);
   if (key_pressed(ImGuiKey_Escape)) state.pinned = CellRef{};
   if (letter_pressed('R')) toggle_row_scale(state);
-  if (state.model_source() && state.model.model) {
+  if (state.model_source() && state.model.is_open()) {
     if (key_pressed(ImGuiKey_PageDown)) state.select_layer(state.model.layer + 1);
     if (key_pressed(ImGuiKey_PageUp)) state.select_layer(state.model.layer - 1);
     if (char_typed(']')) state.select_head(state.head + 1);

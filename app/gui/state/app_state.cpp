@@ -11,6 +11,7 @@
 #include "attnscope/base/stages.hpp"
 #include "attnscope/io/io.hpp"
 #include "attnscope/io/weights.hpp"
+#include "attnscope/model/family_config.hpp"
 #include "attnscope/text/tokenizer.hpp"
 #include "platform/fonts.hpp"
 
@@ -98,20 +99,21 @@ void AppState::start_worker(std::function<void()> notify) {
 std::optional<ComputeJob> AppState::next_job() {
   if (model_source()) {
     error.clear();
-    if (!model.model) return std::nullopt;  // the Model panel says how to open one
+    if (!model.is_open()) return std::nullopt;  // the Model panel says how to open one
     if (!model.typed.error.empty()) {
       error = model.typed.error;
       return std::nullopt;
     }
     auto job = std::make_shared<ModelJob>();
     job->model = model.model;
+    job->family = model.family;
     job->ids = model.typed.ids();
     job->layer = model.layer;
     job->head = head;
     job->next_at = model.next_at;
     job->lens = model.lens_open;
     job->induction = model.induction;
-    if (model.compare.open) job->compare = model.compare.model;
+    if (model.compare.open && model.model) job->compare = model.compare.model;
     ComputeJob j;
     j.model = std::move(job);
     j.version = requested_version;
@@ -352,7 +354,7 @@ void AppState::poll_model_loader(bool wait) {
   std::optional<ModelLoader::Outcome> o = model.loader->take();
   if (!o) return;
   const bool restoring = std::exchange(model.restoring, false);
-  if (!o->model) {
+  if (!o->model && !o->family) {
     model.load_error = o->error;  // the previous model and everything on screen stay
     if (restoring) {
       ui.session_warning = "The session's model could not be opened (" + o->error +
@@ -362,17 +364,17 @@ void AppState::poll_model_loader(bool wait) {
     return;
   }
   model.model = std::move(o->model);
+  model.family = std::move(o->family);
   model.model_path = o->path;
   model.load_error.clear();
   model.remember(o->path);
   model.overview.reset();
   model.induction.reset();
-  const core::Gpt2Config& c = model.model->config();
-  model.layer = std::clamp(model.layer, 0, c.n_layer - 1);
-  head = std::clamp(head, 0, c.n_head - 1);
+  model.layer = std::clamp(model.layer, 0, model.num_layers() - 1);
+  head = std::clamp(head, 0, model.num_heads() - 1);
   model.query = -1;
   model.next_at = -1;
-  model.heads_off.assign(static_cast<std::size_t>(c.n_head), false);
+  model.heads_off.assign(static_cast<std::size_t>(model.num_heads()), false);
   set_source(Source::Model);
 }
 
@@ -389,7 +391,13 @@ void AppState::poll_compare_loader(bool wait) {
   std::optional<ModelLoader::Outcome> o = c.loader->take();
   if (!o) return;
   if (!o->model) {
-    c.error = o->error;  // A, and any B before, stay
+    // A, and any B before, stay.
+    c.error = o->family
+                  ? o->path + " is a " +
+                        std::string(core::model_family_name(o->family->model->config().family)) +
+                        " model: Compare checkpoints compares two GPT-2-shaped checkpoints "
+                        "(two epochs of the book's training, or GPT-2 and a fine-tune)"
+                  : o->error;
     return;
   }
   c.model = std::move(o->model);
@@ -430,15 +438,15 @@ void AppState::model_text_changed() {
 }
 
 void AppState::select_layer(int layer) {
-  if (!model.model) return;
-  model.layer = std::clamp(layer, 0, model.model->config().n_layer - 1);
+  if (!model.is_open()) return;
+  model.layer = std::clamp(layer, 0, model.num_layers() - 1);
   mark_dirty();
 }
 
 void AppState::select_head(int h) {
-  const int heads = model_source() && model.model ? model.model->config().n_head
-                    : trace                       ? trace->heads_shown()
-                                                  : 1;
+  const int heads = model_source() && model.is_open() ? model.num_heads()
+                    : trace                           ? trace->heads_shown()
+                                                      : 1;
   head = std::clamp(h, 0, std::max(heads - 1, 0));
   // Above kEveryHeadUpTo tokens a block's trace holds the focused head's
   // stages only: fetch the new head's.
@@ -446,12 +454,12 @@ void AppState::select_head(int h) {
 }
 
 bool AppState::append_top_token() {
-  if (!model.overview || model.overview->next_last.empty() || !model.model) return false;
+  if (!model.overview || model.overview->next_last.empty() || !model.is_open()) return false;
   return append_token(model.overview->next_last[0].id);
 }
 
 std::optional<int> AppState::sample_token() {
-  if (!model.overview || !model.overview->last_logits || !model.model) return std::nullopt;
+  if (!model.overview || !model.overview->last_logits || !model.is_open()) return std::nullopt;
   SamplingState& s = model.sampling;
   const core::Sampling& want = s.settings;
   const bool same = s.sampler && s.after_text == model.typed.text &&
@@ -488,14 +496,14 @@ bool AppState::append_token(int id) {
   // character (or continues none) leaves U+FFFD there, as tiktoken's decode
   // of the whole text would show it, instead of bytes that are not UTF-8
   // (which the tokenizer refuses and the session cannot save).
-  if (id < 0 || static_cast<std::size_t>(id) >= model.model->tokenizer().vocab_size()) {
+  const std::optional<std::string> bytes = model.token_bytes(id);
+  if (!bytes) {
     model.typed.error = "Token id " + std::to_string(id) +
                         " has no text in this model's tokenizer (its vocabulary is padded); "
                         "it cannot be added to the text.";
     return false;
   }
-  const std::string& bytes = model.model->tokenizer().token_bytes(id);
-  model.typed.text = core::decode_utf8_replace(model.typed.text + bytes);
+  model.typed.text = core::decode_utf8_replace(model.typed.text + *bytes);
   model_text_changed();
   return true;
 }

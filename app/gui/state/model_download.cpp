@@ -30,6 +30,16 @@ const std::vector<CatalogModel>& model_catalog() {
        "GPT-2 distilled to 6 layers: the same heads per layer, half the depth."},
       {"openai-community/gpt2-medium", "GPT-2 medium", "1.52 GB", "MIT",
        "24 layers x 16 heads, d = 1024: GPT-2 355M."},
+      {"HuggingFaceTB/SmolLM2-135M", "SmolLM2 135M", "269 MB", "Apache-2.0",
+       "A Llama-style model: 30 layers, 9 query heads sharing 3 K/V heads, RoPE, SwiGLU."},
+      {"Qwen/Qwen3-0.6B", "Qwen3 0.6B", "1.50 GB", "Apache-2.0",
+       "28 layers, 16 query heads sharing 8 K/V heads, q/k norm before RoPE."},
+      {"google/gemma-3-270m", "Gemma 3 270M", "536 MB", "Gemma (gated)",
+       "18 layers, 4 heads on 1 K/V head, sliding-window layers with a full one every sixth. "
+       "Accept the licence on huggingface.co and set HF_TOKEN first."},
+      {"meta-llama/Llama-3.2-1B", "Llama 3.2 1B", "2.47 GB", "Llama 3.2 (gated)",
+       "16 layers, 32 query heads sharing 8 K/V heads, Llama 3's RoPE scaling. Accept the "
+       "licence on huggingface.co and set HF_TOKEN first."},
   };
   return models;
 }

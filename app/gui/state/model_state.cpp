@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "attnscope/io/io.hpp"
+#include "attnscope/model/family_config.hpp"
 
 namespace attnscope::gui {
 
@@ -55,9 +56,20 @@ void ModelLoader::start(const std::string& path, const std::string& config) {
     Outcome o;
     o.path = path;
     try {
-      o.model = core::Gpt2Model::load(
-          path, config.empty() ? std::nullopt : std::optional<std::filesystem::path>(config),
-          progress.get());
+      if (config.empty() && core::family_model_type(path)) {
+        const std::filesystem::path folder = core::model_folder(path);
+        (void)core::read_family_config((folder / "config.json").string());  // its refusal first
+        auto f = std::make_shared<FamilyModelOpen>();
+        f->tokenizer = std::make_shared<const core::HfTokenizer>(
+            core::HfTokenizer::load(core::family_tokenizer_path(folder).string()));
+        f->model = core::FamilyModel::load(path, progress.get());
+        f->name = folder.filename().string();
+        o.family = std::move(f);
+      } else {
+        o.model = core::Gpt2Model::load(
+            path, config.empty() ? std::nullopt : std::optional<std::filesystem::path>(config),
+            progress.get());
+      }
     } catch (const std::bad_alloc&) {
       o.error = "out of memory while loading " + path;
     } catch (const std::exception& e) {
@@ -114,7 +126,10 @@ void ModelState::remember(const std::string& p) {
 void ModelState::encode_text() {
   dropped = 0;
   too_long = false;
-  if (!typed.encode(model ? model->tokenizer() : core::Gpt2Tokenizer::builtin())) return;
+  const bool encoded =
+      family ? typed.encode(*family->tokenizer)
+             : typed.encode(model ? model->tokenizer() : core::Gpt2Tokenizer::builtin());
+  if (!encoded) return;
   const std::size_t n = typed.tokens.size();
   const auto limit = static_cast<std::size_t>(max_tokens());
   if (n == 0) {
@@ -130,7 +145,42 @@ void ModelState::encode_text() {
   }
 }
 
-int ModelState::max_tokens() const { return model ? model->config().n_positions : 1024; }
+int ModelState::max_tokens() const {
+  if (family) return family->max_tokens();
+  return model ? model->config().n_positions : 1024;
+}
+
+std::string ModelState::model_name() const {
+  if (family) return family->name;
+  return model ? model->name() : std::string();
+}
+
+int ModelState::num_layers() const {
+  if (family) return family->model->config().num_hidden_layers;
+  return model ? model->config().n_layer : 0;
+}
+
+int ModelState::num_heads() const {
+  if (family) return family->model->config().num_attention_heads;
+  return model ? model->config().n_head : 0;
+}
+
+std::optional<std::string> ModelState::token_bytes(int id) const {
+  try {
+    if (family && id >= 0 && static_cast<std::size_t>(id) < family->tokenizer->vocab_size())
+      return family->tokenizer->token_bytes(id);
+    if (model && id >= 0 && static_cast<std::size_t>(id) < model->tokenizer().vocab_size())
+      return model->tokenizer().token_bytes(id);
+  } catch (const core::ParseError&) {
+  }
+  return std::nullopt;
+}
+
+std::string ModelState::token_name(int id) const {
+  if (family) return family->token_name(id);
+  const std::optional<std::string> bytes = token_bytes(id);
+  return bytes ? core::printable_token(*bytes) : "<" + std::to_string(id) + ">";
+}
 
 double pattern_value(const ModelOverview& o, core::PatternKind kind, int index) {
   const auto at = static_cast<std::size_t>(index);

@@ -45,16 +45,18 @@ class ModelLoader {
  public:
   struct Outcome {
     std::string path;
-    std::shared_ptr<const core::Gpt2Model> model;  // null on failure
-    std::string error;                             // the engine's message on failure
+    std::shared_ptr<const core::Gpt2Model> model;   // GPT-2 or the book's GPTModel, or
+    std::shared_ptr<const FamilyModelOpen> family;  // a Llama/Mistral/Qwen/Gemma 3 folder
+    std::string error;                              // the engine's message on failure
   };
   ModelLoader() = default;
   ~ModelLoader();
   ModelLoader(const ModelLoader&) = delete;
   ModelLoader& operator=(const ModelLoader&) = delete;
 
-  // Starts loading `path` (Gpt2Model::load with `config` when not empty),
-  // cancelling a load in progress.
+  // Starts loading `path` (Gpt2Model::load with `config` when not empty;
+  // a folder whose config.json names another model_type with
+  // FamilyModel::load and its tokenizer.json), cancelling a load in progress.
   void start(const std::string& path, const std::string& config);
   void cancel();
   bool loading() const { return loading_; }
@@ -141,9 +143,10 @@ struct ModelState {
   std::string config;
   std::vector<std::string> recent;  // most recent first, at most kRecent
   static constexpr std::size_t kRecent = 8;
-  std::shared_ptr<const core::Gpt2Model> model;  // null until one loaded
-  std::string model_path;                        // the path `model` came from
-  std::string load_error;                        // the last failed load's message
+  std::shared_ptr<const core::Gpt2Model> model;   // null until one loaded
+  std::shared_ptr<const FamilyModelOpen> family;  // or a family model (model is then null)
+  std::string model_path;                         // the path `model` came from
+  std::string load_error;                         // the last failed load's message
   std::unique_ptr<ModelLoader> loader = std::make_unique<ModelLoader>();  // movable state
   std::vector<core::FoundModel> found;  // core::find_models(), refreshed on demand
   bool found_scanned = false;
@@ -193,6 +196,16 @@ struct ModelState {
   void encode_text();
   // The most tokens the model reads (1024 without a model).
   int max_tokens() const;
+  // A model of either kind is open.
+  bool is_open() const { return model || family; }
+  // The open model's name ("gpt2", "Qwen3-0.6B"), layers and heads (0 without one).
+  std::string model_name() const;
+  int num_layers() const;
+  int num_heads() const;
+  // Token `id` of the open model's tokenizer as the views print it.
+  std::string token_name(int id) const;
+  // Its bytes; nullopt for an id the tokenizer has no text for (a padded vocabulary).
+  std::optional<std::string> token_bytes(int id) const;
 };
 
 // A load error in the app's words: where the loader says to pass

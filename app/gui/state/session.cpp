@@ -39,7 +39,7 @@ namespace {
 
 // The model source: what to open and where the learner was (never the weights).
 json model_view_of(const ModelState& m) {
-  json j = {{"path", m.model ? m.model_path : m.path},
+  json j = {{"path", m.is_open() ? m.model_path : m.path},
             {"config", m.config},
             {"text", m.typed.text},
             {"layer", m.layer},
@@ -328,7 +328,7 @@ void apply_model_view(ModelState from, bool model_source, AppState& state) {
   if (!std::filesystem::exists(m.path, ec)) {
     state.ui.session_warning = "The session's model " + m.path +
                                " is not there any more: showing the chapter-3 classes. Open a "
-                               "model from the Source menu (GPT-2 checkpoint).";
+                               "model from the Source menu (Trained model).";
     return;
   }
   state.source = Source::Model;

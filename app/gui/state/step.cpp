@@ -33,6 +33,7 @@ constexpr StepRow kSteps[] = {
     {Step::Latent, "latent", "Latent", {id::latent_kv}},
     {Step::Projections, "qkv", "Q/K/V", {id::queries, id::keys, id::values}},
     {Step::SplitHeads, "split", "Split heads", {id::queries}},
+    {Step::QkNorm, "qk_norm", "Q/K norm", {id::queries_normed, id::keys_normed}},
     {Step::Rotate, "rope", "RoPE", {id::queries_rotated, id::keys_rotated}},
     {Step::KvGroups, "kv_groups", "K/V heads", {id::group_keys, id::group_values}},
     {Step::Scores, "scores", "Scores", {id::scores}},
@@ -237,12 +238,20 @@ StepMatrices after_chapter3_matrices(Step step, const core::Trace& t, int h) {
       add(m.inputs, id::W_down, -1);
       add(m.inputs, id::b_down, -1);
       break;
-    case Step::Rotate:
-      add(m.outputs, id::queries_rotated, h);
-      add(m.outputs, id::keys_rotated, h);
+    case Step::QkNorm:
+      add(m.outputs, id::queries_normed, h);
+      add(m.outputs, id::keys_normed, h);
       add(m.inputs, id::queries, h);
       add(m.inputs, id::keys, h);
       break;
+    case Step::Rotate: {
+      add(m.outputs, id::queries_rotated, h);
+      add(m.outputs, id::keys_rotated, h);
+      const bool normed = t.find(core::StageKey{l, h, id::queries_normed}) != nullptr;
+      add(m.inputs, normed ? id::queries_normed : id::queries, h);
+      add(m.inputs, normed ? id::keys_normed : id::keys, h);
+      break;
+    }
     case Step::KvGroups:
       for (int g = 0; t.find(core::StageKey{l, g, id::group_keys}); ++g) {
         add(m.outputs, id::group_keys, g);
@@ -287,6 +296,7 @@ StepMatrices step_matrices(Step step, const core::Trace& t, int head) {
       break;
     case Step::Memory:
     case Step::Latent:
+    case Step::QkNorm:
     case Step::Rotate:
     case Step::KvGroups:
     case Step::WindowMask:

@@ -23,6 +23,7 @@ enum class Step {
   Latent,       // latent attention: C_kv = X . W_DKV, the few columns the cache keeps
   Projections,  // Q, K, V = X . W_query, W_key, W_value
   SplitHeads,   // multihead: Q, K, V cut into num_heads column groups
+  QkNorm,       // Qwen3, Gemma 3: each head's q and k rows RMS-normalised before RoPE
   Rotate,       // RoPE: each head's q and k rotated by their positions
   KvGroups,     // grouped-query: the K/V heads and the query heads reading each
   Scores,       // omega = Q . K^T  (simple: X . X^T)

@@ -5,17 +5,28 @@
 
 namespace attnscope::gui {
 
-bool TypedText::encode(const core::Gpt2Tokenizer& tokenizer) {
+namespace {
+
+template <class Tokenizer>
+bool encode_with(TypedText& t, const Tokenizer& tokenizer) {
   try {
-    tokens = tokenizer.encode(text);
+    t.tokens = tokenizer.encode(t.text);
   } catch (const core::ParseError& e) {
-    tokens.clear();
-    error = e.what();
+    t.tokens.clear();
+    t.error = e.what();
     return false;
   }
-  error.clear();
+  t.error.clear();
   return true;
 }
+
+}  // namespace
+
+bool TypedText::encode(const core::Gpt2Tokenizer& tokenizer) {
+  return encode_with(*this, tokenizer);
+}
+
+bool TypedText::encode(const core::HfTokenizer& tokenizer) { return encode_with(*this, tokenizer); }
 
 std::vector<int> TypedText::ids() const {
   std::vector<int> out;

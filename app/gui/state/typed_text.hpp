@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnscope/text/hf_tokenizer.hpp"
 #include "attnscope/text/tokenizer.hpp"
 
 namespace attnscope::gui {
@@ -25,6 +26,8 @@ struct TypedText {
   // Text that is not UTF-8 leaves no tokens and sets `error` to the
   // tokenizer's message; otherwise `error` is cleared. Returns error.empty().
   bool encode(const core::Gpt2Tokenizer& tokenizer);
+  // The same with a tokenizer.json's tokenizer (its special tokens and BOS rule).
+  bool encode(const core::HfTokenizer& tokenizer);
   // The token ids of `tokens`.
   std::vector<int> ids() const;
 };

@@ -84,7 +84,7 @@ def write_model(folder):
 
 
 def open_model(env, wid, model, status_path):
-    """Source > GPT-2 checkpoint (the combo atop the left column, its third
+    """Source > Trained model (the combo atop the left column, its third
     item), then the folder's path into the Checkpoint field and Return (the
     places model_xvfb_test.py uses, for the same 1600x1000 window). Each
     click waits for the app's answer on screen before the next input."""

@@ -5,7 +5,7 @@ xvfb-run; see CMakeLists.txt).
   1. A tiny GPT-2 folder (config.json + model.safetensors, written here
      with the standard library) opens with --model; a folder that is not a
      model gives exit 2 and the engine's message.
-  2. The app is driven with xdotool: Source > GPT-2 checkpoint and the
+  2. The app is driven with xdotool: Source > Trained model and the
      folder's path typed into the Checkpoint field open it; the text box is typed into, a thumbnail
      of the model view is clicked (the one-head stepper opens), PgDn moves
      to the next layer, G appends the most likely token; the screen changes
@@ -78,7 +78,7 @@ def main():
 
     xdotool(env, "windowfocus", "--sync", wid)
     stable_screen()
-    # Source > GPT-2 checkpoint (the combo atop the left column, its third
+    # Source > Trained model (the combo atop the left column, its third
     # item), then the path into the Checkpoint field and Return.
     act(env, status, "mousemove", "--window", wid, "230", "57", "click", "1")
     act(env, status, "mousemove", "--window", wid, "150", "135", "click", "1")

@@ -325,6 +325,7 @@ StepText describe_block_mlp(Step step, const BlockStepContext& x) {
 }  // namespace
 
 StepText describe_model_step(Step step, const core::Trace& t, int head) {
+  if (!t.block.family.empty()) return describe_family_step(step, t, head);
   const BlockStepContext x = block_step_context(t, head);
   switch (step) {
     case Step::Inputs:
@@ -359,6 +360,7 @@ StepText describe_model_step(Step step, const core::Trace& t, int head) {
     }
     case Step::Memory:
     case Step::Latent:
+    case Step::QkNorm:
     case Step::Rotate:
     case Step::KvGroups:
     case Step::WindowMask: {

@@ -600,6 +600,7 @@ StepText describe_step(Step step, const core::Trace& t, int head) {
       return describe_weights_to_output(step, x);
     case Step::Memory:
     case Step::Latent:
+    case Step::QkNorm:
     case Step::Rotate:
     case Step::KvGroups:
     case Step::WindowMask:

@@ -24,6 +24,8 @@ struct StepText {
 StepText describe_step(Step step, const core::Trace& trace, int head);
 // The same for a real model's block (trace.model set; model_step_text.cpp).
 StepText describe_model_step(Step step, const core::Trace& trace, int head);
+// The same for an open family's block (trace.block.family set; family_step_text.cpp).
+StepText describe_family_step(Step step, const core::Trace& trace, int head);
 
 // "6×2"
 std::string shape_text(const core::RowMatrix& m);

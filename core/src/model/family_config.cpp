@@ -245,4 +245,36 @@ FamilyConfig read_family_config(const std::string& path) {
   return parse_family_config(read_text_file(path), path);
 }
 
+namespace fs = std::filesystem;
+
+fs::path model_folder(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) ? path : path.parent_path();
+}
+
+std::optional<std::string> family_model_type(const fs::path& path) {
+  std::error_code ec;
+  const fs::path config = model_folder(path) / "config.json";
+  if (!fs::is_regular_file(config, ec)) return std::nullopt;
+  const std::string e = path.extension().string();
+  if (e == ".pth" || e == ".pt") return std::nullopt;
+  const json j = json::parse(read_text_file(config.string()), nullptr, false);
+  if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string())
+    return std::nullopt;
+  std::string type = j["model_type"].get<std::string>();
+  if (type == "gpt2") return std::nullopt;
+  return type;
+}
+
+fs::path family_tokenizer_path(const fs::path& folder) {
+  std::error_code ec;
+  const fs::path file = folder / "tokenizer.json";
+  if (!fs::exists(file, ec))
+    throw ParseError(
+        folder.string() +
+        ": no tokenizer.json in this folder; add the model's tokenizer.json (and "
+        "tokenizer_config.json) from its Hugging Face repository to read text with it");
+  return file;
+}
+
 }  // namespace attnscope::core

@@ -102,6 +102,22 @@ void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim) {
     }
 }
 
+RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a) {
+  const Eigen::Index inner = gate_up.cols() / 2;
+  RowMatrix out(gate_up.rows(), inner);
+  const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+#pragma omp parallel for schedule(static) if (out.size() > 100000)
+  for (Eigen::Index r = 0; r < out.rows(); ++r) {
+    const auto g = gate_up.row(r).head(inner).array();
+    const auto u = gate_up.row(r).tail(inner).array();
+    if (a == FamilyActivation::Silu)
+      out.row(r).array() = (g / (1.0f + (-g).exp())) * u;
+    else
+      out.row(r).array() = (0.5f * g * (1.0f + (c * (g + 0.044715f * g.cube())).tanh())) * u;
+  }
+  return out;
+}
+
 }  // namespace detail
 
 namespace {
@@ -157,22 +173,6 @@ RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, 
   RowMatrix p = q * s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
   masked_softmax(p, s, static_cast<float>(c.query_scale), r0, n, k0);
   return p;
-}
-
-RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a) {
-  const Eigen::Index inner = gate_up.cols() / 2;
-  RowMatrix out(gate_up.rows(), inner);
-  const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
-#pragma omp parallel for schedule(static) if (out.size() > 100000)
-  for (Eigen::Index r = 0; r < out.rows(); ++r) {
-    const auto g = gate_up.row(r).head(inner).array();
-    const auto u = gate_up.row(r).tail(inner).array();
-    if (a == FamilyActivation::Silu)
-      out.row(r).array() = (g / (1.0f + (-g).exp())) * u;
-    else
-      out.row(r).array() = (0.5f * g * (1.0f + (c * (g + 0.044715f * g.cube())).tanh())) * u;
-  }
-  return out;
 }
 
 // A layer's stages from its input; `keep_all` keeps the projections before
@@ -250,7 +250,7 @@ RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatri
       detail::rms_norm(h, c.gemma ? b.pre_ff_norm : b.post_attn_norm, c.rms_norm_eps);
   RowMatrix gate_up;
   b.gate_up.apply(pre, gate_up);
-  const RowMatrix act = activate_gated(gate_up, c.activation);
+  const RowMatrix act = detail::activate_gated(gate_up, c.activation);
   gate_up = RowMatrix();
   b.down.apply(act, out);
   if (c.gemma) out = detail::rms_norm(out, b.post_ff_norm, c.rms_norm_eps);

@@ -37,6 +37,9 @@ FamilyRope family_rope(int head_dim, double theta, const Llama3RopeScaling* scal
 // Rotates every head_dim-wide slice of x's rows (row r at position r), in place.
 void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim);
 
+// down's input: act(gate) * up of each row of [gate | up] (SiLU or GELU-tanh).
+RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a);
+
 }  // namespace attnscope::core::detail
 
 namespace attnscope::core {

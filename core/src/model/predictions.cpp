@@ -105,6 +105,11 @@ void check_position(const ModelRun& run, int position) {
 }  // namespace
 
 std::vector<NextToken> top_tokens(const Gpt2Model& model, const RowMatrix& logits, int k) {
+  return top_tokens(logits, k, [&](int id) { return detail::token_text(model.tokenizer(), id); });
+}
+
+std::vector<NextToken> top_tokens(const RowMatrix& logits, int k,
+                                  const std::function<std::string(int)>& token_name) {
   const Eigen::Index V = logits.cols();
   const double lse = log_sum_exp(logits.data(), V);
   std::vector<int> order(static_cast<std::size_t>(V));
@@ -117,8 +122,8 @@ std::vector<NextToken> top_tokens(const Gpt2Model& model, const RowMatrix& logit
   std::vector<NextToken> out;
   for (std::size_t i = 0; i < top; ++i) {
     const int id = order[i];
-    out.push_back(NextToken{id, detail::token_text(model.tokenizer(), id),
-                            std::exp(static_cast<double>(logits(0, id)) - lse)});
+    out.push_back(
+        NextToken{id, token_name(id), std::exp(static_cast<double>(logits(0, id)) - lse)});
   }
   return out;
 }

@@ -39,7 +39,7 @@ enum class BlockPart : unsigned char {
 
 enum class NormKind : unsigned char { None, LayerNorm, RmsNorm };
 enum class PositionKind : unsigned char { None, Learned, Rotary };
-enum class MlpKind : unsigned char { None, Gelu, Relu, SwiGlu };
+enum class MlpKind : unsigned char { None, Gelu, Relu, SwiGlu, GeGlu };
 
 struct BlockRecipe {
   std::uint32_t parts = 1u << static_cast<unsigned>(BlockPart::Attention);

@@ -90,6 +90,14 @@ struct BlockDescription {
   BlockRecipe recipe;
   int heads = 1;     // heads per block
   int head_dim = 0;  // columns of one head's Q, K, V
+  // An open model family's block (Llama, Qwen, Gemma 3): its config's
+  // model_type ("" for GPT-2) and the numbers its steps quote.
+  std::string family;
+  int kv_heads = 0;          // K/V heads (query heads read heads / kv_heads each)
+  int window = 0;            // W on a sliding layer, else 0
+  double rope_theta = 0;     // this layer's RoPE base
+  bool rope_scaled = false;  // Llama 3's stretch of the low frequencies
+  double query_scale = 0;    // the scores' factor (head_dim^-1/2, Gemma query_pre_attn_scalar^-1/2)
 };
 
 // A trace of one step of generating token by token with the KV cache: the

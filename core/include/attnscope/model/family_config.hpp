@@ -6,6 +6,8 @@
 // model_type) is refused with a ParseError naming the key and what is read.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,5 +84,15 @@ struct FamilyConfig {
 FamilyConfig parse_family_config(std::string_view json_text, std::string_view source);
 // Reads and parses a config.json file; throws ParseError naming the file.
 FamilyConfig read_family_config(const std::string& path);
+
+// The folder holding a model: `path` itself, or the folder of a weights file.
+std::filesystem::path model_folder(const std::filesystem::path& path);
+// The model_type of the config.json in `path`'s folder when it is not
+// "gpt2" (a family folder to read with FamilyModel), else nullopt: no
+// config.json, a .pth/.pt file (the book's GPTModel), or GPT-2.
+std::optional<std::string> family_model_type(const std::filesystem::path& path);
+// The path of the folder's tokenizer.json; throws ParseError saying what
+// to add when the folder has none.
+std::filesystem::path family_tokenizer_path(const std::filesystem::path& folder);
 
 }  // namespace attnscope::core

@@ -90,6 +90,7 @@ class FamilyRun {
   static constexpr int kMaxTokens = 4096;
 
   const FamilyModel& model() const { return *model_; }
+  const std::vector<int>& ids() const { return ids_; }
   int num_tokens() const { return static_cast<int>(ids_.size()); }
   int num_layers() const;
   int num_heads() const;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,6 +25,9 @@ namespace attnscope::core {
 // first (equal logits: the lower id first); probabilities are the softmax
 // of the whole row.
 std::vector<NextToken> top_tokens(const Gpt2Model& model, const RowMatrix& logits, int k);
+// The same with each token named by `token_name` (any tokenizer's).
+std::vector<NextToken> top_tokens(const RowMatrix& logits, int k,
+                                  const std::function<std::string(int)>& token_name);
 
 // How generate() picks each next token (the book's §5.3 arguments).
 struct Sampling {

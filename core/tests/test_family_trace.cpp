@@ -1,0 +1,186 @@
+// test_family_trace.cpp: a family run as the app reads it
+// (model/family_trace.hpp), on Qwen3- and Gemma 3-shaped folders written
+// here: every stage of a block agrees with the forward and with the stage
+// before it, the logits of any position, the loss, the next tokens and the
+// induction scores.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attnscope/base/stages.hpp"
+#include "attnscope/model/family_trace.hpp"
+#include "family_folder.hpp"
+#include "temp_dir.hpp"
+
+namespace attnscope::core {
+namespace {
+
+namespace id = stage_id;
+
+std::shared_ptr<const FamilyModel> folder_model(const nlohmann::json& config, std::uint32_t seed,
+                                                const core::testing::TempDir& dir) {
+  attnscope::testing::write_family_folder(dir.path(), config, seed);
+  return FamilyModel::load(dir.path());
+}
+
+std::vector<int> some_ids(int T, int vocab) {
+  std::vector<int> ids;
+  for (int t = 0; t < T; ++t) ids.push_back((t * 37 + 11) % (vocab - 1));
+  return ids;
+}
+
+// max |a - b| over the largest |b| (at least 1).
+double relative(const RowMatrix& a, const RowMatrix& b) {
+  EXPECT_EQ(a.rows(), b.rows());
+  EXPECT_EQ(a.cols(), b.cols());
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return 1e9;
+  return static_cast<double>((a - b).cwiseAbs().maxCoeff()) /
+         std::max(1.0, static_cast<double>(b.cwiseAbs().maxCoeff()));
+}
+
+const RowMatrix& stage(const Trace& t, std::string_view sid, int head, int layer) {
+  const Stage* s = t.find(StageKey{layer, head, sid});
+  EXPECT_NE(s, nullptr) << sid << " head " << head << " layer " << layer;
+  static const RowMatrix empty;
+  return s ? s->data() : empty;
+}
+
+// One head's chain: scores from the rotated Q and K, the mask, the scaled
+// scores' softmax equal to the weights, the context from the group's values.
+void check_head(const Trace& t, const FamilyRun& run, int layer, int h) {
+  const FamilyConfig& c = run.model().config();
+  const int g = run.kv_group(h);
+  const RowMatrix& q = stage(t, id::queries_rotated, h, layer);
+  const RowMatrix& k = stage(t, id::keys_rotated, h, layer);
+  EXPECT_LT(relative(k, stage(t, id::group_keys, g, layer)), 1e-7);
+  EXPECT_LT(relative(q * k.transpose(), stage(t, id::scores, h, layer)), 1e-6);
+  const RowMatrix& scaled = stage(t, id::scaled_scores, h, layer);
+  const RowMatrix& weights = stage(t, id::weights, h, layer);
+  const bool slides = c.sliding[static_cast<std::size_t>(layer)];
+  EXPECT_EQ(t.find(StageKey{layer, h, id::window_mask}) != nullptr, slides);
+  const Eigen::Index T = weights.rows();
+  for (Eigen::Index i = 0; i < T; ++i) {
+    double sum = 0.0, top = -std::numeric_limits<double>::infinity();
+    for (Eigen::Index j = 0; j < T; ++j) {
+      const bool hidden = j > i || (slides && j <= i - c.sliding_window);
+      EXPECT_EQ(std::isinf(scaled(i, j)), hidden) << i << "," << j;
+      if (hidden) {
+        EXPECT_EQ(weights(i, j), 0.0f);
+      } else {
+        top = std::max(top, static_cast<double>(scaled(i, j)));
+      }
+    }
+    for (Eigen::Index j = 0; j <= i; ++j)
+      if (std::isfinite(scaled(i, j))) sum += std::exp(scaled(i, j) - top);
+    for (Eigen::Index j = 0; j <= i; ++j) {
+      if (std::isfinite(scaled(i, j))) {
+        EXPECT_NEAR(weights(i, j), std::exp(scaled(i, j) - top) / sum, 2e-6);
+      }
+    }
+  }
+  const RowMatrix& v = stage(t, id::values, h, layer);
+  EXPECT_LT(relative(weights * v, stage(t, id::context, h, layer)), 1e-6);
+  EXPECT_LT(relative(v, stage(t, id::group_values, g, layer)), 1e-7);
+}
+
+void check_block(const std::shared_ptr<const FamilyModel>& model, int T) {
+  const FamilyConfig& c = model->config();
+  const FamilyRun run(model, some_ids(T, c.vocab_size));
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const Trace t = family_layer_trace(run, layer, 1, true, {}, "", "tiny");
+    EXPECT_EQ(t.kind, TraceKind::ModelBlock);
+    EXPECT_EQ(t.block.recipe.has(BlockPart::Window), c.sliding[static_cast<std::size_t>(layer)]);
+    EXPECT_TRUE(t.block.recipe.has(BlockPart::QkNorm));
+    EXPECT_TRUE(t.block.recipe.has(BlockPart::KvGroups));
+    for (int h = 0; h < c.num_attention_heads; ++h) check_head(t, run, layer, h);
+    // The weights are the forward's own.
+    const std::vector<RowMatrix> forward = run.layer_weights(layer);
+    for (int h = 0; h < c.num_attention_heads; ++h)
+      EXPECT_EQ(stage(t, id::weights, h, layer), forward[static_cast<std::size_t>(h)]);
+    // The block's two halves add up to the next block's input.
+    const RowMatrix sum =
+        stage(t, id::attn_output, -1, layer) + stage(t, id::mlp_output, -1, layer);
+    EXPECT_LT(relative(sum, run.residual(layer + 1)), 1e-5) << "layer " << layer << " T " << T;
+    EXPECT_EQ(stage(t, id::block_output, -1, layer), run.residual(layer + 1));
+    const bool last = layer == c.num_hidden_layers - 1;
+    EXPECT_EQ(t.find(StageKey{-1, -1, id::logits}) != nullptr, last);
+    if (last) {
+      EXPECT_LT(relative(stage(t, id::logits, -1, -1), run.last_logits()), 1e-5);
+    }
+  }
+}
+
+TEST(FamilyTrace, EveryStageOfEachBlockAgreesWithTheForwardAcrossRowBlocks) {
+  const core::testing::TempDir qwen_dir, gemma_dir;
+  const auto qwen = folder_model(attnscope::testing::tiny_qwen3_config(), 3, qwen_dir);
+  const auto gemma = folder_model(attnscope::testing::tiny_gemma3_config(), 4, gemma_dir);
+  for (int T : {1, 2, 5, 31, 32, 33, 65}) {
+    check_block(qwen, T);
+    check_block(gemma, T);
+  }
+}
+
+TEST(FamilyTrace, OnlyTheFocusedHeadKeepsEveryStageWhenAskedTo) {
+  const core::testing::TempDir dir;
+  const auto model = folder_model(attnscope::testing::tiny_qwen3_config(), 5, dir);
+  const FamilyRun run(model, some_ids(9, 300));
+  const Trace t = family_layer_trace(run, 1, 6, false, {}, "", "tiny");
+  for (int h = 0; h < 8; ++h) {
+    EXPECT_NE(t.find(StageKey{1, h, id::weights}), nullptr);
+    EXPECT_EQ(t.find(StageKey{1, h, id::scores}) != nullptr, h == 6);
+  }
+  EXPECT_THROW(family_layer_trace(run, 3, 0, true, {}, "", "tiny"), std::invalid_argument);
+  EXPECT_THROW(family_layer_trace(run, 0, 8, true, {}, "", "tiny"), std::invalid_argument);
+  EXPECT_THROW(family_position_logits(run, 9), std::invalid_argument);
+}
+
+TEST(FamilyTrace, LossAndNextTokensReadEachPositionsLogits) {
+  const core::testing::TempDir dir;
+  const auto model = folder_model(attnscope::testing::tiny_gemma3_config(), 6, dir);
+  const std::vector<int> ids = some_ids(40, 300);
+  const FamilyRun run(model, ids);
+  const TextLoss loss = family_text_loss(run);
+  ASSERT_EQ(loss.per_token.size(), ids.size() - 1);
+  double mean = 0.0;
+  for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+    const RowMatrix logits = family_position_logits(run, static_cast<int>(i));
+    const double top = logits.maxCoeff();
+    const double lse = top + std::log((logits.array().cast<double>() - top).exp().sum());
+    EXPECT_NEAR(loss.per_token[i], lse - logits(0, ids[i + 1]), 1e-4);
+    EXPECT_LE(logits.cwiseAbs().maxCoeff(), 30.0f);  // softcapped at 30
+    mean += loss.per_token[i];
+  }
+  EXPECT_NEAR(*loss.mean, mean / static_cast<double>(ids.size() - 1), 1e-9);
+  // Losses known for a shared prefix are kept as given.
+  const std::vector<double> known = {1.0, 2.0};
+  const TextLoss again = family_text_loss(run, known);
+  EXPECT_EQ(again.per_token[0], 1.0);
+  EXPECT_EQ(again.per_token[1], 2.0);
+  EXPECT_EQ(again.per_token[2], loss.per_token[2]);
+  const std::vector<NextToken> next =
+      family_next_tokens(run, 39, 5, [](int tid) { return "t" + std::to_string(tid); });
+  ASSERT_EQ(next.size(), 5u);
+  Eigen::Index best = 0;
+  run.last_logits().row(0).maxCoeff(&best);
+  EXPECT_EQ(next[0].id, best);
+  EXPECT_EQ(next[0].token, "t" + std::to_string(best));
+  for (std::size_t k = 1; k < next.size(); ++k)
+    EXPECT_GE(next[k - 1].probability, next[k].probability);
+}
+
+TEST(FamilyTrace, InductionScoresEveryHeadOnTheRepeatedSequence) {
+  const core::testing::TempDir dir;
+  const auto model = folder_model(attnscope::testing::tiny_qwen3_config(), 7, dir);
+  for (int bos : {-1, 299}) {
+    const std::vector<double> scores = family_induction(model, 10, 0, bos);
+    ASSERT_EQ(scores.size(), 3u * 8u);
+    for (double s : scores) {
+      EXPECT_GE(s, 0.0);
+      EXPECT_LE(s, 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attnscope::core
