@@ -228,7 +228,7 @@ void draw_model_grid(AppState& state) {
   const bool any_sliding =
       std::find(layout.sliding.begin(), layout.sliding.end(), true) != layout.sliding.end();
   const float label_w = ImGui::CalcTextSize(any_sliding ? "L00 W " : "L00 ").x;
-  const float top = ImGui::GetTextLineHeightWithSpacing();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
   const float gap = std::max(2.0f, font * 0.15f);
   const bool sorted = m.pattern.kind && m.pattern.sort;
   // Heads sharing a K/V head side by side, the groups apart (not when each
@@ -236,6 +236,7 @@ void draw_model_grid(AppState& state) {
   const bool grouped = !sorted && layout.group > 1 && layout.group < o.heads;
   const float group_gap = grouped ? gap * 4 : 0.0f;
   const float groups_gap = grouped ? group_gap * static_cast<float>(o.heads / layout.group - 1) : 0;
+  const float top = line * (grouped ? 2.0f : 1.0f);  // a row naming the K/V heads
   const auto column_x = [&](int k, float cell_w) {
     return label_w + cell_w * static_cast<float>(k) +
            (grouped ? group_gap * static_cast<float>(k / layout.group) : 0.0f);
@@ -255,9 +256,21 @@ void draw_model_grid(AppState& state) {
   const auto [lo, hi] =
       m.pattern.kind ? score_range(o, *m.pattern.kind) : std::pair<double, double>(0.0, 1.0);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  for (int g = 0; grouped && g < layout.kv_heads; ++g) {  // over each group: its K/V head
+    const float x0 = origin.x + column_x(g * layout.group, cell);
+    const float x1 = x0 + cell * static_cast<float>(layout.group) - gap;
+    const std::string name = "K/V " + std::to_string(g);
+    const float w = ImGui::CalcTextSize(name.c_str()).x;
+    dl->AddLine(ImVec2(x0, origin.y + line * 0.5f), ImVec2(x1, origin.y + line * 0.5f),
+                label_colour);
+    dl->AddRectFilled(ImVec2((x0 + x1 - w) * 0.5f - 3, origin.y),
+                      ImVec2((x0 + x1 + w) * 0.5f + 3, origin.y + line),
+                      ImGui::GetColorU32(ImGuiCol_WindowBg));
+    dl->AddText(ImVec2((x0 + x1 - w) * 0.5f, origin.y), label_colour, name.c_str());
+  }
   for (int k = 0; k < o.heads && !sorted; ++k)
-    dl->AddText(ImVec2(origin.x + column_x(k, cell) + tile * 0.3f, origin.y), label_colour,
-                ("H" + std::to_string(k)).c_str());
+    dl->AddText(ImVec2(origin.x + column_x(k, cell) + tile * 0.3f, origin.y + top - line),
+                label_colour, ("H" + std::to_string(k)).c_str());
   if (sorted)
     dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
                 "heads sorted by score, highest on the left (plate: the head and its score)");
