@@ -240,11 +240,13 @@ std::vector<int> ModelFlags::model_ids(const core::Gpt2Model& model, const TextF
 ModelFlagOptions add_model_flags(CLI::App& cmd, ModelFlags& f, Program program, TextFlags* text) {
   ModelFlagOptions made;
   if (program == Program::App) {
-    made.path = cmd.add_option("--model", f.path,
-                               "open a trained model: a Hugging Face GPT-2 folder or "
-                               ".safetensors, the book's chapter-5 .pth (--model-config: its "
-                               "GPT_CONFIG as JSON), or org/name[@revision] pulled into the "
-                               "Hugging Face cache; --text is then the model's text");
+    made.path = cmd.add_option(
+        "--model", f.path,
+        "open a trained model: a Hugging Face GPT-2, Llama, Mistral, Qwen or Gemma 3 "
+        "folder or "
+        ".safetensors, the book's chapter-5 .pth (--model-config: its "
+        "GPT_CONFIG as JSON), or org/name[@revision] pulled into the "
+        "Hugging Face cache; --text is then the model's text");
     made.config = cmd.add_option("--model-config", f.config,
                                  "with --model: its config file: config.json for safetensors, "
                                  "the book's GPT_CONFIG as JSON for .pth (default: beside the "
