@@ -182,5 +182,57 @@ TEST(FamilyTrace, InductionScoresEveryHeadOnTheRepeatedSequence) {
   }
 }
 
+// An edit keeps the rows before its first changed token and runs the rest:
+// everything equals a fresh run of the new text, at edits on both sides of
+// the 32-row blocks and the window, appends, a shorter text, the same text.
+void check_retext(const std::shared_ptr<const FamilyModel>& model, bool all_logits) {
+  const std::vector<int> base = some_ids(40, 300);
+  auto edited = [&](int at, int length) {
+    std::vector<int> ids = some_ids(length, 300);
+    if (at < length)
+      ids[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 5) % 299;
+    return ids;
+  };
+  const std::vector<std::pair<std::vector<int>, int>> edits = {
+      {edited(40, 41), 40}, {edited(40, 45), 40}, {edited(31, 40), 31}, {edited(32, 40), 32},
+      {edited(33, 70), 33}, {edited(0, 40), 0},   {edited(40, 20), 19}, {base, 39}};
+  for (const auto& [ids, kept] : edits) {
+    FamilyRun a(model, base, FamilyRun::Options{all_logits});
+    EXPECT_EQ(a.retext(ids), kept);
+    const FamilyRun b(model, ids, FamilyRun::Options{all_logits});
+    const std::string what = "T " + std::to_string(ids.size()) + ", kept " + std::to_string(kept);
+    EXPECT_EQ(a.ids(), ids);
+    for (int l = 0; l <= a.num_layers(); ++l)
+      EXPECT_LT(relative(a.residual(l), b.residual(l)), 1e-5) << what << " layer " << l;
+    EXPECT_LT(relative(a.logits(), b.logits()), 1e-5) << what;
+    const int first = std::max(kept, 1) - 1;
+    const std::vector<RowMatrix> rows = a.weight_rows(first);
+    for (int l = 0; l < a.num_layers(); ++l) {
+      const std::vector<RowMatrix> fresh = b.layer_weights(l);
+      for (int h = 0; h < a.num_heads(); ++h) {
+        const RowMatrix& m = fresh[static_cast<std::size_t>(h)];
+        EXPECT_LT(relative(rows[static_cast<std::size_t>(l * a.num_heads() + h)],
+                           m.bottomRows(m.rows() - first)),
+                  1e-5)
+            << what << " layer " << l << " head " << h;
+      }
+    }
+  }
+}
+
+TEST(FamilyRetext, AnEditRunsOnlyTheNewRowsAndEqualsAFreshRun) {
+  const core::testing::TempDir qwen_dir, gemma_dir;
+  const auto qwen = folder_model(attnscope::testing::tiny_qwen3_config(), 8, qwen_dir);
+  const auto gemma = folder_model(attnscope::testing::tiny_gemma3_config(), 9, gemma_dir);
+  check_retext(qwen, false);
+  check_retext(gemma, false);
+  check_retext(gemma, true);
+  FamilyRun run(qwen, some_ids(5, 300));
+  EXPECT_THROW(run.retext({1, 300}), std::invalid_argument);
+  EXPECT_EQ(run.num_tokens(), 5) << "a refused text leaves the run as it was";
+  EXPECT_EQ(run.weight_rows(5)[0].rows(), 0);
+  EXPECT_THROW(run.weight_rows(6), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace attnscope::core

@@ -278,12 +278,20 @@ std::shared_ptr<ModelOverview> family_overview(const core::FamilyRun& run, const
   o->thumbs.resize(n);
   o->patterns.resize(n);
   o->pattern_rows.resize(n);
-  for (int l = o->layers - 1; l >= 0; --l) {
-    const std::vector<core::RowMatrix> maps = run.layer_weights(l);
+  if (const int first = first_row_to_make(*o, run.ids(), o->thumb_block(), before); first > 0) {
+    const std::vector<core::RowMatrix> rows = run.weight_rows(first);  // every head's new rows
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < o->layers * o->heads; ++k)
+      fold_rows(*o, static_cast<std::size_t>(k), k / o->heads, k % o->heads,
+                rows[static_cast<std::size_t>(k)], first, before);
+  } else {
+    for (int l = o->layers - 1; l >= 0; --l) {
+      const std::vector<core::RowMatrix> maps = run.layer_weights(l);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int h = 0; h < o->heads; ++h)
-      fold_rows(*o, static_cast<std::size_t>(l * o->heads + h), l, h,
-                maps[static_cast<std::size_t>(h)], 0, nullptr);
+      for (int h = 0; h < o->heads; ++h)
+        fold_rows(*o, static_cast<std::size_t>(l * o->heads + h), l, h,
+                  maps[static_cast<std::size_t>(h)], 0, nullptr);
+    }
   }
   o->induction = job.induction ? job.induction
                                : std::make_shared<const std::vector<double>>(core::family_induction(
@@ -317,12 +325,20 @@ ModelResult run_family_job(const ModelJob& job, KeptRun& kept) {
   kept.comparison.reset();
   const bool same_model = kept.family_run && &kept.family_run->model() == f.model.get();
   const bool reused = same_model && kept.family_run->ids() == job.ids;
-  if (!reused) {
+  if (reused) {
+    r.kept_tokens = kept.family_run->num_tokens();
+  } else if (same_model) {
+    try {
+      r.kept_tokens = kept.family_run->retext(job.ids);
+    } catch (...) {
+      kept.family_run.reset();  // the next job starts afresh
+      throw;
+    }
+  } else {
     kept.family_run.reset();  // two runs of a long text never coexist
-    kept.family_run = std::make_shared<const core::FamilyRun>(f.model, job.ids);
+    kept.family_run = std::make_shared<core::FamilyRun>(f.model, job.ids);
   }
   const core::FamilyRun& run = *kept.family_run;
-  r.kept_tokens = reused ? run.num_tokens() : 0;
   std::vector<std::string> tokens;
   std::string bytes;
   for (int id : run.ids()) {

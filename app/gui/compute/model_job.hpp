@@ -130,7 +130,7 @@ struct ModelResult {
 // both models and the ids do (a layer or head change only fetches two maps).
 struct KeptRun {
   std::shared_ptr<core::ModelRun> run;
-  std::shared_ptr<const core::FamilyRun> family_run;  // a family model's (run is then null)
+  std::shared_ptr<core::FamilyRun> family_run;  // a family model's (run is then null)
   std::shared_ptr<const ModelOverview> overview;
   std::shared_ptr<core::ModelRun> compare_run;
   std::shared_ptr<const ModelComparison> comparison;
@@ -143,9 +143,12 @@ struct KeptRun {
   }
 };
 
-// A family model's job: the run is made anew when the ids change (a layer,
-// head or position change reuses it); the trace is family_layer_trace's,
-// the overview the same as GPT-2's but for the logit lens (GPT-2 only).
+// A family model's job: the kept run is edited in place when the ids
+// change (FamilyRun::retext: the rows before the first changed token stay)
+// and reused for a layer, head or position change; the trace is
+// family_layer_trace's, the overview GPT-2's but for the logit lens (GPT-2
+// only), its thumbnails and pattern terms made again from the first
+// changed row on.
 ModelResult run_family_job(const ModelJob& job, KeptRun& kept);
 
 // Runs `job` on `kept` (see the top of this file) and leaves its run and

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "attnscope/base/stages.hpp"
+#include "compute/model_job.hpp"
 #include "export/files.hpp"
 #include "family_folder.hpp"
 #include "headless_imgui.hpp"
@@ -137,6 +138,34 @@ TEST_F(FamilyApp, AppendingTheTopTokenAddsItsBytesAndRunsAgain) {
   EXPECT_EQ(state.model.typed.text, core::decode_utf8_replace(before + *bytes));
   headless_frames(state, 3);
   EXPECT_EQ(state.model.overview->ids, state.model.typed.ids());
+}
+
+TEST_F(FamilyApp, EditsKeepTheRunAndGiveWhatAFreshRunGives) {
+  open(attnscope::testing::tiny_gemma3_config(), "gemma3-tiny");
+  const std::string text = state.model.typed.text;
+  // Typing on, then a backspace, then an edit near the start.
+  for (const std::string& edit : {text + " on", text + " o", text, "a" + text.substr(1)}) {
+    state.model.typed.text = edit;
+    state.model_text_changed();
+    headless_frames(state, 3);
+    ASSERT_EQ(state.model.overview->ids, state.model.typed.ids()) << edit;
+    ModelJob job;
+    job.family = state.model.family;
+    job.ids = state.model.typed.ids();
+    KeptRun fresh;
+    const ModelResult r = run_model_job(job, fresh);
+    const ModelOverview& a = *state.model.overview;
+    const ModelOverview& b = *r.overview;
+    ASSERT_EQ(a.thumbs.size(), b.thumbs.size());
+    for (std::size_t k = 0; k < a.thumbs.size(); ++k) {
+      EXPECT_LT((a.thumbs[k].data() - b.thumbs[k].data()).cwiseAbs().maxCoeff(), 1e-5f) << edit;
+      EXPECT_NEAR(a.patterns[k].previous_token, b.patterns[k].previous_token, 1e-5) << edit;
+    }
+    ASSERT_EQ(a.loss.per_token.size(), b.loss.per_token.size());
+    for (std::size_t i = 0; i < a.loss.per_token.size(); ++i)
+      EXPECT_NEAR(a.loss.per_token[i], b.loss.per_token[i], 1e-4) << edit;
+    EXPECT_EQ(a.next[0].id, b.next[0].id);
+  }
 }
 
 TEST_F(FamilyApp, ASessionReopensTheFolderAndTheExportNamesIt) {

@@ -85,17 +85,18 @@ FamilyRope family_rope(int head_dim, double theta, const Llama3RopeScaling* scal
   return r;
 }
 
-void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim) {
+void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim, Eigen::Index first) {
   const Eigen::Index half = head_dim / 2;
   const Eigen::Index heads = x.cols() / head_dim;
 #pragma omp parallel for schedule(static) if (x.size() > 100000)
   for (Eigen::Index t = 0; t < x.rows(); ++t)
     for (Eigen::Index h = 0; h < heads; ++h) {
       float* v = x.row(t).data() + h * head_dim;
+      const Eigen::Index p = first + t;
       for (Eigen::Index i = 0; i < half; ++i) {
         const float x1 = v[i], x2 = v[i + half];
-        const float a1 = x1 * rope.cos(t, i), b1 = -x2 * rope.sin(t, i);
-        const float a2 = x2 * rope.cos(t, i + half), b2 = x1 * rope.sin(t, i + half);
+        const float a1 = x1 * rope.cos(p, i), b1 = -x2 * rope.sin(p, i);
+        const float a2 = x2 * rope.cos(p, i + half), b2 = x1 * rope.sin(p, i + half);
         v[i] = a1 + b1;
         v[i + half] = a2 + b2;
       }
@@ -149,13 +150,14 @@ void masked_softmax(RowMatrix& p, const FamilyLayerStages& s, float scale, Eigen
   }
 }
 
-// Weights of query rows [r0, r1) of `head` over keys [first_key, r1).
+// Weights of query rows [r0, r1) of `head` over keys [first_key, r1);
+// s.queries_rotated holds the rows from `offset` on, the keys every row.
 RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head, Eigen::Index r0,
-                     Eigen::Index r1) {
+                     Eigen::Index r1, Eigen::Index offset = 0) {
   const Eigen::Index hd = c.head_dim;
   const Eigen::Index g = head / c.kv_groups();
   const Eigen::Index k0 = first_key(s, r0);
-  RowMatrix p = s.queries_rotated.block(r0, head * hd, r1 - r0, hd) *
+  RowMatrix p = s.queries_rotated.block(r0 - offset, head * hd, r1 - r0, hd) *
                 s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
   masked_softmax(p, s, static_cast<float>(c.query_scale), r0, r1 - r0, k0);
   return p;
@@ -164,21 +166,22 @@ RowMatrix head_block(const FamilyLayerStages& s, const FamilyConfig& c, int head
 // The same for every query head reading K/V group g, stacked head after
 // head: one product with the group's keys instead of one per head.
 RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, Eigen::Index r0,
-                      Eigen::Index r1) {
+                      Eigen::Index r1, Eigen::Index offset) {
   const Eigen::Index hd = c.head_dim, n = r1 - r0, heads = c.kv_groups();
   const Eigen::Index k0 = first_key(s, r0);
   RowMatrix q(heads * n, hd);
   for (Eigen::Index m = 0; m < heads; ++m)
-    q.middleRows(m * n, n) = s.queries_rotated.block(r0, (g * heads + m) * hd, n, hd);
+    q.middleRows(m * n, n) = s.queries_rotated.block(r0 - offset, (g * heads + m) * hd, n, hd);
   RowMatrix p = q * s.keys_rotated.block(k0, g * hd, r1 - k0, hd).transpose();
   masked_softmax(p, s, static_cast<float>(c.query_scale), r0, n, k0);
   return p;
 }
 
-// A layer's stages from its input; `keep_all` keeps the projections before
-// the norms and RoPE too (else only the rotated ones and the values).
+// A layer's stages from its input rows (at positions first.. onwards);
+// `keep_all` keeps the projections before the norms and RoPE too (else
+// only the rotated ones and the values).
 FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
-                                 bool keep_all) {
+                                 bool keep_all, Eigen::Index first = 0) {
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   FamilyLayerStages s;
@@ -206,42 +209,58 @@ FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const
       s.keys_normed = s.keys_rotated;
     }
   }
-  const auto T = static_cast<int>(x.rows());
+  const auto T = static_cast<int>(first + x.rows());
   const detail::FamilyRope rope = detail::family_rope(
       c.head_dim, c.theta_of(layer), c.scaled(layer) ? &c.rope_scaling : nullptr, T);
-  detail::apply_family_rope(s.queries_rotated, rope, c.head_dim);
-  detail::apply_family_rope(s.keys_rotated, rope, c.head_dim);
+  detail::apply_family_rope(s.queries_rotated, rope, c.head_dim, first);
+  detail::apply_family_rope(s.keys_rotated, rope, c.head_dim, first);
   return s;
 }
 
-// Every head's context side by side (T x heads*hd): row blocks of every
-// K/V group on all threads.
-RowMatrix attend(const FamilyLayerStages& s, const FamilyConfig& c) {
+// Every head's context side by side (rows [offset, T) x heads*hd, where
+// s.queries_rotated holds those rows and the keys and values all T): row
+// blocks of every K/V group on all threads.
+RowMatrix attend(const FamilyLayerStages& s, const FamilyConfig& c, Eigen::Index offset) {
   const Eigen::Index T = s.values.rows(), hd = c.head_dim, heads = c.kv_groups();
-  RowMatrix context(T, c.q_width());
-  const Eigen::Index blocks = (T + kRowBlock - 1) / kRowBlock;
+  const Eigen::Index rows = T - offset;
+  RowMatrix context(rows, c.q_width());
+  const Eigen::Index blocks = (rows + kRowBlock - 1) / kRowBlock;
   const Eigen::Index jobs = blocks * c.num_key_value_heads;
 #pragma omp parallel for schedule(dynamic, 1) if (jobs > 1 && T > 16)
   for (Eigen::Index job = 0; job < jobs; ++job) {
     const auto g = static_cast<int>(job % c.num_key_value_heads);
-    const Eigen::Index r0 = (job / c.num_key_value_heads) * kRowBlock;
+    const Eigen::Index r0 = offset + (job / c.num_key_value_heads) * kRowBlock;
     const Eigen::Index r1 = std::min(T, r0 + kRowBlock), n = r1 - r0;
     const Eigen::Index k0 = first_key(s, r0);
-    const RowMatrix out = group_block(s, c, g, r0, r1) * s.values.block(k0, g * hd, r1 - k0, hd);
+    const RowMatrix out =
+        group_block(s, c, g, r0, r1, offset) * s.values.block(k0, g * hd, r1 - k0, hd);
     for (Eigen::Index m = 0; m < heads; ++m)
-      context.block(r0, (g * heads + m) * hd, n, hd) = out.middleRows(m * n, n);
+      context.block(r0 - offset, (g * heads + m) * hd, n, hd) = out.middleRows(m * n, n);
   }
   return context;
 }
 
-// Block `layer` on x (T x d): the next residual.
-RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatrix& x) {
+// Block `layer` on the rows [first, T) of its input (x, T - first rows):
+// their rotated keys and values go below the layer's kept ones (`keys`,
+// `values`, first rows), and the block's output rows are returned.
+RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
+                        Eigen::Index first, RowMatrix& keys, RowMatrix& values) {
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   RowMatrix out;
   {
-    const FamilyLayerStages s = compute_stages(w, layer, x, false);
-    const RowMatrix context = attend(s, c);
+    FamilyLayerStages s = compute_stages(w, layer, x, false, first);
+    const Eigen::Index T = first + x.rows();
+    keys.conservativeResize(T, c.kv_width());
+    values.conservativeResize(T, c.kv_width());
+    keys.bottomRows(x.rows()) = s.keys_rotated;
+    values.bottomRows(x.rows()) = s.values;
+    // The layer's every key and value, lent to the attention and returned.
+    std::swap(s.keys_rotated, keys);
+    std::swap(s.values, values);
+    const RowMatrix context = attend(s, c, first);
+    std::swap(s.keys_rotated, keys);
+    std::swap(s.values, values);
     b.o.apply(context, out);
   }
   if (c.gemma) out = detail::rms_norm(out, b.post_attn_norm, c.rms_norm_eps);
@@ -262,40 +281,116 @@ RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatri
 
 FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> ids,
                      Options options)
-    : model_(std::move(model)), ids_(std::move(ids)) {
-  const FamilyModel::Weights& w = model_->weights();
-  const FamilyConfig& c = w.config;
-  if (ids_.empty()) throw std::invalid_argument("no tokens to run");
-  if (ids_.size() > static_cast<std::size_t>(kMaxTokens))
-    throw std::invalid_argument(std::to_string(ids_.size()) + " tokens: at most " +
+    : model_(std::move(model)), ids_(std::move(ids)), options_(options) {
+  check(ids_);
+  const auto layers = static_cast<std::size_t>(model_->config().num_hidden_layers);
+  residual_.resize(layers + 1);
+  keys_.resize(layers);
+  values_.resize(layers);
+  run_rows(0);
+}
+
+void FamilyRun::check(const std::vector<int>& ids) const {
+  const FamilyConfig& c = model_->config();
+  if (ids.empty()) throw std::invalid_argument("no tokens to run");
+  if (ids.size() > static_cast<std::size_t>(kMaxTokens))
+    throw std::invalid_argument(std::to_string(ids.size()) + " tokens: at most " +
                                 std::to_string(kMaxTokens) + " are run");
-  for (int id : ids_)
+  for (int id : ids)
     if (id < 0 || id >= c.vocab_size)
       throw std::invalid_argument("token id " + std::to_string(id) +
                                   " is outside the vocabulary (" + std::to_string(c.vocab_size) +
                                   ")");
+}
+
+void FamilyRun::run_rows(Eigen::Index first) {
+  const FamilyModel::Weights& w = model_->weights();
+  const FamilyConfig& c = w.config;
   const auto T = static_cast<Eigen::Index>(ids_.size());
-  RowMatrix x(T, c.hidden_size);
+  RowMatrix& x = residual_[0];
+  x.conservativeResize(T, c.hidden_size);
   const float embed_scale = c.gemma ? static_cast<float>(std::sqrt(double(c.hidden_size))) : 1.0f;
-  for (Eigen::Index t = 0; t < T; ++t) {
+  for (Eigen::Index t = first; t < T; ++t) {
     x.row(t) = w.embed.row(ids_[static_cast<std::size_t>(t)]);
     if (c.gemma) x.row(t) *= embed_scale;
   }
-  residual_.reserve(static_cast<std::size_t>(c.num_hidden_layers) + 1);
-  residual_.push_back(std::move(x));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const detail::ThreadShare share;  // as many threads as there are free CPUs now
-    residual_.push_back(forward_block(w, l, residual_.back()));
+    const auto at = static_cast<std::size_t>(l);
+    const RowMatrix rows = residual_[at].middleRows(first, T - first);
+    RowMatrix out = forward_block(w, l, rows, first, keys_[at], values_[at]);
+    residual_[at + 1].conservativeResize(T, c.hidden_size);
+    residual_[at + 1].bottomRows(T - first) = std::move(out);
   }
   const detail::ThreadShare share;
   const RowMatrix& last = residual_.back();
-  const RowMatrix normed = detail::rms_norm(
-      options.all_logits ? last : RowMatrix(last.bottomRows(1)), w.final_norm, c.rms_norm_eps);
-  logits_.noalias() = normed * w.head().transpose();
+  // Every position's logits: the kept rows' stay, the new rows' are made.
+  const Eigen::Index from = options_.all_logits ? first : T - 1;
+  RowMatrix logits =
+      detail::rms_norm(last.middleRows(from, T - from), w.final_norm, c.rms_norm_eps) *
+      w.head().transpose();
   if (c.final_logit_softcapping > 0) {
     const auto cap = static_cast<float>(c.final_logit_softcapping);
-    logits_.array() = (logits_.array() / cap).tanh() * cap;
+    logits.array() = (logits.array() / cap).tanh() * cap;
   }
+  if (options_.all_logits) {
+    logits_.conservativeResize(T, c.vocab_size);
+    logits_.bottomRows(T - first) = logits;
+  } else {
+    logits_ = std::move(logits);
+  }
+}
+
+int FamilyRun::retext(std::vector<int> ids) {
+  check(ids);
+  const std::size_t shared = static_cast<std::size_t>(
+      std::mismatch(ids.begin(), ids.end(), ids_.begin(), ids_.end()).first - ids.begin());
+  // A text equal to the run's, or a shorter one it begins with: the last
+  // row must be made again for its logits.
+  const auto first = static_cast<Eigen::Index>(std::min(shared, ids.size() - 1));
+  ids_ = std::move(ids);
+  for (auto& r : residual_) r.conservativeResize(std::min(first, r.rows()), r.cols());
+  for (auto& k : keys_) k.conservativeResize(std::min(first, k.rows()), k.cols());
+  for (auto& v : values_) v.conservativeResize(std::min(first, v.rows()), v.cols());
+  if (options_.all_logits)
+    logits_.conservativeResize(std::min(first, logits_.rows()), logits_.cols());
+  try {
+    run_rows(first);
+  } catch (...) {
+    // A forward that ran out of memory halfway leaves no run to trust.
+    for (auto& r : residual_) r.resize(0, r.cols());
+    throw;
+  }
+  return static_cast<int>(first);
+}
+
+std::vector<RowMatrix> FamilyRun::weight_rows(int first) const {
+  const FamilyModel::Weights& w = model_->weights();
+  const FamilyConfig& c = w.config;
+  const Eigen::Index T = num_tokens();
+  if (first < 0 || first > T)
+    throw std::invalid_argument("row " + std::to_string(first) + " is outside 0.." +
+                                std::to_string(T));
+  const int heads = c.num_attention_heads;
+  std::vector<RowMatrix> out(static_cast<std::size_t>(num_layers() * heads),
+                             RowMatrix(0, T));  // first == T: no rows changed
+  for (int l = 0; l < num_layers() && first < T; ++l) {
+    const detail::ThreadShare share;
+    const auto at = static_cast<std::size_t>(l);
+    const RowMatrix rows = residual_[at].middleRows(first, T - first);
+    FamilyLayerStages s = compute_stages(w, l, rows, false, first);
+    s.keys_rotated = keys_[at];
+#pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && T - first > 16)
+    for (int h = 0; h < heads; ++h) {
+      RowMatrix m = RowMatrix::Zero(T - first, T);
+      for (Eigen::Index r0 = first; r0 < T; r0 += kRowBlock) {
+        const Eigen::Index r1 = std::min(T, r0 + kRowBlock), k0 = first_key(s, r0);
+        m.block(r0 - first, k0, r1 - r0, r1 - k0) = head_block(s, c, h, r0, r1, first);
+      }
+      out[static_cast<std::size_t>(l * heads + h)] = std::move(m);
+    }
+  }
+  return out;
 }
 
 int FamilyRun::num_layers() const { return model_->config().num_hidden_layers; }

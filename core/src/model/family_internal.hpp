@@ -34,8 +34,8 @@ struct FamilyRope {
   RowMatrix cos, sin;
 };
 FamilyRope family_rope(int head_dim, double theta, const Llama3RopeScaling* scaling, int T);
-// Rotates every head_dim-wide slice of x's rows (row r at position r), in place.
-void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim);
+// Rotates every head_dim-wide slice of x's rows (row r at position first + r), in place.
+void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim, Eigen::Index first = 0);
 
 // down's input: act(gate) * up of each row of [gate | up] (SiLU or GELU-tanh).
 RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a);

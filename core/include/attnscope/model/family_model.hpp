@@ -87,6 +87,18 @@ class FamilyRun {
   FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> ids)
       : FamilyRun(std::move(model), std::move(ids), Options{}) {}
 
+  // Runs `ids` instead, keeping every row before the first token that
+  // differs from the run's (causal attention leaves them as they were):
+  // each layer runs the new rows only, against the keys and values it
+  // kept, so typing at the end of a text costs a row per layer. Returns the
+  // tokens kept (0: the whole forward ran again). Throws as the
+  // constructor does, leaving the run as it was.
+  int retext(std::vector<int> ids);
+  // Every (layer, head)'s weights of the query rows [first, T), layer-major
+  // (index layer * heads + head), each (T - first) x T (none at first = T);
+  // what an edit changes. Throws std::invalid_argument outside 0..T.
+  std::vector<RowMatrix> weight_rows(int first) const;
+
   static constexpr int kMaxTokens = 4096;
 
   const FamilyModel& model() const { return *model_; }
@@ -118,7 +130,15 @@ class FamilyRun {
  private:
   std::shared_ptr<const FamilyModel> model_;
   std::vector<int> ids_;
+  // Checks ids as the constructor does (throws std::invalid_argument).
+  void check(const std::vector<int>& ids) const;
+  // Embeds rows [first, T) and runs every layer over them, then the logits.
+  void run_rows(Eigen::Index first);
+
+  Options options_;
   std::vector<RowMatrix> residual_;  // L + 1 matrices, T x d
+  std::vector<RowMatrix> keys_;      // per layer: the rotated keys (T x kv*hd)
+  std::vector<RowMatrix> values_;    // per layer: the values (T x kv*hd)
   RowMatrix logits_;
 };
 
