@@ -104,6 +104,34 @@ void apply_family_rope(RowMatrix& x, const FamilyRope& rope, int head_dim) {
 
 }  // namespace detail
 
+void FamilyModel::Weights::embed_row(int id, float* out) const {
+  const Eigen::Index d = config.hidden_size;
+  if (embed_bf16.empty())
+    std::copy_n(embed.data() + static_cast<Eigen::Index>(id) * d, d, out);
+  else
+    gemm::widen_bf16(embed_bf16.data() + static_cast<Eigen::Index>(id) * d, d, out);
+}
+
+RowMatrix FamilyModel::Weights::logits(const RowMatrix& x) const {
+  const gemm::Buffer<std::uint16_t>& bits = head_bf16();
+  if (bits.empty()) return x * head().transpose();
+  // The head's rows widened a block at a time (a block's floats stay in
+  // L2), each block's logits one product: the vocabulary on every thread.
+  const Eigen::Index d = config.hidden_size, vocab = config.vocab_size;
+  constexpr Eigen::Index kBlock = 128;
+  const Eigen::Index chunks = (vocab + kBlock - 1) / kBlock;
+  RowMatrix out(x.rows(), vocab);
+#pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
+  for (Eigen::Index blk = 0; blk < chunks; ++blk) {
+    const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
+    thread_local RowMatrix rows;
+    rows.resize(n, d);
+    gemm::widen_bf16(bits.data() + r0 * d, n * d, rows.data());
+    out.middleCols(r0, n).noalias() = x * rows.transpose();
+  }
+  return out;
+}
+
 namespace {
 
 constexpr Eigen::Index kRowBlock = 32;
@@ -278,7 +306,7 @@ FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> 
   RowMatrix x(T, c.hidden_size);
   const float embed_scale = c.gemma ? static_cast<float>(std::sqrt(double(c.hidden_size))) : 1.0f;
   for (Eigen::Index t = 0; t < T; ++t) {
-    x.row(t) = w.embed.row(ids_[static_cast<std::size_t>(t)]);
+    w.embed_row(ids_[static_cast<std::size_t>(t)], x.row(t).data());
     if (c.gemma) x.row(t) *= embed_scale;
   }
   residual_.reserve(static_cast<std::size_t>(c.num_hidden_layers) + 1);
@@ -291,7 +319,7 @@ FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> 
   const RowMatrix& last = residual_.back();
   const RowMatrix normed = detail::rms_norm(
       options.all_logits ? last : RowMatrix(last.bottomRows(1)), w.final_norm, c.rms_norm_eps);
-  logits_.noalias() = normed * w.head().transpose();
+  logits_ = w.logits(normed);
   if (c.final_logit_softcapping > 0) {
     const auto cap = static_cast<float>(c.final_logit_softcapping);
     logits_.array() = (logits_.array() / cap).tanh() * cap;
