@@ -203,10 +203,15 @@ RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a) {
   return out;
 }
 
-// A layer's stages from its input; `keep_all` keeps the projections before
-// the norms and RoPE too (else only the rotated ones and the values).
+// What compute_stages keeps: every stage (layer_stages), the rotated
+// queries and keys and the values (the forward), or the rotated queries and
+// keys only (layer_weights: V's columns are not projected).
+enum class Keep { All, Attention, Scores };
+
+// A layer's stages from its input.
 FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
-                                 bool keep_all) {
+                                 Keep keep) {
+  const bool keep_all = keep == Keep::All;
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   FamilyLayerStages s;
@@ -214,12 +219,13 @@ FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const
   s.sliding = c.sliding[static_cast<std::size_t>(layer)];
   s.window = s.sliding ? c.sliding_window : 0;
   s.normed = detail::rms_norm(x, b.input_norm, c.rms_norm_eps);
-  RowMatrix qkv;
-  b.qkv.apply(s.normed, qkv);
   const Eigen::Index qw = c.q_width(), kw = c.kv_width();
+  RowMatrix qkv(x.rows(), keep == Keep::Scores ? qw + kw : qw + 2 * kw);
+  b.qkv.apply_into(s.normed, qkv);
   s.queries_rotated = qkv.leftCols(qw);
   s.keys_rotated = qkv.middleCols(qw, kw);
-  s.values = qkv.rightCols(kw);
+  if (keep != Keep::Scores) s.values = qkv.rightCols(kw);
+  qkv = RowMatrix();
   if (keep_all) {
     s.queries = s.queries_rotated;
     s.keys = s.keys_rotated;
@@ -268,7 +274,7 @@ RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatri
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   RowMatrix out;
   {
-    const FamilyLayerStages s = compute_stages(w, layer, x, false);
+    const FamilyLayerStages s = compute_stages(w, layer, x, Keep::Attention);
     const RowMatrix context = attend(s, c);
     b.o.apply(context, out);
   }
@@ -342,7 +348,8 @@ FamilyLayerStages FamilyRun::layer_stages(int layer) const {
   if (layer < 0 || layer >= num_layers())
     throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
                                 std::to_string(num_layers() - 1));
-  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)], true);
+  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
+                        Keep::All);
 }
 
 RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
@@ -360,7 +367,15 @@ RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
 }
 
 std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
-  const FamilyLayerStages s = layer_stages(layer);
+  if (layer < 0 || layer >= num_layers())
+    throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
+                                std::to_string(num_layers() - 1));
+  FamilyLayerStages s;
+  {
+    const detail::ThreadShare share;
+    s = compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
+                       Keep::Scores);  // the rotated queries and keys: all the weights read
+  }
   std::vector<RowMatrix> out(static_cast<std::size_t>(num_heads()));
   const detail::ThreadShare share;
 #pragma omp parallel for schedule(dynamic, 1) if (num_tokens() > 64)

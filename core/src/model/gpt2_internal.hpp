@@ -39,7 +39,8 @@ struct Linear {
   std::size_t bytes() const;
   // y (rows x out) = x . W + b; rows of x are tokens. Runs on every thread.
   void apply(const RowMatrix& x, RowMatrix& y) const;
-  // The same into y, already x.rows() x out (rows of a taller matrix).
+  // The same into y, already x.rows() x out (rows of a taller matrix), or
+  // x.rows() x n for y's first n < out columns only (the same numbers).
   void apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const;
 
  private:

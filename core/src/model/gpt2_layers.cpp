@@ -106,7 +106,7 @@ bool Linear::apply_one_tile(const RowMatrix& x, gemm::PackedRows& xt,
   // blocks for one row 10-15 % slower, in interleaved runs.
   xt.max_abs = gemm::pack_columns(x, 0, xt);
   if (!gemm::sums_stay_finite(xt.max_abs, max_abs, in)) return false;
-  const auto panels = static_cast<int>(packed.panels());
+  const auto panels = static_cast<int>((y.cols() + gemm::kPanelCols - 1) / gemm::kPanelCols);
   const int team = panels > 1 && in * out >= (1 << 18) ? team_size() : 1;
   RangeShare share(panels, team);
 #pragma omp parallel num_threads(team)
@@ -120,7 +120,8 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
     thread_local gemm::PackedRows tiles;
     gemm::PackedRows& xt = tiles;
     gemm::size_rows(x.rows(), x.cols(), xt);
-    const auto panels = static_cast<int>(packed.panels());
+    // The panels y's columns need (all of them but where y is narrower).
+    const auto panels = static_cast<int>((y.cols() + gemm::kPanelCols - 1) / gemm::kPanelCols);
     const auto row_tiles = static_cast<int>(xt.tiles());
     if (row_tiles == 1) {  // an append's row
       if (apply_one_tile(x, xt, y)) return;
@@ -148,11 +149,11 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
       xt.max_abs = largest;
       if (done) return;
     }
-    y.noalias() = x * unpack(packed);
+    y.noalias() = x * unpack(packed).leftCols(y.cols());
   } else {
-    y.noalias() = x * weight;
+    y.noalias() = x * weight.leftCols(y.cols());
   }
-  y.rowwise() += bias.row(0);
+  y.rowwise() += bias.row(0).head(y.cols());
 }
 
 RowMatrix Norm::apply(const Eigen::Ref<const RowMatrix>& x, double eps) const {
