@@ -64,6 +64,13 @@ class FamilyReader {
   // A BF16 (rows, cols) tensor's bits, row-major (widened and back: exact).
   gemm::Buffer<std::uint16_t> bf16(const std::string& name, Eigen::Index rows,
                                    Eigen::Index cols) const {
+    expect(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
+    const auto bits = file_->bf16_in_place(name);
+    if (static_cast<Eigen::Index>(bits.size()) == rows * cols) {  // copied as they lie: no floats
+      gemm::Buffer<std::uint16_t> out(bits.begin(), bits.end());
+      file_->release(name);
+      return out;
+    }
     const RowMatrix m = matrix(name, rows, cols);
     gemm::Buffer<std::uint16_t> out(static_cast<std::size_t>(m.size()));
     for (Eigen::Index i = 0; i < m.size(); ++i)
