@@ -8,6 +8,8 @@ Run with Debian's Python (python3-torch 1.13 with OpenBLAS):
     /usr/bin/python3 bench/compare_torch.py --model [--repeat 3] [--model-threads 1,2]
                                             [--quick] [--busy [N]]
     /usr/bin/python3 bench/compare_torch.py --modern [--repeat 7] [--quick]
+    /usr/bin/python3 bench/compare_torch.py --family [--cache DIR] [--repeat 1] [--tokens 1024]
+                                            [--only qwen3-0.6b,...] [--quick]
 
 For each configuration it runs `attnscope-cli bench` (which computes every
 stage and keeps it) and the book's MultiHeadAttention forward in PyTorch
@@ -39,6 +41,18 @@ against the book's bonus classes (core/tests/modern_oracle.py), and one
 cached step at the last position (`bench --cache-step`) against a full
 forward in eval mode.
 
+--family times today's open decoders at their real shapes: it writes
+random BF16 checkpoints (Hugging Face layout, as the real files are) of
+Qwen3 0.6B, Llama 3.2 1B and Gemma 3 270M (~1.1, 2.3 and 0.5 GiB; into
+--cache DIR when given, reused while their config.json is unchanged, else a
+temporary directory; --quick: the same structures at toy sizes, T = 64),
+then at T = 1024 times `attnscope-cli model bench DIR` (the forward and
+every layer's and head's attention weights, at its default threads) against
+core/tests/family_oracle.py's reference classes in float32 (eval, no_grad,
+every layer's maps kept, the last position's logits) at PyTorch's faster of
+--model-threads. It prints the ratio, the forward's FLOPs over the FMA rate
+`model bench` measures (its floor) and the engine's peak RSS.
+
 --model --busy [N] times a desktop with other work running: at T = 256
 (--quick: 16, 64), quiet and then beside N (1) processes that each keep a
 core busy, it times `model bench` with its default settings and with
@@ -48,10 +62,12 @@ the same load, and prints default / one thread and default / PyTorch.
 import argparse
 import importlib
 import json
+import math
 import os
 import re
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -396,6 +412,273 @@ def model_main(args):
     return 0
 
 
+# ---------------------------------------------------------------------------
+# --family: today's open decoders at their real shapes
+
+def family_shapes(quick):
+    """(label, the reference model's settings (core/tests/family_oracle.py's
+    keys), config.json) of Qwen3 0.6B, Llama 3.2 1B and Gemma 3 270M at
+    their real shapes, or (quick) the same structures at toy sizes."""
+    base = dict(eps=1e-6, local_theta=10000.0, rope_scaling=None, tied=True, q_bias=False,
+                o_bias=False, mlp_bias=False, qk_norm=False, gemma=False, window=0, softcap=None,
+                query_pre_attn_scalar=None)
+    llama_scaling = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    qwen = dict(base, vocab=151936, hidden=1024, inner=3072, layers=28, heads=16, kv_heads=8,
+                head_dim=128, theta=1e6, qk_norm=True)
+    llama = dict(base, vocab=128256, hidden=2048, inner=8192, layers=16, heads=32, kv_heads=8,
+                 head_dim=64, theta=500000.0, eps=1e-5, rope_scaling=llama_scaling)
+    gemma = dict(base, vocab=262144, hidden=640, inner=2048, layers=18, heads=4, kv_heads=1,
+                 head_dim=256, theta=1e6, qk_norm=True, gemma=True, window=512,
+                 query_pre_attn_scalar=256)
+    if quick:  # the same structures, small: 2-3 layers, vocab 512
+        qwen.update(vocab=512, hidden=64, inner=96, layers=2, heads=4, kv_heads=2, head_dim=32)
+        llama.update(vocab=512, hidden=64, inner=128, layers=2, heads=4, kv_heads=2, head_dim=16)
+        gemma.update(vocab=512, hidden=64, inner=96, layers=3, heads=2, kv_heads=1, head_dim=32,
+                     window=16, query_pre_attn_scalar=32)
+    gemma["sliding"] = [(l + 1) % (6 if not quick else 3) != 0 for l in range(gemma["layers"])]
+    for c in (qwen, llama):
+        c["sliding"] = [False] * c["layers"]
+
+    def common(c, model_type):
+        return {"model_type": model_type, "vocab_size": c["vocab"], "hidden_size": c["hidden"],
+                "intermediate_size": c["inner"], "num_hidden_layers": c["layers"],
+                "num_attention_heads": c["heads"], "num_key_value_heads": c["kv_heads"],
+                "head_dim": c["head_dim"], "rms_norm_eps": c["eps"], "rope_theta": c["theta"],
+                "tie_word_embeddings": True, "max_position_embeddings": 32768,
+                "torch_dtype": "bfloat16"}
+    qwen_cfg = dict(common(qwen, "qwen3"), hidden_act="silu", attention_bias=False,
+                    use_sliding_window=False, sliding_window=None)
+    llama_cfg = dict(common(llama, "llama"), hidden_act="silu", attention_bias=False,
+                     mlp_bias=False, rope_scaling=llama_scaling)
+    gemma_cfg = dict(common(gemma, "gemma3_text"), hidden_activation="gelu_pytorch_tanh",
+                     query_pre_attn_scalar=gemma["query_pre_attn_scalar"],
+                     sliding_window=gemma["window"], rope_local_base_freq=10000.0,
+                     final_logit_softcapping=None, attn_logit_softcapping=None, rope_scaling=None,
+                     layer_types=["sliding_attention" if s else "full_attention"
+                                  for s in gemma["sliding"]])
+    return [("Qwen3 0.6B", "qwen3-0.6b", qwen, qwen_cfg),
+            ("Llama 3.2 1B", "llama3.2-1b", llama, llama_cfg),
+            ("Gemma 3 270M", "gemma3-270m", gemma, gemma_cfg)]
+
+
+def family_tensors(c):
+    """[(name, shape)] of a checkpoint in Hugging Face's layout (no biases: none of the three has one)."""
+    d, hd, inner = c["hidden"], c["head_dim"], c["inner"]
+    out = [("model.embed_tokens.weight", [c["vocab"], d])]
+    for l in range(c["layers"]):
+        p = f"model.layers.{l}."
+        norms = ["input_layernorm", "post_attention_layernorm"]
+        if c["gemma"]:
+            norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        out += [(p + n + ".weight", [d]) for n in norms]
+        out += [(p + "self_attn.q_proj.weight", [c["heads"] * hd, d]),
+                (p + "self_attn.k_proj.weight", [c["kv_heads"] * hd, d]),
+                (p + "self_attn.v_proj.weight", [c["kv_heads"] * hd, d]),
+                (p + "self_attn.o_proj.weight", [d, c["heads"] * hd])]
+        if c["qk_norm"]:
+            out += [(p + "self_attn.q_norm.weight", [hd]), (p + "self_attn.k_norm.weight", [hd])]
+        out += [(p + "mlp.gate_proj.weight", [inner, d]), (p + "mlp.up_proj.weight", [inner, d]),
+                (p + "mlp.down_proj.weight", [d, inner])]
+    out.append(("model.norm.weight", [d]))
+    return out
+
+
+def write_family_checkpoint(folder, c, cfg):
+    """config.json and a random BF16 model.safetensors (written tensor by
+    tensor; norms near their identity, projections with std 1/sqrt(in),
+    queries and keys 2.5x that for peaked attention, as family_oracle.py)."""
+    import torch
+    os.makedirs(folder, exist_ok=True)
+    tensors = family_tensors(c)
+    header, offset = {}, 0
+    for name, shape in tensors:
+        size = 2 * math.prod(shape)
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    g = torch.Generator().manual_seed(2024)
+    partial = os.path.join(folder, "model.safetensors.partial")
+    with open(partial, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for name, shape in tensors:
+            if len(shape) == 1:  # a norm's gain (Gemma's is 1 + w)
+                t = (0.0 if c["gemma"] else 1.0) + 0.2 * torch.randn(shape, generator=g)
+            elif "embed_tokens" in name:
+                t = torch.randn(shape, generator=g)
+            else:
+                std = 1.0 / math.sqrt(shape[1]) * (2.5 if ("q_proj" in name or "k_proj" in name) else 1.0)
+                t = std * torch.randn(shape, generator=g)
+            f.write(t.to(torch.bfloat16).view(torch.int16).numpy().tobytes())
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    os.replace(partial, os.path.join(folder, "model.safetensors"))
+
+
+def read_bf16_safetensors(path):
+    """{name: float32 tensor} of a BF16 safetensors file."""
+    import numpy as np
+    import torch
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = meta["data_offsets"]
+        bits = np.array(raw[a:b]).view(np.int16)
+        out[name] = torch.from_numpy(bits).view(torch.bfloat16).float().reshape(meta["shape"])
+    return out
+
+
+def family_flops(c, tokens):
+    """FLOPs of one forward (a multiply-add is 2): the projections of every
+    block (Q, K, V, O and the gated MLP's three), the scores and context of
+    every head over the keys it sees (causal, and within the window where a
+    layer slides: the work a masked forward needs), and the last position's
+    logits. Recomputing a layer's stages for its maps is not counted."""
+    d, hd, t, inner = c["hidden"], c["head_dim"], tokens, c["inner"]
+    qw, kw = c["heads"] * hd, c["kv_heads"] * hd
+    proj = 2 * t * d * (qw + 2 * kw) + 2 * t * qw * d + 2 * t * d * 3 * inner
+    total = 0
+    for slides in c["sliding"]:
+        w = c["window"] if slides else t
+        seen = sum(min(i + 1, w) for i in range(t))  # visible (query, key) pairs
+        total += proj + 2 * 2 * seen * hd * c["heads"]
+    return total + 2 * d * c["vocab"]
+
+
+def family_torch_worker(argv):
+    """Child process: PyTorch's median forward (ms) of one family folder, in
+    float32, eval mode, no_grad: family_oracle.py's reference classes, every
+    layer's and head's attention weights kept, the last position's logits."""
+    import torch
+    folder, tokens, repeat, threads = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    c = json.loads(argv[4])
+    torch.set_num_threads(threads)
+    sys.path.insert(0, os.path.join(HERE, "..", "core", "tests"))
+    oracle = importlib.import_module("family_oracle")
+    skip = (torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters)
+    torch.nn.Linear.reset_parameters = lambda self: None  # the file's weights replace them
+    torch.nn.Embedding.reset_parameters = lambda self: None
+    model = oracle.Model(c).eval()
+    torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters = skip
+    state = read_bf16_safetensors(os.path.join(folder, "model.safetensors"))
+    model.load_state_dict(state, strict=True)
+    del state
+
+    def forward(ids):  # oracle.Model.forward, but only the last position's logits
+        T = ids.shape[0]
+        x = model.model.embed_tokens(ids[None])
+        if c["gemma"]:
+            x = x * (c["hidden"] ** 0.5)
+        records = []
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        for layer, block in enumerate(model.model.layers):
+            slides = c["sliding"][layer]
+            mask = j > i
+            if slides:
+                mask = mask | (j <= i - c["window"])
+            theta = c["local_theta"] if (c["gemma"] and slides) else c["theta"]
+            scaling = None if (c["gemma"] and slides) else c["rope_scaling"]
+            cos, sin = oracle.rope_tables(c["head_dim"], theta, T, scaling)
+            rec = {}
+            x = block(x, mask, cos, sin, rec)
+            records.append(rec["weights"])  # every head's T x T weights, kept
+        x = model.model.norm(x[:, -1:])
+        return x[0] @ model.model.embed_tokens.weight.T, records
+
+    ids = torch.tensor([(1000 + 7919 * i) % c["vocab"] for i in range(tokens)])
+    times = []
+    with torch.no_grad():
+        forward(ids[:64])  # warm-up (short: a full one at T = 1024 takes a minute)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            logits, maps = forward(ids)
+            times.append((time.perf_counter() - start) * 1000.0)
+            del logits, maps
+    print(statistics.median(times))
+    return 0
+
+
+def time_family_torch(folder, c, tokens, repeat, threads):
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--family-torch-worker", folder, str(tokens),
+         str(repeat), str(threads), json.dumps(c)],
+        capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise SystemExit(f"compare_torch: the PyTorch worker failed on {folder}: "
+                         + out.stderr.strip()[-2000:])
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def time_family_attnscope(cli, folder, tokens, repeat):
+    """(median ms, peak RSS MB, FMA GFLOP/s) of `model bench` at its default threads."""
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    out = subprocess.run([cli, "model", "bench", folder, "--tokens", str(tokens), "--repeat",
+                          str(repeat)], capture_output=True, text=True, env=env, timeout=3600)
+    medians = re.findall(r"^median_ms=([0-9.eE+-]+)\s*$", out.stdout, re.M)
+    if out.returncode != 0 or not medians:
+        raise SystemExit(f"compare_torch: {cli} model bench {folder} failed "
+                         f"(exit {out.returncode}): "
+                         + (out.stderr.strip() or "it printed no median_ms= line"))
+    rss = re.findall(r"\bpeak_rss_mb=([0-9.eE+-]+)", out.stdout)
+    fma = re.findall(r"\bfma_gflops=([0-9.eE+-]+)", out.stdout)
+    return (float(medians[-1]), float(rss[-1]) if rss else float("nan"),
+            float(fma[-1]) if fma else None)
+
+
+def family_main(args):
+    tokens = 64 if args.quick else args.tokens
+    threads = [int(t) for t in args.model_threads.split(",")]
+    only = set(args.only.split(",")) if args.only else None
+    print(f"random BF16 checkpoints at the real shapes{' (--quick: toy sizes)' if args.quick else ''}, "
+          f"T = {tokens}; attnscope: `model bench` (the forward and every layer's and head's "
+          "attention weights) at its default threads; PyTorch: family_oracle.py's classes in "
+          f"float32, eval, no_grad, every map kept, at its faster of {args.model_threads} threads; "
+          f"median of {args.repeat} run(s) after a warm-up (PyTorch's at T = 64)")
+    print(f"{'model':<14} {'GFLOP':>8} {'attnscope ms':>13} {'torch ms':>10} {'(thr)':>5} "
+          f"{'ratio':>6} {'floor ms':>9} {'ours/floor':>11} {'peak RSS MB':>12}")
+    with tempfile.TemporaryDirectory(prefix="attnscope-family-") as tmp:
+        root = args.cache or tmp
+        for label, key, c, cfg in family_shapes(args.quick):
+            if only and key not in only:
+                continue
+            folder = os.path.join(root, key + ("-quick" if args.quick else ""))
+            want = json.dumps(cfg, indent=2)
+            have = None
+            if os.path.exists(os.path.join(folder, "model.safetensors")):
+                with open(os.path.join(folder, "config.json")) as f:
+                    have = f.read()
+            if have != want:
+                start = time.perf_counter()
+                write_family_checkpoint(folder, c, cfg)
+                size = os.path.getsize(os.path.join(folder, "model.safetensors")) / 2**20
+                print(f"  ({label}: wrote {size:.0f} MiB of BF16 in "
+                      f"{time.perf_counter() - start:.1f} s to {folder})", flush=True)
+            ms, rss, rate = time_family_attnscope(args.cli, folder, tokens, args.repeat)
+            theirs = {n: time_family_torch(folder, c, tokens, args.repeat, n) for n in threads}
+            best = min(theirs, key=theirs.get)
+            gflop = family_flops(c, tokens) / 1e9
+            floor = gflop / rate * 1000.0 if rate else float("nan")
+            print(f"{label:<14} {gflop:>8.1f} {ms:>13.1f} {theirs[best]:>10.1f} {best:>5} "
+                  f"{ms / theirs[best]:>6.2f} {floor:>9.1f} {ms / floor:>11.2f} {rss:>12.0f}",
+                  flush=True)
+            print("               PyTorch by threads: "
+                  + ", ".join(f"{n}: {v:.1f} ms" for n, v in sorted(theirs.items()))
+                  + f"; FMA rate {rate or float('nan'):.1f} GFLOP/s (`model bench`'s fma_gflops=)")
+    print("ratio = attnscope / PyTorch (goal <= 0.5); GFLOP: the forward's (projections, each "
+          "head's visible scores and context, the last logits); floor = GFLOP / the FMA rate "
+          "(goal: ours/floor <= 2); peak RSS: attnscope's process (getrusage)")
+    return 0
+
+
 class Busy:
     """`count` other processes, each keeping a core busy (a Python loop), for
     the time of a `with` block: the load of a desktop where something else runs."""
@@ -455,6 +738,8 @@ def main():
         return model_torch_worker(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "--modern-torch-worker":
         return modern_torch_worker(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "--family-torch-worker":
+        return family_torch_worker(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=DEFAULT_CLI)
     ap.add_argument("--repeat", type=int, default=None,
@@ -471,6 +756,14 @@ def main():
     ap.add_argument("--busy", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="--model: time the engine quiet and beside N (default 1) processes "
                     "that keep a core busy each, against its own one-thread time and PyTorch")
+    ap.add_argument("--family", action="store_true",
+                    help="time Qwen3 0.6B, Llama 3.2 1B and Gemma 3 270M (random BF16 weights "
+                    "at their real shapes) through `model bench` against PyTorch")
+    ap.add_argument("--cache", default=None, metavar="DIR",
+                    help="--family: write the checkpoints here and reuse them on later runs")
+    ap.add_argument("--tokens", type=int, default=1024, help="--family: T (default 1024)")
+    ap.add_argument("--only", default=None,
+                    help="--family: a comma-separated subset of qwen3-0.6b,llama3.2-1b,gemma3-270m")
     args = ap.parse_args()
     if not (os.path.isfile(args.cli) and os.access(args.cli, os.X_OK)):
         print(f"compare_torch: attnscope-cli not found at {os.path.normpath(args.cli)}. "
@@ -484,6 +777,10 @@ def main():
               + (probe.stderr.strip().splitlines() or ["?"])[-1])
         return 77
     torch_version = probe.stdout.strip()
+    if args.family:
+        args.repeat = args.repeat or 1
+        print(f"PyTorch {torch_version}")
+        return family_main(args)
     if args.model:
         args.repeat = args.repeat or 3
         print(f"PyTorch {torch_version}")

@@ -2,6 +2,8 @@
 // the families' folders (Llama, Mistral, Qwen2, Qwen3, Gemma 3).
 #include "family_commands.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -572,8 +574,13 @@ int run_family_bench(const ModelCommands& c, const fs::path& path) {
       core::model_folder(path).filename().string().c_str(),
       std::string(core::model_family_name(cfg.family)).c_str(), cfg.num_hidden_layers,
       cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size, c.tokens, load_ms);
-  std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f\n", c.repeat, ms.front(), median,
-              ms.back());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+  std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f peak_rss_mb=%.1f\n", c.repeat,
+              ms.front(), median, ms.back(), rss_mb);
+  // This machine's FMA rate, measured now (after the runs): the floor's denominator.
+  std::printf("fma_gflops=%.1f\n", core::machine_fma_gflops(0.3));
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }

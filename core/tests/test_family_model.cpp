@@ -299,6 +299,80 @@ TEST(FamilyLoad, LoadsATinyTiedLlamaAndRuns) {
   EXPECT_THROW(FamilyRun(model, {}), std::invalid_argument);
 }
 
+// Every tensor of `shapes` with random values that BF16 holds exactly,
+// written as F32 or as BF16: the same numbers in two dtypes.
+void write_random_safetensors(const std::filesystem::path& path,
+                              const std::map<std::string, std::vector<std::uint64_t>>& shapes,
+                              bool bf16) {
+  json header;
+  std::string data;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.2f);
+  for (const auto& [name, shape] : shapes) {
+    std::uint64_t n = 1;
+    for (auto s : shape) n *= s;
+    const bool gain = shape.size() == 1;  // a norm's: near 1
+    const std::size_t start = data.size();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint16_t bits = gemm::float_to_bf16_bits((gain ? 1.0f : 0.0f) + normal(rng));
+      if (bf16) {
+        data.append(reinterpret_cast<const char*>(&bits), 2);
+      } else {
+        const float f = gemm::bf16_to_float(bits);
+        data.append(reinterpret_cast<const char*>(&f), 4);
+      }
+    }
+    header[name] = {
+        {"dtype", bf16 ? "BF16" : "F32"}, {"shape", shape}, {"data_offsets", {start, data.size()}}};
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary);
+  const std::uint64_t size = text.size();
+  out.write(reinterpret_cast<const char*>(&size), 8);
+  out << text << data;
+}
+
+TEST(FamilyLoad, Bf16WeightsStayHalfTheBytesAndGiveTheWidenedNumbers) {
+  // Untied (an lm_head of its own), with q/k norm: every kind of tensor.
+  json cfg = tiny("qwen3");
+  cfg["tie_word_embeddings"] = false;
+  cfg["head_dim"] = 16;
+  auto tensors = tiny_llama_tensors();
+  tensors["lm_head.weight"] = {300, 64};
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".self_attn.";
+    tensors[p + "q_norm.weight"] = {16};
+    tensors[p + "k_norm.weight"] = {16};
+  }
+  testing::TempDir f32_dir, bf16_dir;
+  for (const auto* dir : {&f32_dir, &bf16_dir}) {
+    testing::write_text(*dir / "config.json", cfg.dump());
+    write_random_safetensors(*dir / "model.safetensors", tensors, dir == &bf16_dir);
+  }
+  const auto f32 = FamilyModel::load(f32_dir.path());
+  const auto bf16 = FamilyModel::load(bf16_dir.path());
+  const double ratio =
+      static_cast<double>(bf16->weight_bytes()) / static_cast<double>(f32->weight_bytes());
+  std::printf("FamilyLoad: weights in memory: F32 file %zu bytes, BF16 file %zu (%.3f)\n",
+              f32->weight_bytes(), bf16->weight_bytes(), ratio);
+  EXPECT_GT(ratio, 0.45);  // half, plus the norms and biases held in float32
+  EXPECT_LT(ratio, 0.56);
+  std::vector<int> ids(40);
+  for (int i = 0; i < 40; ++i) ids[static_cast<std::size_t>(i)] = (i * 37 + 5) % 300;
+  for (const bool all : {false, true}) {
+    const FamilyRun a(f32, ids, {.all_logits = all}), b(bf16, ids, {.all_logits = all});
+    for (int l = 0; l <= a.num_layers(); ++l)
+      EXPECT_EQ(a.residual(l), b.residual(l)) << "layer " << l;  // the same bits
+    EXPECT_EQ(a.logits(), b.logits());
+    EXPECT_TRUE(b.logits().allFinite());
+    for (int l = 0; l < a.num_layers(); ++l) {
+      const auto wa = a.layer_weights(l), wb = b.layer_weights(l);
+      for (std::size_t h = 0; h < wa.size(); ++h) EXPECT_EQ(wa[h], wb[h]) << l << " " << h;
+    }
+  }
+}
+
 TEST(FamilyLoad, RefusesAMissingTensor) {
   testing::TempDir dir;
   testing::write_text(dir / "config.json", tiny("llama").dump());

@@ -15,7 +15,7 @@
 //     every T up to 2 max(8, head_dim) + 3 and around every block edge,
 //     fresh and by appends, against gpt2_reference.hpp;
 //   GemmSweep: packing and the 8 x 48 kernel for m, n, k across 8, 16, 24,
-//     32, 48, 64 and 96, aligned and not, strided and not;
+//     32, 48, 64 and 96, aligned and not, strided and not; BF16 panels;
 //   FastPathSweep: chapter 3's fast path against the reference path;
 //   ThumbnailSweep: block pooling around the thumbnail size and its multiples.
 #include <gtest/gtest.h>
@@ -35,6 +35,7 @@
 #include "attnscope/model/gpt2_model.hpp"
 #include "gpt2_reference.hpp"
 #include "kernels/gemm.hpp"
+#include "model/gpt2_internal.hpp"
 #include "test_support.hpp"
 
 namespace attnscope::core {
@@ -373,6 +374,79 @@ TEST(GemmSweep, ProjectionsAcrossTilePanelAndChunkEdges) {
     ASSERT_EQ(y.damage(), "") << what;
     ASSERT_EQ(check_product(ym, x, w, bias, what), "");
   }
+}
+
+// BF16 weights (the family models' files): pack_weights_bf16 from a strided
+// window of bits, widen_panel into a guarded window, and Linear::from_bf16
+// against Linear::from on the widened floats, for M = 1..17 (one tile, two,
+// and one row past), N around multiples of 48 and of the vector widths, odd
+// K: the same packed floats and the same products, bit for bit.
+TEST(GemmSweep, Bf16PanelsAndProjectionsAcrossTileAndPanelEdges) {
+  const Eigen::Index widths[] = {1, 7, 8, 15, 16, 17, 47, 48, 49, 95, 96, 97};
+  const Eigen::Index depths[] = {1, 3, 17, 65};
+  std::uint64_t seed = 5000;
+  // widen_bf16 at every length across its vector edges, guarded.
+  for (Eigen::Index n = 0; n <= 40; ++n) {
+    const RowMatrix v = random_matrix(1, std::max<Eigen::Index>(n, 1), seed++);
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(n) + 1);
+    for (Eigen::Index i = 0; i < n; ++i)
+      bits[static_cast<std::size_t>(i) + 1] = gemm::float_to_bf16_bits(v(0, i));
+    Window out(1, std::max<Eigen::Index>(n, 1), std::max<Eigen::Index>(n, 1), n % 3);
+    gemm::widen_bf16(bits.data() + 1, n, out.data());
+    if (n > 0) {
+      ASSERT_EQ(out.damage(), "") << "widen_bf16 of " << n;
+    }
+    for (Eigen::Index i = 0; i < n; ++i)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(out.at(0, i)),
+                std::uint32_t{bits[static_cast<std::size_t>(i) + 1]} << 16)
+          << "widen_bf16 of " << n << " at " << i;
+  }
+  for (Eigen::Index K : depths)
+    for (Eigen::Index N : widths) {
+      const std::string shape = "w " + std::to_string(K) + " x " + std::to_string(N);
+      // w's bits in a window with a stride and an offset; `wide` the floats they stand for.
+      const Eigen::Index ld = N + static_cast<Eigen::Index>(seed % 3), offset = seed % 2 ? 1 : 0;
+      std::vector<std::uint16_t> bits(static_cast<std::size_t>(offset + K * ld), 0xFFFF);
+      RowMatrix wide(K, N);
+      const RowMatrix w = random_matrix(K, N, seed++);
+      for (Eigen::Index k = 0; k < K; ++k)
+        for (Eigen::Index j = 0; j < N; ++j) {
+          const std::uint16_t b = gemm::float_to_bf16_bits(w(k, j));
+          bits[static_cast<std::size_t>(offset + k * ld + j)] = b;
+          wide(k, j) = gemm::bf16_to_float(b);
+        }
+      const gemm::PackedWeights pw = gemm::pack_weights_bf16(bits.data() + offset, K, N, ld);
+      ASSERT_TRUE(pw.is_bf16() && pw.data.empty()) << shape;
+      ASSERT_EQ(static_cast<Eigen::Index>(pw.bf16.size()), pw.panels() * K * kPanelCols) << shape;
+      const gemm::PackedWeights want = gemm::pack_weights(wide);
+      for (Eigen::Index p = 0; p < pw.panels(); ++p) {
+        Window panel(1, K * kPanelCols, K * kPanelCols, p % 2);
+        gemm::widen_panel(pw, p, panel.data());
+        ASSERT_EQ(panel.damage(), "") << shape << " panel " << p;
+        for (Eigen::Index i = 0; i < K * kPanelCols; ++i)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(panel.at(0, i)),
+                    std::bit_cast<std::uint32_t>(want.panel(p)[i]))
+              << shape << " panel " << p << " float " << i;
+      }
+      const RowMatrix bias = seed % 2 ? random_matrix(1, N, seed++) : RowMatrix();
+      std::vector<std::uint16_t> packed_rows(static_cast<std::size_t>(K * N));  // no stride
+      for (Eigen::Index k = 0; k < K; ++k)
+        std::copy_n(bits.begin() + offset + k * ld, N, packed_rows.begin() + k * N);
+      const detail::Linear mine = detail::Linear::from_bf16(packed_rows.data(), K, N, bias);
+      const detail::Linear widened = detail::Linear::from(wide.data(), K, N, bias);
+      ASSERT_EQ(mine.max_abs, widened.max_abs) << shape;
+      for (Eigen::Index M = 1; M <= 2 * kTileRows + 1; ++M) {
+        const RowMatrix x = random_matrix(M, K, seed++);
+        RowMatrix a, b;
+        mine.apply(x, a);
+        widened.apply(x, b);
+        ASSERT_EQ(a.rows(), M);
+        for (Eigen::Index i = 0; i < a.size(); ++i)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(a.data()[i]),
+                    std::bit_cast<std::uint32_t>(b.data()[i]))
+              << "x " << M << " x " << K << " . " << shape << " at " << i;
+      }
+    }
 }
 
 // The heads' products: pack_tile of m <= 8 query rows (strided, offset),

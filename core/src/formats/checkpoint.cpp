@@ -38,6 +38,11 @@ class SafetensorsTensors final : public TensorFile {
     if (!t || t->dtype != "F32") return {};
     return file_.f32(name);
   }
+  std::span<const std::uint16_t> bf16_in_place(std::string_view name) const override {
+    const TensorInfo* t = find(name);
+    if (!t || t->dtype != "BF16") return {};
+    return file_.bf16(name);
+  }
   void release(std::string_view name) const override {
     if (find(name)) file_.release(name);
   }

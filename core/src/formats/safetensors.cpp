@@ -269,6 +269,14 @@ std::span<const float> SafetensorsFile::f32(std::string_view name) const {
   return {reinterpret_cast<const float*>(bytes.data()), bytes.size() / sizeof(float)};
 }
 
+std::span<const std::uint16_t> SafetensorsFile::bf16(std::string_view name) const {
+  const TensorInfo& t = info(name);
+  if (t.dtype != "BF16") return {};
+  const auto bytes = bytes_of(t);
+  if (bytes.empty() || reinterpret_cast<std::uintptr_t>(bytes.data()) % 2 != 0) return {};
+  return {reinterpret_cast<const std::uint16_t*>(bytes.data()), bytes.size() / 2};
+}
+
 void SafetensorsFile::release(std::string_view name) const {
   if (!storage_->mapping) return;
   const auto bytes = bytes_of(info(name));

@@ -53,6 +53,47 @@ PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols,
   return packed;
 }
 
+PackedWeights pack_weights_bf16(const std::uint16_t* w, Eigen::Index rows, Eigen::Index cols,
+                                Eigen::Index ld) {
+  if (ld == 0) ld = cols;
+  PackedWeights packed;
+  packed.rows = rows;
+  packed.cols = cols;
+  packed.bf16.resize(static_cast<std::size_t>(packed.panels() * packed.rows * kPanelCols));
+  for (Eigen::Index p = 0; p < packed.panels(); ++p) {
+    const Eigen::Index col = p * kPanelCols;
+    const Eigen::Index n = std::min(kPanelCols, cols - col);
+    std::uint16_t* out = packed.bf16.data() + p * rows * kPanelCols;
+    for (Eigen::Index k = 0; k < rows; ++k) {
+      const std::uint16_t* src = w + k * ld + col;
+      std::uint16_t* dst = out + k * kPanelCols;
+      std::copy(src, src + n, dst);
+      std::fill(dst + n, dst + kPanelCols, std::uint16_t{0});  // +0.0f
+    }
+  }
+  return packed;
+}
+
+void widen_bf16(const std::uint16_t* src, Eigen::Index n, float* out) {
+  Eigen::Index i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+  }
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = bf16_to_float(src[i]);
+}
+
+void widen_panel(const PackedWeights& w, Eigen::Index p, float* out) {
+  widen_bf16(w.panel_bf16(p), w.rows * kPanelCols, out);
+}
+
 PackedWeights pack_weights(const Eigen::Ref<const RowMatrix>& w) {
   return pack_weights(w.data(), w.rows(), w.cols(), w.outerStride());
 }

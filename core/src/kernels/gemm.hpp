@@ -20,6 +20,8 @@
 // available() is false and the engine uses Eigen.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <utility>
@@ -72,14 +74,40 @@ bool available();
 double measure_fma_gflops(double seconds);
 
 // w (K, N) as panels: panel p holds columns [p*48, p*48 + 48) as K rows of
-// 48 floats, zero beyond N.
+// 48 floats, zero beyond N. Or, packed from bfloat16 (pack_weights_bf16),
+// the same panels of bfloat16 bits in `bf16` (half the bytes) and `data`
+// empty: widen_panel turns one into floats, exactly (a bfloat16 is a
+// float32's upper half), just before the kernel multiplies it.
 struct PackedWeights {
   Eigen::Index rows = 0, cols = 0;  // K, N of w
   Buffer<float> data;
+  Buffer<std::uint16_t> bf16;
 
+  bool is_bf16() const { return !bf16.empty(); }
   Eigen::Index panels() const { return (cols + kPanelCols - 1) / kPanelCols; }
   const float* panel(Eigen::Index p) const { return data.data() + p * rows * kPanelCols; }
+  const std::uint16_t* panel_bf16(Eigen::Index p) const {
+    return bf16.data() + p * rows * kPanelCols;
+  }
+  // The bytes the panels hold.
+  std::size_t bytes() const { return data.size() * sizeof(float) + bf16.size() * 2; }
 };
+
+// bfloat16 bits as the float they stand for, and a float's upper half
+// (exact for floats widened from bfloat16; truncates others).
+inline float bf16_to_float(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline std::uint16_t float_to_bf16_bits(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+// n bfloat16 values as floats (vectorised where the build has AVX2 or AVX-512).
+void widen_bf16(const std::uint16_t* src, Eigen::Index n, float* out);
 
 // x (M, K) as tiles: tile t holds rows [t*8, t*8 + 8) k-major (8 floats per
 // k), zero beyond M.
@@ -105,6 +133,13 @@ float max_abs(const float* v, Eigen::Index n);
 bool sums_stay_finite(float max_abs_x, float max_abs_w, Eigen::Index K);
 
 PackedWeights pack_weights(const Eigen::Ref<const RowMatrix>& w);
+// w (rows, cols) of bfloat16 bits, row-major with rows `ld` values apart
+// (0: cols), as bfloat16 panels (PackedWeights::bf16).
+PackedWeights pack_weights_bf16(const std::uint16_t* w, Eigen::Index rows, Eigen::Index cols,
+                                Eigen::Index ld = 0);
+// Panel p of a bfloat16 PackedWeights as floats into out (rows * kPanelCols):
+// the panel pack_weights would have made from the widened w, bit for bit.
+void widen_panel(const PackedWeights& w, Eigen::Index p, float* out);
 // The same from a row-major (rows, cols) array in place (a mapped file),
 // rows `ld` floats apart (0: cols).
 PackedWeights pack_weights(const float* w, Eigen::Index rows, Eigen::Index cols,

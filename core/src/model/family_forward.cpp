@@ -121,6 +121,34 @@ RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a) {
 
 }  // namespace detail
 
+void FamilyModel::Weights::embed_row(int id, float* out) const {
+  const Eigen::Index d = config.hidden_size;
+  if (embed_bf16.empty())
+    std::copy_n(embed.data() + static_cast<Eigen::Index>(id) * d, d, out);
+  else
+    gemm::widen_bf16(embed_bf16.data() + static_cast<Eigen::Index>(id) * d, d, out);
+}
+
+RowMatrix FamilyModel::Weights::logits(const RowMatrix& x) const {
+  const gemm::Buffer<std::uint16_t>& bits = head_bf16();
+  if (bits.empty()) return x * head().transpose();
+  // The head's rows widened a block at a time (a block's floats stay in
+  // L2), each block's logits one product: the vocabulary on every thread.
+  const Eigen::Index d = config.hidden_size, vocab = config.vocab_size;
+  constexpr Eigen::Index kBlock = 128;
+  const Eigen::Index chunks = (vocab + kBlock - 1) / kBlock;
+  RowMatrix out(x.rows(), vocab);
+#pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
+  for (Eigen::Index blk = 0; blk < chunks; ++blk) {
+    const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
+    thread_local RowMatrix rows;
+    rows.resize(n, d);
+    gemm::widen_bf16(bits.data() + r0 * d, n * d, rows.data());
+    out.middleCols(r0, n).noalias() = x * rows.transpose();
+  }
+  return out;
+}
+
 namespace {
 
 constexpr Eigen::Index kRowBlock = 32;
@@ -177,11 +205,15 @@ RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, 
   return p;
 }
 
-// A layer's stages from its input rows (at positions first.. onwards);
-// `keep_all` keeps the projections before the norms and RoPE too (else
-// only the rotated ones and the values).
+// What compute_stages keeps: every stage (layer_stages), the rotated
+// queries and keys and the values (the forward), or the rotated queries and
+// keys only (layer_weights: V's columns are not projected).
+enum class Keep { All, Attention, Scores };
+
+// A layer's stages from its input rows (at positions first.. onwards).
 FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
-                                 bool keep_all, Eigen::Index first = 0) {
+                                 Keep keep, Eigen::Index first = 0) {
+  const bool keep_all = keep == Keep::All;
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   FamilyLayerStages s;
@@ -189,12 +221,13 @@ FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const
   s.sliding = c.sliding[static_cast<std::size_t>(layer)];
   s.window = s.sliding ? c.sliding_window : 0;
   s.normed = detail::rms_norm(x, b.input_norm, c.rms_norm_eps);
-  RowMatrix qkv;
-  b.qkv.apply(s.normed, qkv);
   const Eigen::Index qw = c.q_width(), kw = c.kv_width();
+  RowMatrix qkv(x.rows(), keep == Keep::Scores ? qw + kw : qw + 2 * kw);
+  b.qkv.apply_into(s.normed, qkv);
   s.queries_rotated = qkv.leftCols(qw);
   s.keys_rotated = qkv.middleCols(qw, kw);
-  s.values = qkv.rightCols(kw);
+  if (keep != Keep::Scores) s.values = qkv.rightCols(kw);
+  qkv = RowMatrix();
   if (keep_all) {
     s.queries = s.queries_rotated;
     s.keys = s.keys_rotated;
@@ -249,7 +282,7 @@ RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatri
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   RowMatrix out;
   {
-    FamilyLayerStages s = compute_stages(w, layer, x, false, first);
+    FamilyLayerStages s = compute_stages(w, layer, x, Keep::Attention, first);
     const Eigen::Index T = first + x.rows();
     keys.conservativeResize(T, c.kv_width());
     values.conservativeResize(T, c.kv_width());
@@ -311,7 +344,7 @@ void FamilyRun::run_rows(Eigen::Index first) {
   x.conservativeResize(T, c.hidden_size);
   const float embed_scale = c.gemma ? static_cast<float>(std::sqrt(double(c.hidden_size))) : 1.0f;
   for (Eigen::Index t = first; t < T; ++t) {
-    x.row(t) = w.embed.row(ids_[static_cast<std::size_t>(t)]);
+    w.embed_row(ids_[static_cast<std::size_t>(t)], x.row(t).data());
     if (c.gemma) x.row(t) *= embed_scale;
   }
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -327,8 +360,7 @@ void FamilyRun::run_rows(Eigen::Index first) {
   // Every position's logits: the kept rows' stay, the new rows' are made.
   const Eigen::Index from = options_.all_logits ? first : T - 1;
   RowMatrix logits =
-      detail::rms_norm(last.middleRows(from, T - from), w.final_norm, c.rms_norm_eps) *
-      w.head().transpose();
+      w.logits(detail::rms_norm(last.middleRows(from, T - from), w.final_norm, c.rms_norm_eps));
   if (c.final_logit_softcapping > 0) {
     const auto cap = static_cast<float>(c.final_logit_softcapping);
     logits.array() = (logits.array() / cap).tanh() * cap;
@@ -378,7 +410,7 @@ std::vector<RowMatrix> FamilyRun::weight_rows(int first) const {
     const detail::ThreadShare share;
     const auto at = static_cast<std::size_t>(l);
     const RowMatrix rows = residual_[at].middleRows(first, T - first);
-    FamilyLayerStages s = compute_stages(w, l, rows, false, first);
+    FamilyLayerStages s = compute_stages(w, l, rows, Keep::Scores, first);
     s.keys_rotated = keys_[at];
 #pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && T - first > 16)
     for (int h = 0; h < heads; ++h) {
@@ -409,7 +441,8 @@ FamilyLayerStages FamilyRun::layer_stages(int layer) const {
   if (layer < 0 || layer >= num_layers())
     throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
                                 std::to_string(num_layers() - 1));
-  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)], true);
+  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
+                        Keep::All);
 }
 
 RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
@@ -427,7 +460,15 @@ RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
 }
 
 std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
-  const FamilyLayerStages s = layer_stages(layer);
+  if (layer < 0 || layer >= num_layers())
+    throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
+                                std::to_string(num_layers() - 1));
+  FamilyLayerStages s;
+  {
+    const detail::ThreadShare share;
+    s = compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
+                       Keep::Scores);  // the rotated queries and keys: all the weights read
+  }
   std::vector<RowMatrix> out(static_cast<std::size_t>(num_heads()));
   const detail::ThreadShare share;
 #pragma omp parallel for schedule(dynamic, 1) if (num_tokens() > 64)

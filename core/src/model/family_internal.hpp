@@ -44,14 +44,29 @@ RowMatrix activate_gated(const RowMatrix& gate_up, FamilyActivation a);
 
 namespace attnscope::core {
 
+// The embedding table and the LM head are held as the file has them where
+// that is BF16 (the *_bf16 bits, row-major, the RowMatrix empty), else in
+// float32; the blocks' Linear layers likewise (Linear::from_bf16).
 struct FamilyModel::Weights {
   FamilyConfig config;
-  RowMatrix embed;    // (vocab, d)
-  RowMatrix lm_head;  // (vocab, d); empty when tied to embed
+  RowMatrix embed;                           // (vocab, d)
+  RowMatrix lm_head;                         // (vocab, d); empty when tied to embed
+  gemm::Buffer<std::uint16_t> embed_bf16;    // (vocab, d) when the file's table is BF16
+  gemm::Buffer<std::uint16_t> lm_head_bf16;  // (vocab, d) when its untied head is BF16
   std::vector<detail::FamilyBlock> blocks;
   RowMatrix final_norm;  // (1, d) gain
 
+  bool has_lm_head() const { return lm_head.size() || !lm_head_bf16.empty(); }
   const RowMatrix& head() const { return lm_head.size() ? lm_head : embed; }
+  const gemm::Buffer<std::uint16_t>& head_bf16() const {
+    return has_lm_head() ? lm_head_bf16 : embed_bf16;
+  }
+  // Row `id` of the embedding table as floats into out (d floats).
+  void embed_row(int id, float* out) const;
+  // x (rows, d) . headᵀ: the logits, the head widened a block of rows at a time.
+  RowMatrix logits(const RowMatrix& x) const;
+  // The bytes every weight takes in memory.
+  std::size_t bytes() const;
 };
 
 }  // namespace attnscope::core

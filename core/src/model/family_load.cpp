@@ -60,6 +60,23 @@ class FamilyReader {
     return w;
   }
   const std::string& source() const { return file_->source(); }
+  bool is_bf16(const std::string& name) const { return file_->dtype(name) == "BF16"; }
+  // A BF16 (rows, cols) tensor's bits, row-major (widened and back: exact).
+  gemm::Buffer<std::uint16_t> bf16(const std::string& name, Eigen::Index rows,
+                                   Eigen::Index cols) const {
+    expect(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
+    const auto bits = file_->bf16_in_place(name);
+    if (static_cast<Eigen::Index>(bits.size()) == rows * cols) {  // copied as they lie: no floats
+      gemm::Buffer<std::uint16_t> out(bits.begin(), bits.end());
+      file_->release(name);
+      return out;
+    }
+    const RowMatrix m = matrix(name, rows, cols);
+    gemm::Buffer<std::uint16_t> out(static_cast<std::size_t>(m.size()));
+    for (Eigen::Index i = 0; i < m.size(); ++i)
+      out[static_cast<std::size_t>(i)] = gemm::float_to_bf16_bits(m.data()[i]);
+    return out;
+  }
 
  private:
   std::shared_ptr<const TensorFile> file_;
@@ -72,12 +89,35 @@ struct Part {
   Eigen::Index out;
   bool bias;
 };
+// Where every part is BF16 in the file the layer stays BF16 in memory
+// (Linear::from_bf16: the same numbers, half the bytes); else float32.
 Linear fused_linear(const FamilyReader& r, Eigen::Index in, const std::vector<Part>& parts) {
   Eigen::Index total = 0;
-  for (const Part& p : parts) total += p.out;
-  RowMatrix w(in, total);
+  bool bf16 = true;
+  for (const Part& p : parts) {
+    total += p.out;
+    r.expect(p.name + ".weight",
+             {static_cast<std::uint64_t>(p.out), static_cast<std::uint64_t>(in)});
+    bf16 = bf16 && r.is_bf16(p.name + ".weight");
+  }
   RowMatrix b = RowMatrix::Zero(1, total);
   Eigen::Index col = 0;
+  if (bf16) {
+    gemm::Buffer<std::uint16_t> w(static_cast<std::size_t>(in * total));
+    for (const Part& p : parts) {
+      const RowMatrix m = r.matrix(p.name + ".weight", p.out, in);  // (out, in)
+      constexpr Eigen::Index kTile = 64;  // transposed in tiles that stay in L1
+      for (Eigen::Index j0 = 0; j0 < p.out; j0 += kTile)
+        for (Eigen::Index k0 = 0; k0 < in; k0 += kTile)
+          for (Eigen::Index k = k0; k < std::min(in, k0 + kTile); ++k)
+            for (Eigen::Index j = j0; j < std::min(p.out, j0 + kTile); ++j)
+              w[static_cast<std::size_t>(k * total + col + j)] = gemm::float_to_bf16_bits(m(j, k));
+      if (p.bias) b.middleCols(col, p.out) = r.vector(p.name + ".bias", p.out);
+      col += p.out;
+    }
+    return Linear::from_bf16(w.data(), in, total, std::move(b));
+  }
+  RowMatrix w(in, total);
   for (const Part& p : parts) {
     w.middleCols(col, p.out) = r.matrix(p.name + ".weight", p.out, in).transpose();
     if (p.bias) b.middleCols(col, p.out) = r.vector(p.name + ".bias", p.out);
@@ -135,6 +175,21 @@ FamilyModel::~FamilyModel() = default;
 
 const FamilyConfig& FamilyModel::config() const { return weights_->config; }
 
+std::size_t FamilyModel::weight_bytes() const { return weights_->bytes(); }
+
+std::size_t FamilyModel::Weights::bytes() const {
+  auto floats = [](const RowMatrix& m) {
+    return static_cast<std::size_t>(m.size()) * sizeof(float);
+  };
+  std::size_t n = floats(embed) + floats(lm_head) + floats(final_norm) +
+                  (embed_bf16.size() + lm_head_bf16.size()) * sizeof(std::uint16_t);
+  for (const detail::FamilyBlock& b : blocks)
+    n += floats(b.input_norm) + floats(b.post_attn_norm) + floats(b.pre_ff_norm) +
+         floats(b.post_ff_norm) + floats(b.q_norm) + floats(b.k_norm) + b.qkv.bytes() +
+         b.o.bytes() + b.gate_up.bytes() + b.down.bytes();
+  return n;
+}
+
 std::shared_ptr<const FamilyModel> FamilyModel::load(const FamilyConfig& c,
                                                      std::shared_ptr<const TensorFile> file,
                                                      LoadProgress* progress) {
@@ -148,7 +203,10 @@ std::shared_ptr<const FamilyModel> FamilyModel::load(const FamilyConfig& c,
   auto w = std::make_shared<Weights>();
   w->config = c;
   if (progress) progress->blocks = c.num_hidden_layers;
-  w->embed = r.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  if (r.has("model.embed_tokens.weight") && r.is_bf16("model.embed_tokens.weight"))
+    w->embed_bf16 = r.bf16("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  else
+    w->embed = r.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
   w->blocks.resize(static_cast<std::size_t>(c.num_hidden_layers));
   std::exception_ptr error;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -165,7 +223,10 @@ std::shared_ptr<const FamilyModel> FamilyModel::load(const FamilyConfig& c,
   if (error) std::rethrow_exception(error);
   w->final_norm = r.gain("model.norm.weight", c.hidden_size, c.gemma);
   if (r.has("lm_head.weight")) {
-    w->lm_head = r.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
+    if (r.is_bf16("lm_head.weight"))
+      w->lm_head_bf16 = r.bf16("lm_head.weight", c.vocab_size, c.hidden_size);
+    else
+      w->lm_head = r.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   } else if (!c.tie_word_embeddings) {
     r.expect("lm_head.weight",
              {static_cast<std::uint64_t>(c.vocab_size), static_cast<std::uint64_t>(c.hidden_size)});

@@ -41,7 +41,7 @@ RowMatrix head_logits(const FamilyRun& run, Eigen::Index r0, Eigen::Index m) {
   const FamilyConfig& c = w.config;
   const RowMatrix normed = detail::rms_norm(run.residual(run.num_layers()).middleRows(r0, m),
                                             w.final_norm, c.rms_norm_eps);
-  RowMatrix logits = normed * w.head().transpose();
+  RowMatrix logits = w.logits(normed);
   if (c.final_logit_softcapping > 0) {
     const auto cap = static_cast<float>(c.final_logit_softcapping);
     logits.array() = (logits.array() / cap).tanh() * cap;

@@ -29,15 +29,27 @@ struct Linear {
 
   // From a row-major (in, out) array, e.g. a mapped F32 tensor.
   static Linear from(const float* w, Eigen::Index in, Eigen::Index out, RowMatrix bias);
+  // From a row-major (in, out) array of bfloat16 bits: held as bfloat16
+  // panels (half the bytes), each widened to floats just before the kernel
+  // multiplies it, so that y is what from() on the widened W gives, bit for
+  // bit. Without the kernel, W is held widened.
+  static Linear from_bf16(const std::uint16_t* w, Eigen::Index in, Eigen::Index out,
+                          RowMatrix bias);
+  // The bytes W and the bias take in memory.
+  std::size_t bytes() const;
   // y (rows x out) = x . W + b; rows of x are tokens. Runs on every thread.
   void apply(const RowMatrix& x, RowMatrix& y) const;
-  // The same into y, already x.rows() x out (rows of a taller matrix).
+  // The same into y, already x.rows() x out (rows of a taller matrix), or
+  // x.rows() x n for y's first n < out columns only (the same numbers).
   void apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const;
 
  private:
   // apply_into for x of one tile (at most 8 rows) on the kernel; false,
   // with y untouched, where a sum could overflow (gemm.hpp).
   bool apply_one_tile(const RowMatrix& x, gemm::PackedRows& xt, Eigen::Ref<RowMatrix> y) const;
+  // y's columns of panel p (multiply_panel), widening a bfloat16 panel first.
+  void multiply_panel(const gemm::PackedRows& xt, Eigen::Index p, Eigen::Ref<RowMatrix> y,
+                      bool fetch_next = true) const;
 };
 
 // LayerNorm over each row: (x - mean) / sqrt(var + eps) * gain + shift,

@@ -31,16 +31,59 @@ Linear Linear::from(const float* w, Eigen::Index in, Eigen::Index out, RowMatrix
   return l;
 }
 
+Linear Linear::from_bf16(const std::uint16_t* w, Eigen::Index in, Eigen::Index out,
+                         RowMatrix bias) {
+  if (!gemm::available()) {  // Eigen multiplies floats: widen once
+    RowMatrix widened(in, out);
+    gemm::widen_bf16(w, in * out, widened.data());
+    return from(widened.data(), in, out, std::move(bias));
+  }
+  Linear l;
+  l.in = in;
+  l.out = out;
+  l.bias = bias.size() ? std::move(bias) : RowMatrix::Zero(1, out);
+  l.packed = gemm::pack_weights_bf16(w, in, out);
+  // max |W| over the bits: the largest magnitude (sign cleared), inf for a NaN or an infinity.
+  std::uint16_t top = 0;
+  for (Eigen::Index i = 0; i < in * out; ++i)
+    top = std::max(top, static_cast<std::uint16_t>(w[i] & 0x7fffu));
+  l.max_abs = top >= 0x7f80 ? std::numeric_limits<float>::infinity() : gemm::bf16_to_float(top);
+  return l;
+}
+
+std::size_t Linear::bytes() const {
+  return packed.bytes() + static_cast<std::size_t>(weight.size() + bias.size()) * sizeof(float);
+}
+
+void Linear::multiply_panel(const gemm::PackedRows& xt, Eigen::Index p, Eigen::Ref<RowMatrix> y,
+                            bool fetch_next) const {
+  if (!packed.is_bf16()) {
+    gemm::multiply_panel(xt, packed.panel(p), p, bias, y, fetch_next);
+    return;
+  }
+  thread_local gemm::Buffer<float> wide;  // one panel of floats, in L2 while its tiles run
+  wide.resize(static_cast<std::size_t>(packed.rows * gemm::kPanelCols));
+  gemm::widen_panel(packed, p, wide.data());
+  gemm::multiply_panel(xt, wide.data(), p, bias, y, false);  // no next panel beside this one
+}
+
 namespace {
 
 // W back from its panels, for the rare x whose products could overflow in the kernel.
 RowMatrix unpack(const gemm::PackedWeights& p) {
   RowMatrix w(p.rows, p.cols);
+  gemm::Buffer<float> wide;
+  if (p.is_bf16()) wide.resize(static_cast<std::size_t>(p.rows * gemm::kPanelCols));
   for (Eigen::Index q = 0; q < p.panels(); ++q) {
     const Eigen::Index col = q * gemm::kPanelCols;
     const Eigen::Index n = std::min(gemm::kPanelCols, p.cols - col);
+    const float* panel = p.panel(q);
+    if (p.is_bf16()) {
+      gemm::widen_panel(p, q, wide.data());
+      panel = wide.data();
+    }
     for (Eigen::Index k = 0; k < p.rows; ++k)
-      std::copy_n(p.panel(q) + k * gemm::kPanelCols, n, w.data() + k * p.cols + col);
+      std::copy_n(panel + k * gemm::kPanelCols, n, w.data() + k * p.cols + col);
   }
   return w;
 }
@@ -63,13 +106,11 @@ bool Linear::apply_one_tile(const RowMatrix& x, gemm::PackedRows& xt,
   // blocks for one row 10-15 % slower, in interleaved runs.
   xt.max_abs = gemm::pack_columns(x, 0, xt);
   if (!gemm::sums_stay_finite(xt.max_abs, max_abs, in)) return false;
-  const auto panels = static_cast<int>(packed.panels());
+  const auto panels = static_cast<int>((y.cols() + gemm::kPanelCols - 1) / gemm::kPanelCols);
   const int team = panels > 1 && in * out >= (1 << 18) ? team_size() : 1;
   RangeShare share(panels, team);
 #pragma omp parallel num_threads(team)
-  share.run([&](int p, bool next_is_own) {
-    gemm::multiply_panel(xt, packed.panel(p), p, bias, y, next_is_own);
-  });
+  share.run([&](int p, bool next_is_own) { multiply_panel(xt, p, y, next_is_own); });
   return true;
 }
 
@@ -79,7 +120,8 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
     thread_local gemm::PackedRows tiles;
     gemm::PackedRows& xt = tiles;
     gemm::size_rows(x.rows(), x.cols(), xt);
-    const auto panels = static_cast<int>(packed.panels());
+    // The panels y's columns need (all of them but where y is narrower).
+    const auto panels = static_cast<int>((y.cols() + gemm::kPanelCols - 1) / gemm::kPanelCols);
     const auto row_tiles = static_cast<int>(xt.tiles());
     if (row_tiles == 1) {  // an append's row
       if (apply_one_tile(x, xt, y)) return;
@@ -99,7 +141,7 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
           largest = std::max(largest, gemm::pack_columns(x, 0, xt, t, t + 1));
         if (gemm::sums_stay_finite(largest, max_abs, in)) {  // the same answer on every thread
 #pragma omp for schedule(dynamic, run)
-          for (int p = 0; p < panels; ++p) gemm::multiply_panel(xt, packed.panel(p), p, bias, y);
+          for (int p = 0; p < panels; ++p) multiply_panel(xt, p, y);
 #pragma omp single nowait
           done = true;
         }
@@ -107,11 +149,11 @@ void Linear::apply_into(const RowMatrix& x, Eigen::Ref<RowMatrix> y) const {
       xt.max_abs = largest;
       if (done) return;
     }
-    y.noalias() = x * unpack(packed);
+    y.noalias() = x * unpack(packed).leftCols(y.cols());
   } else {
-    y.noalias() = x * weight;
+    y.noalias() = x * weight.leftCols(y.cols());
   }
-  y.rowwise() += bias.row(0);
+  y.rowwise() += bias.row(0).head(y.cols());
 }
 
 RowMatrix Norm::apply(const Eigen::Ref<const RowMatrix>& x, double eps) const {

@@ -40,6 +40,12 @@ class TensorFile {
     (void)name;
     return {};
   }
+  // A BF16 tensor's bits where they lie in a mapped file, or an empty span
+  // when it is not stored that way (then read matrix()).
+  virtual std::span<const std::uint16_t> bf16_in_place(std::string_view name) const {
+    (void)name;
+    return {};
+  }
   // The caller is done with `name`'s bytes (a hint; see SafetensorsFile::release).
   virtual void release(std::string_view name) const { (void)name; }
 };

@@ -67,6 +67,10 @@ class SafetensorsFile {
   // copy). Throws ParseError for other dtypes (use values()/matrix()) and
   // when the data is not 4-byte aligned in the file.
   std::span<const float> f32(std::string_view name) const;
+  // A BF16 tensor's elements (bfloat16 bits, little-endian) where they lie
+  // in the file (no copy), or an empty span for another dtype or data not
+  // 2-byte aligned in the file.
+  std::span<const std::uint16_t> bf16(std::string_view name) const;
   // An F32, F16 or BF16 tensor's elements in C order as float32 (F16
   // subnormals, infinities and NaNs kept); other dtypes throw ParseError
   // naming the dtype.
@@ -111,6 +115,9 @@ class SafetensorsShards {
   const SafetensorsFile& shard_of(std::string_view name) const;
   const TensorInfo& info(std::string_view name) const { return shard_of(name).info(name); }
   std::span<const float> f32(std::string_view name) const { return shard_of(name).f32(name); }
+  std::span<const std::uint16_t> bf16(std::string_view name) const {
+    return shard_of(name).bf16(name);
+  }
   std::vector<float> values(std::string_view name) const { return shard_of(name).values(name); }
   RowMatrix matrix(std::string_view name) const { return shard_of(name).matrix(name); }
   void release(std::string_view name) const { shard_of(name).release(name); }
