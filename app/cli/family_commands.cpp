@@ -528,8 +528,9 @@ int run_family_generate(const ModelCommands& c, const fs::path& path) {
   core::check_sampling(sampling, cfg.vocab_size);
   core::BookSampler sampler(sampling);  // greedy (the argmax) at temperature 0
   std::vector<int> added;
-  for (int n = 0; n < c.tokens; ++n) {  // the whole text again each step (no cache)
-    const core::FamilyRun run(loaded.model, ids);
+  core::FamilyRun run(loaded.model, ids);
+  for (int n = 0; n < c.tokens; ++n) {  // each new token runs its own row (FamilyRun::retext)
+    if (n) run.retext(ids);
     added.push_back(sampler.next(run.last_logits()));
     ids.push_back(added.back());
   }

@@ -225,7 +225,7 @@ void draw_get_model_window(AppState& state) {
   if (!g.open) return;
   const ImVec2 screen = ImGui::GetIO().DisplaySize;
   ImGui::SetNextWindowSize(ImVec2(std::min(screen.x * 0.9f, ImGui::GetFontSize() * 44),
-                                  std::min(screen.y * 0.85f, ImGui::GetFontSize() * 34)),
+                                  std::min(screen.y * 0.9f, ImGui::GetFontSize() * 46)),
                            ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowPos(ImVec2(screen.x * 0.5f, screen.y * 0.5f), ImGuiCond_FirstUseEver,
                           ImVec2(0.5f, 0.5f));

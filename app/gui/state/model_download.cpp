@@ -37,7 +37,7 @@ const std::vector<CatalogModel>& model_catalog() {
       {"google/gemma-3-270m", "Gemma 3 270M", "536 MB", "Gemma (gated)",
        "18 layers, 4 heads on 1 K/V head, sliding-window layers with a full one every sixth. "
        "Accept the licence on huggingface.co and set HF_TOKEN first."},
-      {"meta-llama/Llama-3.2-1B", "Llama 3.2 1B", "2.47 GB", "Llama 3.2 (gated)",
+      {"meta-llama/Llama-3.2-1B", "Llama 3.2 1B", "2.47 GB", "Llama (gated)",
        "16 layers, 32 query heads sharing 8 K/V heads, Llama 3's RoPE scaling. Accept the "
        "licence on huggingface.co and set HF_TOKEN first."},
   };

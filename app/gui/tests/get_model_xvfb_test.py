@@ -33,8 +33,8 @@ REPO = "openai-community/gpt2"
 # Where the window's controls are at 1600 x 1000 (the window opens centred).
 FILE_MENU = ("22", "10")
 GET_ITEM = ("115", "89")      # File > Get a model from the Hub... (under Open model...)
-FIRST_ROW = ("1066", "350")   # the first model's Get (or Open, once it is in the cache)
-CANCEL = ("1100", "662")      # beside the total progress bar
+FIRST_ROW = ("1066", "250")   # the first model's Get (or Open, once it is in the cache)
+CANCEL = ("1100", "737")      # beside the total progress bar
 
 
 def main():
