@@ -239,6 +239,8 @@ RowMatrix family_position_logits(const FamilyRun& run, int position) {
 
 std::vector<NextToken> family_next_tokens(const FamilyRun& run, int position, int k,
                                           const std::function<std::string(int)>& token_name) {
+  // The last position's logits are the run's own (no second pass over the LM head).
+  if (position == run.num_tokens() - 1) return top_tokens(run.last_logits(), k, token_name);
   return top_tokens(family_position_logits(run, position), k, token_name);
 }
 
