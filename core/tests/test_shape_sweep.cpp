@@ -449,6 +449,82 @@ TEST(GemmSweep, Bf16PanelsAndProjectionsAcrossTileAndPanelEdges) {
     }
 }
 
+// The bfloat16 paths that widen in registers, straight into guarded
+// windows: multiply_panel_bf16 for 1..9 rows (one tile and past it) over
+// every panel of w, with and without a bias, equal bit for bit to
+// multiply_panel on widen_panel's floats; bf16_row_dots for m and n across
+// its 4 x 4 blocks and d across the vector width and its tail, each row's
+// results the same bits whatever m, and close to a double sum.
+TEST(GemmSweep, Bf16InRegisterPathsAcrossRowPanelAndLaneEdges) {
+  std::uint64_t seed = 9000;
+  auto bf16_of = [](const RowMatrix& m) {
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(m.size()));
+    for (Eigen::Index i = 0; i < m.size(); ++i)
+      bits[static_cast<std::size_t>(i)] = gemm::float_to_bf16_bits(m.data()[i]);
+    return bits;
+  };
+  for (Eigen::Index K : {1, 3, 16, 17, 65})
+    for (Eigen::Index N : {1, 16, 47, 48, 49, 97}) {
+      const std::vector<std::uint16_t> bits = bf16_of(random_matrix(K, N, seed++));
+      const gemm::PackedWeights pw = gemm::pack_weights_bf16(bits.data(), K, N);
+      for (Eigen::Index M = 1; M <= kTileRows + 1; ++M) {
+        const RowMatrix x = random_matrix(M, K, seed++);
+        const RowMatrix bias = M % 2 ? random_matrix(1, N, seed++) : RowMatrix();
+        gemm::PackedRows xt;
+        gemm::pack_rows(x, xt);
+        const Eigen::Index ld = N + M % 3;
+        Window got(M, N, ld, M % 2), want(M, N, ld, 0);
+        std::vector<float> wide(static_cast<std::size_t>(K * kPanelCols));
+        for (Eigen::Index p = 0; p < pw.panels(); ++p) {
+          gemm::multiply_panel_bf16(xt, pw.panel_bf16(p), p, bias, got.map());
+          gemm::widen_panel(pw, p, wide.data());
+          gemm::multiply_panel(xt, wide.data(), p, bias, want.map(), false);
+        }
+        const std::string what = "x " + std::to_string(M) + " x " + std::to_string(K) + " . w " +
+                                 std::to_string(K) + " x " + std::to_string(N);
+        ASSERT_EQ(got.damage(), "") << what;
+        for (Eigen::Index i = 0; i < M; ++i)
+          for (Eigen::Index j = 0; j < N; ++j)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(got.at(i, j)),
+                      std::bit_cast<std::uint32_t>(want.at(i, j)))
+                << what << " at " << i << ", " << j;
+      }
+    }
+  for (Eigen::Index d : {1, 7, 8, 15, 16, 17, 33, 64})
+    for (Eigen::Index n : {1, 3, 4, 5, 9}) {
+      const RowMatrix h = random_matrix(n, d, seed++);
+      const std::vector<std::uint16_t> bits = bf16_of(h);
+      const RowMatrix x9 = random_matrix(9, d, seed++);
+      std::vector<float> first_rows;  // row 0's results with m = 1, for every m after
+      for (Eigen::Index m = 1; m <= 9; ++m) {
+        const Eigen::Index ldx = d + m % 2;
+        Window x(m, d, ldx, 0);
+        x.fill(x9.topRows(m));
+        Window out(m, n, n + m % 3, m % 2);
+        gemm::bf16_row_dots(x.data(), m, ldx, bits.data(), n, d, out.data(), out.ld());
+        const std::string what =
+            "m " + std::to_string(m) + " n " + std::to_string(n) + " d " + std::to_string(d);
+        ASSERT_EQ(out.damage(), "") << what;
+        for (Eigen::Index i = 0; i < m; ++i)
+          for (Eigen::Index j = 0; j < n; ++j) {
+            double sum = 0.0, size = 0.0;
+            for (Eigen::Index k = 0; k < d; ++k) {
+              const double t = double(x9(i, k)) * double(gemm::bf16_to_float(bits[j * d + k]));
+              sum += t;
+              size += std::abs(t);
+            }
+            ASSERT_NEAR(out.at(i, j), sum, 1e-5 * std::max(size, 1.0)) << what << " at " << i;
+          }
+        if (m == 1)
+          for (Eigen::Index j = 0; j < n; ++j) first_rows.push_back(out.at(0, j));
+        for (Eigen::Index j = 0; j < n; ++j)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(out.at(0, j)),
+                    std::bit_cast<std::uint32_t>(first_rows[static_cast<std::size_t>(j)]))
+              << what << ": row 0 changed with m";
+      }
+    }
+}
+
 // The heads' products: pack_tile of m <= 8 query rows (strided, offset),
 // pack_transposed of the keys (an Eigen block of a larger buffer), and
 // multiply_tile per key panel into a window; then the context's shape: a

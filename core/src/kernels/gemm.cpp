@@ -257,8 +257,16 @@ namespace {
 // the caller's share of the next panel.
 // MR = 1 computes the tile's first row only (an appended token's): the
 // other rows' FMAs would be an 8-fold waste beside reading the panel.
-template <int NV, int MR = kTileRows>
-void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc,
+// 16 of a panel row's values as floats: straight, or widened from bfloat16
+// (exactly: the float is the bits shifted up), so that one kernel serves both.
+inline __m512 load16(const float* b) { return _mm512_loadu_ps(b); }
+inline __m512 load16(const std::uint16_t* b) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+template <int NV, int MR = kTileRows, typename B = float>
+void kernel(const float* a, const B* b, Eigen::Index K, float* c, Eigen::Index ldc,
             const char* ahead = nullptr, Eigen::Index lines = 0, const float* bias = nullptr) {
   __m512 acc[MR][NV];
   for (auto& row : acc)
@@ -271,7 +279,7 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
     _mm_prefetch(reinterpret_cast<const char*>(a + 64 * kTileRows), _MM_HINT_T0);
     for (Eigen::Index j = k; j < lines; j += K) _mm_prefetch(ahead + 64 * j, _MM_HINT_T1);
     __m512 bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+    for (int v = 0; v < NV; ++v) bv[v] = load16(b + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
@@ -346,8 +354,15 @@ struct Row {
 // c (4 x 8*NV, row stride ldc) = rows a[0..3] of the tile . b's first 8*NV
 // columns over k = 0..K-1, added to c's chains so far when `resume`. Step k
 // also prefetches the cache line at prefetch + 64 k into L1, for k < lines.
-template <int NV>
-void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Index ldc, bool resume,
+// 8 of a panel row's values as floats: straight, or widened from bfloat16.
+inline __m256 load8(const float* b) { return _mm256_loadu_ps(b); }
+inline __m256 load8(const std::uint16_t* b) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+template <int NV, typename B = float>
+void kernel(const float* a, const B* b, Eigen::Index K, float* c, Eigen::Index ldc, bool resume,
             const char* prefetch, Eigen::Index lines) {
   Row<NV> r0, r1, r2, r3;
   if (resume) {
@@ -358,9 +373,9 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
   }
 #pragma GCC unroll 2  // two k steps per loop: ~10 % faster, interleaved runs on Zen 3
   for (Eigen::Index k = 0; k < K; ++k) {
-    __m256 b0 = _mm256_loadu_ps(b);
-    __m256 b1 = NV > 1 ? _mm256_loadu_ps(b + 8) : _mm256_undefined_ps();
-    __m256 b2 = NV > 2 ? _mm256_loadu_ps(b + 16) : _mm256_undefined_ps();
+    __m256 b0 = load8(b);
+    __m256 b1 = NV > 1 ? load8(b + 8) : _mm256_undefined_ps();
+    __m256 b2 = NV > 2 ? load8(b + 16) : _mm256_undefined_ps();
     // Keep the panel row in registers: left to itself GCC folds the loads
     // into each row's FMAs, 12 loads per k step instead of 3 (58 vs 70-85
     // GFLOP/s in L1 on a Zen 3 core).
@@ -394,17 +409,18 @@ void kernel(const float* a, const float* b, Eigen::Index K, float* c, Eigen::Ind
 // One row of the tile (an appended token's) over n columns (1..48): six
 // chains, each the same FMA chain in k order as the 4-row kernel's. Bound by
 // reading the panel, which the hardware prefetcher streams in order.
-void row_kernel(Eigen::Index n, const float* a, const float* b, Eigen::Index K, float* c) {
+template <typename B>
+void row_kernel(Eigen::Index n, const float* a, const B* b, Eigen::Index K, float* c) {
   __m256 v0 = _mm256_setzero_ps(), v1 = v0, v2 = v0, v3 = v0, v4 = v0, v5 = v0;
   const Eigen::Index vectors = (n + 7) / 8;
   for (Eigen::Index k = 0; k < K; ++k) {
     const __m256 ai = _mm256_broadcast_ss(a);
-    v0 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b), v0);
-    if (vectors > 1) v1 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 8), v1);
-    if (vectors > 2) v2 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 16), v2);
-    if (vectors > 3) v3 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 24), v3);
-    if (vectors > 4) v4 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 32), v4);
-    if (vectors > 5) v5 = _mm256_fmadd_ps(ai, _mm256_loadu_ps(b + 40), v5);
+    v0 = _mm256_fmadd_ps(ai, load8(b), v0);
+    if (vectors > 1) v1 = _mm256_fmadd_ps(ai, load8(b + 8), v1);
+    if (vectors > 2) v2 = _mm256_fmadd_ps(ai, load8(b + 16), v2);
+    if (vectors > 3) v3 = _mm256_fmadd_ps(ai, load8(b + 24), v3);
+    if (vectors > 4) v4 = _mm256_fmadd_ps(ai, load8(b + 32), v4);
+    if (vectors > 5) v5 = _mm256_fmadd_ps(ai, load8(b + 40), v5);
     a += kTileRows;
     b += kPanelCols;
   }
@@ -457,6 +473,20 @@ void kernel_for(Eigen::Index n, const float* a, const float* b, Eigen::Index K, 
 }
 
 constexpr Eigen::Index kVectorCols = 8;  // floats per ymm: kernel_for writes whole vectors
+
+// A tile's first m rows over all 48 columns of a bfloat16 panel into c (8 x
+// 48, row stride kPanelCols), each panel row widened as it is loaded: one
+// row by row_kernel, more in 4-row blocks over 24 columns, each element the
+// same FMA chain in k order as kernel_for's on the widened panel.
+void bf16_tile(const float* a, const std::uint16_t* b, Eigen::Index K, float* c, Eigen::Index m) {
+  if (m == 1) {
+    row_kernel(kPanelCols, a, b, K, c);
+    return;
+  }
+  for (Eigen::Index col = 0; col < kPanelCols; col += 24)
+    for (Eigen::Index row = 0; row < m; row += 4)
+      kernel<3>(a + row, b + col, K, c + row * kPanelCols + col, kPanelCols, false, nullptr, 0);
+}
 
 }  // namespace
 
@@ -538,6 +568,177 @@ void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, con
         for (Eigen::Index j = 0; j < n; ++j) c[i * ldy + j] += b[j];
     }
   }
+}
+
+void multiply_panel_bf16(const PackedRows& x, const std::uint16_t* panel, Eigen::Index p,
+                         const RowMatrix& bias, Eigen::Ref<RowMatrix> y) {
+  const Eigen::Index col = p * kPanelCols, ldy = y.outerStride(), K = x.cols;
+  const Eigen::Index n = std::min(kPanelCols, y.cols() - col);
+  const float* panel_bias = bias.size() > 0 ? bias.data() + col : nullptr;
+  for (Eigen::Index t = 0; t < x.tiles(); ++t) {
+    const Eigen::Index row = t * kTileRows;
+    const Eigen::Index m = std::min(kTileRows, x.rows - row);
+    float* c = y.data() + row * ldy + col;
+    alignas(64) float edge[kTileRows * kPanelCols];  // whole vectors of every row
+#if defined(__AVX512F__)
+    if (n == kPanelCols && m == 1) {  // an edit's row straight into y, the bias added in the kernel
+      kernel<3, 1>(x.tile(t), panel, K, c, ldy, nullptr, 0, panel_bias);
+      continue;
+    }
+    kernel<3>(x.tile(t), panel, K, edge, kPanelCols);
+#elif defined(__AVX2__) && defined(__FMA__)
+    bf16_tile(x.tile(t), panel, K, edge, m);
+#else
+    for (Eigen::Index i = 0; i < m; ++i)
+      for (Eigen::Index j = 0; j < n; ++j) {
+        float sum = 0.0f;
+        for (Eigen::Index k = 0; k < K; ++k)
+          sum =
+              std::fma(x.tile(t)[k * kTileRows + i], bf16_to_float(panel[k * kPanelCols + j]), sum);
+        edge[i * kPanelCols + j] = sum;
+      }
+#endif
+    for (Eigen::Index i = 0; i < m; ++i) {
+      float* out = c + i * ldy;
+      std::copy_n(edge + i * kPanelCols, n, out);
+      if (panel_bias)
+        for (Eigen::Index j = 0; j < n; ++j) out[j] += panel_bias[j];
+    }
+  }
+}
+
+namespace {
+
+#if defined(__AVX512F__)
+using Lanes = __m512;
+constexpr Eigen::Index kDotLanes = 16;
+inline Lanes zero_lanes() { return _mm512_setzero_ps(); }
+inline Lanes load_lanes(const float* x) { return _mm512_loadu_ps(x); }
+inline Lanes load_lanes(const std::uint16_t* h) { return load16(h); }
+inline Lanes fma_lanes(Lanes a, Lanes b, Lanes c) { return _mm512_fmadd_ps(a, b, c); }
+inline float sum_lanes(Lanes v) {
+  // A fixed tree: halves added until one lane is left (through memory: GCC
+  // 12's 512-to-256 extracts warn of an undefined operand under -Werror).
+  alignas(64) float l[16];
+  _mm512_store_ps(l, v);
+  for (int w = 8; w > 0; w /= 2)
+    for (int i = 0; i < w; ++i) l[i] += l[i + w];
+  return l[0];
+}
+// Four vectors' sums, each by sum_lanes' tree, in far fewer instructions:
+// at each level two vectors' halves are paired up in one (a + b is b + a
+// in floats, so every sum is the tree's own).
+inline void sum4_lanes(const Lanes a[4], float out[4]) {
+  alignas(64) static constexpr std::int32_t kSwap[4][16] = {
+      {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},
+      {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+      {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+      {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}};
+  auto swap = [](int level, Lanes v) {
+    return _mm512_mask_permutexvar_ps(v, 0xFFFF, _mm512_load_si512(kSwap[level]), v);
+  };
+  // Level 1: lanes 0-7 a0's eight sums l[i] + l[i + 8], lanes 8-15 a1's (likewise a2, a3).
+  const Lanes m01 = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, a[0], a[1]),
+                                  _mm512_mask_blend_ps(0xFF00, swap(0, a[0]), swap(0, a[1])));
+  const Lanes m23 = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, a[2], a[3]),
+                                  _mm512_mask_blend_ps(0xFF00, swap(0, a[2]), swap(0, a[3])));
+  // Level 2: four sums each, a0 in lanes 0-3, a2 4-7, a1 8-11, a3 12-15.
+  Lanes n = _mm512_add_ps(_mm512_mask_blend_ps(0xF0F0, m01, m23),
+                          _mm512_mask_blend_ps(0xF0F0, swap(1, m01), swap(1, m23)));
+  n = _mm512_add_ps(n, swap(2, n));  // levels 3 and 4
+  n = _mm512_add_ps(n, swap(3, n));
+  alignas(64) float l[16];
+  _mm512_store_ps(l, n);
+  out[0] = l[0];
+  out[1] = l[8];
+  out[2] = l[4];
+  out[3] = l[12];
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Lanes = __m256;
+constexpr Eigen::Index kDotLanes = 8;
+inline Lanes zero_lanes() { return _mm256_setzero_ps(); }
+inline Lanes load_lanes(const float* x) { return _mm256_loadu_ps(x); }
+inline Lanes load_lanes(const std::uint16_t* h) { return load8(h); }
+inline Lanes fma_lanes(Lanes a, Lanes b, Lanes c) { return _mm256_fmadd_ps(a, b, c); }
+inline float sum_lanes(Lanes v) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+inline void sum4_lanes(const Lanes a[4], float out[4]) {
+  for (int v = 0; v < 4; ++v) out[v] = sum_lanes(a[v]);
+}
+#endif
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// R rows of x against V rows of h: R x V dot products over d, each lane-wise
+// over whole vectors, then its lanes summed, then the tail in k order.
+template <int R, int V>
+void dots_block(const float* x, Eigen::Index ldx, const std::uint16_t* h, Eigen::Index d,
+                float* out, Eigen::Index ldo) {
+  Lanes acc[R][V];
+  for (auto& row : acc)
+    for (auto& a : row) a = zero_lanes();
+  const Eigen::Index whole = d - d % kDotLanes;
+  // The next V rows of h follow these in memory: fetched into L1 meanwhile,
+  // V * 2 bytes of them per k (the hardware prefetcher alone reached ~60 %
+  // of the read rate the projections reach).
+  const char* next = reinterpret_cast<const char*>(h + V * d);
+  for (Eigen::Index k = 0; k < whole; k += kDotLanes) {
+    for (int line = 0; line < V * 2 * kDotLanes; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
+    next += V * 2 * kDotLanes;
+    Lanes hv[V];
+    for (int v = 0; v < V; ++v) hv[v] = load_lanes(h + v * d + k);
+    for (int r = 0; r < R; ++r) {
+      const Lanes xv = load_lanes(x + r * ldx + k);
+      for (int v = 0; v < V; ++v) acc[r][v] = fma_lanes(xv, hv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float sums[V];
+    if constexpr (V == 4)
+      sum4_lanes(acc[r], sums);
+    else
+      for (int v = 0; v < V; ++v) sums[v] = sum_lanes(acc[r][v]);
+    for (int v = 0; v < V; ++v) {
+      float sum = sums[v];
+      for (Eigen::Index k = whole; k < d; ++k)
+        sum = std::fma(x[r * ldx + k], bf16_to_float(h[v * d + k]), sum);
+      out[r * ldo + v] = sum;
+    }
+  }
+}
+
+// Every row of x against V rows of h, the rows of x in blocks of up to 4.
+template <int V>
+void dots_rows(const float* x, Eigen::Index m, Eigen::Index ldx, const std::uint16_t* h,
+               Eigen::Index d, float* out, Eigen::Index ldo) {
+  Eigen::Index i = 0;
+  for (; i + 4 <= m; i += 4) dots_block<4, V>(x + i * ldx, ldx, h, d, out + i * ldo, ldo);
+  for (; i + 2 <= m; i += 2) dots_block<2, V>(x + i * ldx, ldx, h, d, out + i * ldo, ldo);
+  for (; i < m; ++i) dots_block<1, V>(x + i * ldx, ldx, h, d, out + i * ldo, ldo);
+}
+#endif
+
+}  // namespace
+
+void bf16_row_dots(const float* x, Eigen::Index m, Eigen::Index ldx, const std::uint16_t* h,
+                   Eigen::Index n, Eigen::Index d, float* out, Eigen::Index ldo) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  Eigen::Index j = 0;
+  for (; j + 4 <= n; j += 4) dots_rows<4>(x, m, ldx, h + j * d, d, out + j, ldo);
+  for (; j < n; ++j) dots_rows<1>(x, m, ldx, h + j * d, d, out + j, ldo);
+#else
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (Eigen::Index j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (Eigen::Index k = 0; k < d; ++k)
+        sum = std::fma(x[i * ldx + k], bf16_to_float(h[j * d + k]), sum);
+      out[i * ldo + j] = sum;
+    }
+#endif
 }
 
 namespace {

@@ -181,5 +181,22 @@ void multiply_tile(const float* tile, const float* panel, Eigen::Index K, Eigen:
 // multiply it (the last panel of its range).
 void multiply_panel(const PackedRows& x, const float* panel, Eigen::Index p, const RowMatrix& bias,
                     Eigen::Ref<RowMatrix> y, bool fetch_next = true);
+// The same from panel p of a bfloat16 PackedWeights (`panel`: its
+// panel_bf16(p)), each panel row widened in registers as the kernel loads
+// it: the bits multiply_panel gives on widen_panel's floats, without
+// writing the widened panel out. For x of a tile or two (an edit's rows),
+// where reading the weights is the cost; more tiles reuse one widened
+// panel instead.
+void multiply_panel_bf16(const PackedRows& x, const std::uint16_t* panel, Eigen::Index p,
+                         const RowMatrix& bias, Eigen::Ref<RowMatrix> y);
+
+// out (m x n, rows ldo apart) = x (m x d, rows ldx apart) . hᵀ, h (n x d) of
+// bfloat16 bits, row-major: an LM head's rows, each widened as it is loaded.
+// Each element is one dot product in a fixed order (a vector of lane sums
+// over k, its lanes summed, then the k past the last whole vector), so a
+// row's logits have the same bits whatever m and n are. For a few rows of
+// x, where reading h is the cost.
+void bf16_row_dots(const float* x, Eigen::Index m, Eigen::Index ldx, const std::uint16_t* h,
+                   Eigen::Index n, Eigen::Index d, float* out, Eigen::Index ldo);
 
 }  // namespace attnscope::core::gemm

@@ -61,6 +61,10 @@ void Linear::multiply_panel(const gemm::PackedRows& xt, Eigen::Index p, Eigen::R
     gemm::multiply_panel(xt, packed.panel(p), p, bias, y, fetch_next);
     return;
   }
+  if (xt.tiles() == 1) {  // an edit's rows: each panel row widened in registers
+    gemm::multiply_panel_bf16(xt, packed.panel_bf16(p), p, bias, y);
+    return;
+  }
   thread_local gemm::Buffer<float> wide;  // one panel of floats, in L2 while its tiles run
   wide.resize(static_cast<std::size_t>(packed.rows * gemm::kPanelCols));
   gemm::widen_panel(packed, p, wide.data());
