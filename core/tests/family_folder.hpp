@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -132,9 +133,10 @@ inline std::map<std::string, std::vector<std::uint64_t>> family_tensors(
 }
 
 // Writes config.json, model.safetensors (random float32: norms near their
-// identity, projections ~ N(0, 1/in)) and tokenizer.json into `dir`.
+// identity, projections ~ N(0, 1/in); or their upper halves as BF16) and
+// tokenizer.json into `dir`.
 inline void write_family_folder(const std::filesystem::path& dir, const nlohmann::json& config,
-                                std::uint32_t seed) {
+                                std::uint32_t seed, bool bf16 = false) {
   std::filesystem::create_directories(dir);
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -150,8 +152,18 @@ inline void write_family_folder(const std::filesystem::path& dir, const nlohmann
     for (float& v : values)
       v = norm ? (gemma ? 0.0f : 1.0f) + 0.1f * normal(rng) : scale * normal(rng);
     const std::size_t start = data.size();
-    data.append(reinterpret_cast<const char*>(values.data()), n * sizeof(float));
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {start, data.size()}}};
+    if (bf16) {
+      for (float v : values) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        const auto half = static_cast<std::uint16_t>(bits >> 16);
+        data.append(reinterpret_cast<const char*>(&half), sizeof half);
+      }
+    } else {
+      data.append(reinterpret_cast<const char*>(values.data()), n * sizeof(float));
+    }
+    header[name] = {
+        {"dtype", bf16 ? "BF16" : "F32"}, {"shape", shape}, {"data_offsets", {start, data.size()}}};
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');

@@ -19,8 +19,9 @@ namespace {
 namespace id = stage_id;
 
 std::shared_ptr<const FamilyModel> folder_model(const nlohmann::json& config, std::uint32_t seed,
-                                                const core::testing::TempDir& dir) {
-  attnscope::testing::write_family_folder(dir.path(), config, seed);
+                                                const core::testing::TempDir& dir,
+                                                bool bf16 = false) {
+  attnscope::testing::write_family_folder(dir.path(), config, seed, bf16);
   return FamilyModel::load(dir.path());
 }
 
@@ -185,17 +186,22 @@ TEST(FamilyTrace, InductionScoresEveryHeadOnTheRepeatedSequence) {
 // An edit keeps the rows before its first changed token and runs the rest:
 // everything equals a fresh run of the new text, at edits on both sides of
 // the 32-row blocks and the window, appends, a shorter text, the same text.
-void check_retext(const std::shared_ptr<const FamilyModel>& model, bool all_logits) {
-  const std::vector<int> base = some_ids(40, 300);
-  auto edited = [&](int at, int length) {
+// The edits are of `base` (some_ids(T)): pairs of the new ids and the tokens kept.
+using Edits = std::vector<std::pair<std::vector<int>, int>>;
+Edits edits_of(int T, const std::vector<std::pair<int, int>>& at_and_length) {
+  Edits out;
+  for (const auto& [at, length] : at_and_length) {
     std::vector<int> ids = some_ids(length, 300);
     if (at < length)
       ids[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 5) % 299;
-    return ids;
-  };
-  const std::vector<std::pair<std::vector<int>, int>> edits = {
-      {edited(40, 41), 40}, {edited(40, 45), 40}, {edited(31, 40), 31}, {edited(32, 40), 32},
-      {edited(33, 70), 33}, {edited(0, 40), 0},   {edited(40, 20), 19}, {base, 39}};
+    out.emplace_back(ids, std::min({at, length - 1, T}));
+  }
+  return out;
+}
+
+void check_retext(const std::shared_ptr<const FamilyModel>& model, bool all_logits, int T,
+                  const Edits& edits) {
+  const std::vector<int> base = some_ids(T, 300);
   for (const auto& [ids, kept] : edits) {
     FamilyRun a(model, base, FamilyRun::Options{all_logits});
     EXPECT_EQ(a.retext(ids), kept);
@@ -204,7 +210,23 @@ void check_retext(const std::shared_ptr<const FamilyModel>& model, bool all_logi
     EXPECT_EQ(a.ids(), ids);
     for (int l = 0; l <= a.num_layers(); ++l)
       EXPECT_LT(relative(a.residual(l), b.residual(l)), 1e-5) << what << " layer " << l;
-    EXPECT_LT(relative(a.logits(), b.logits()), 1e-5) << what;
+    // The logits it kept: every row's, or the last's and, after an edit of
+    // fewer than 8 rows, those rows' and the one before (what the loss reads).
+    const int n = a.num_tokens();
+    const int from = all_logits ? 0 : kept > 0 && n - kept < 8 ? kept - 1 : n - 1;
+    EXPECT_EQ(a.logits_first(), from) << what;
+    EXPECT_LT(relative(a.last_logits(), b.last_logits()), 1e-5) << what;
+    for (int p = a.logits_first(); p < n; ++p)
+      EXPECT_LT(relative(a.logits().row(p - a.logits_first()), family_position_logits(b, p)), 1e-5)
+          << what << " position " << p;
+    const TextLoss la = family_text_loss(a), lb = family_text_loss(b);
+    ASSERT_EQ(la.per_token.size(), lb.per_token.size()) << what;
+    for (std::size_t i = 0; i < la.per_token.size(); ++i)
+      EXPECT_NEAR(la.per_token[i], lb.per_token[i], 1e-4) << what << " loss " << i;
+    const auto name = [](int) { return std::string(); };
+    EXPECT_EQ(family_next_tokens(a, n - 2, 3, name)[0].id,
+              family_next_tokens(b, n - 2, 3, name)[0].id)
+        << what;
     const int first = std::max(kept, 1) - 1;
     const std::vector<RowMatrix> rows = a.weight_rows(first);
     for (int l = 0; l < a.num_layers(); ++l) {
@@ -224,14 +246,44 @@ TEST(FamilyRetext, AnEditRunsOnlyTheNewRowsAndEqualsAFreshRun) {
   const core::testing::TempDir qwen_dir, gemma_dir;
   const auto qwen = folder_model(attnscope::testing::tiny_qwen3_config(), 8, qwen_dir);
   const auto gemma = folder_model(attnscope::testing::tiny_gemma3_config(), 9, gemma_dir);
-  check_retext(qwen, false);
-  check_retext(gemma, false);
-  check_retext(gemma, true);
+  // Appends, edits on both sides of the 32-row blocks, of the first token,
+  // a shorter text and the same text.
+  const Edits edits =
+      edits_of(40, {{40, 41}, {40, 45}, {31, 40}, {32, 40}, {33, 70}, {0, 40}, {19, 20}, {40, 40}});
+  check_retext(qwen, false, 40, edits);
+  check_retext(gemma, false, 40, edits);
+  check_retext(gemma, true, 40, edits);
   FamilyRun run(qwen, some_ids(5, 300));
   EXPECT_THROW(run.retext({1, 300}), std::invalid_argument);
   EXPECT_EQ(run.num_tokens(), 5) << "a refused text leaves the run as it was";
   EXPECT_EQ(run.weight_rows(5)[0].rows(), 0);
   EXPECT_THROW(run.weight_rows(6), std::invalid_argument);
+}
+
+// At a real model's width (768, 12 query heads of 64 on 4 K/V heads) in
+// BF16, the kernels' widened-in-register paths: the projections of a few
+// rows and the LM head's dot products, 1 to 9 new rows around the 8-row
+// tile, after 100 tokens.
+TEST(FamilyRetext, AtARealWidthInBf16TheNewRowsEqualAFreshRun) {
+  nlohmann::json c = attnscope::testing::tiny_qwen3_config();
+  c["hidden_size"] = 768;
+  c["intermediate_size"] = 1024;
+  c["num_hidden_layers"] = 2;
+  c["num_attention_heads"] = 12;
+  c["num_key_value_heads"] = 4;
+  c["head_dim"] = 64;
+  const core::testing::TempDir dir;
+  const auto model = folder_model(c, 12, dir, true);
+  EXPECT_LT(model->weight_bytes(), 20u << 20) << "kept as BF16";
+  check_retext(model, false, 100,
+               edits_of(100, {{100, 101},
+                              {99, 100},
+                              {93, 100},
+                              {92, 100},
+                              {95, 104},
+                              {96, 104},
+                              {97, 105},
+                              {64, 100}}));
 }
 
 }  // namespace

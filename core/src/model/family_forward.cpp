@@ -138,6 +138,16 @@ RowMatrix FamilyModel::Weights::logits(const RowMatrix& x) const {
   constexpr Eigen::Index kBlock = 128;
   const Eigen::Index chunks = (vocab + kBlock - 1) / kBlock;
   RowMatrix out(x.rows(), vocab);
+  if (x.rows() <=
+      gemm::kTileRows) {  // an edit's rows: each head row read once, widened in registers
+#pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
+    for (Eigen::Index blk = 0; blk < chunks; ++blk) {
+      const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
+      gemm::bf16_row_dots(x.data(), x.rows(), x.outerStride(), bits.data() + r0 * d, n, d,
+                          out.data() + r0, out.outerStride());
+    }
+    return out;
+  }
 #pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
   for (Eigen::Index blk = 0; blk < chunks; ++blk) {
     const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
@@ -275,9 +285,11 @@ RowMatrix attend(const FamilyLayerStages& s, const FamilyConfig& c, Eigen::Index
 
 // Block `layer` on the rows [first, T) of its input (x, T - first rows):
 // their rotated keys and values go below the layer's kept ones (`keys`,
-// `values`, first rows), and the block's output rows are returned.
+// `values`, first rows), their rotated queries into `queries` when given,
+// and the block's output rows are returned.
 RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
-                        Eigen::Index first, RowMatrix& keys, RowMatrix& values) {
+                        Eigen::Index first, RowMatrix& keys, RowMatrix& values,
+                        RowMatrix* queries) {
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
   RowMatrix out;
@@ -295,6 +307,7 @@ RowMatrix forward_block(const FamilyModel::Weights& w, int layer, const RowMatri
     std::swap(s.keys_rotated, keys);
     std::swap(s.values, values);
     b.o.apply(context, out);
+    if (queries) *queries = std::move(s.queries_rotated);
   }
   if (c.gemma) out = detail::rms_norm(out, b.post_attn_norm, c.rms_norm_eps);
   RowMatrix h = x + out;
@@ -319,8 +332,9 @@ FamilyRun::FamilyRun(std::shared_ptr<const FamilyModel> model, std::vector<int> 
   const auto layers = static_cast<std::size_t>(model_->config().num_hidden_layers);
   residual_.resize(layers + 1);
   keys_.resize(layers);
+  queries_.resize(layers);
   values_.resize(layers);
-  run_rows(0);
+  run_rows(0, false);
 }
 
 void FamilyRun::check(const std::vector<int>& ids) const {
@@ -336,7 +350,7 @@ void FamilyRun::check(const std::vector<int>& ids) const {
                                   ")");
 }
 
-void FamilyRun::run_rows(Eigen::Index first) {
+void FamilyRun::run_rows(Eigen::Index first, bool edit) {
   const FamilyModel::Weights& w = model_->weights();
   const FamilyConfig& c = w.config;
   const auto T = static_cast<Eigen::Index>(ids_.size());
@@ -347,18 +361,27 @@ void FamilyRun::run_rows(Eigen::Index first) {
     w.embed_row(ids_[static_cast<std::size_t>(t)], x.row(t).data());
     if (c.gemma) x.row(t) *= embed_scale;
   }
+  // An edit's few rows keep their rotated queries: weight_rows reads them.
+  const bool keep_queries = edit && T - first <= kKeptQueryRows;
+  queries_first_ = keep_queries ? first : T;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const detail::ThreadShare share;  // as many threads as there are free CPUs now
     const auto at = static_cast<std::size_t>(l);
     const RowMatrix rows = residual_[at].middleRows(first, T - first);
-    RowMatrix out = forward_block(w, l, rows, first, keys_[at], values_[at]);
+    queries_[at].resize(0, c.q_width());
+    RowMatrix out = forward_block(w, l, rows, first, keys_[at], values_[at],
+                                  keep_queries ? &queries_[at] : nullptr);
     residual_[at + 1].conservativeResize(T, c.hidden_size);
     residual_[at + 1].bottomRows(T - first) = std::move(out);
   }
   const detail::ThreadShare share;
   const RowMatrix& last = residual_.back();
   // Every position's logits: the kept rows' stay, the new rows' are made.
-  const Eigen::Index from = options_.all_logits ? first : T - 1;
+  // Else the last position's; after an edit of a few rows, also those rows'
+  // and the one before (what the loss of the new tokens reads), all in the
+  // pass over the LM head the last row needs anyway.
+  const bool few = edit && first > 0 && T - first < gemm::kTileRows;
+  const Eigen::Index from = options_.all_logits ? first : few ? first - 1 : T - 1;
   RowMatrix logits =
       w.logits(detail::rms_norm(last.middleRows(from, T - from), w.final_norm, c.rms_norm_eps));
   if (c.final_logit_softcapping > 0) {
@@ -387,7 +410,7 @@ int FamilyRun::retext(std::vector<int> ids) {
   if (options_.all_logits)
     logits_.conservativeResize(std::min(first, logits_.rows()), logits_.cols());
   try {
-    run_rows(first);
+    run_rows(first, true);
   } catch (...) {
     // A forward that ran out of memory halfway leaves no run to trust.
     for (auto& r : residual_) r.resize(0, r.cols());
@@ -409,8 +432,20 @@ std::vector<RowMatrix> FamilyRun::weight_rows(int first) const {
   for (int l = 0; l < num_layers() && first < T; ++l) {
     const detail::ThreadShare share;
     const auto at = static_cast<std::size_t>(l);
-    const RowMatrix rows = residual_[at].middleRows(first, T - first);
-    FamilyLayerStages s = compute_stages(w, l, rows, Keep::Scores, first);
+    // The rows the last edit ran kept their rotated queries; rows before
+    // them are projected here.
+    const Eigen::Index kept = std::max<Eigen::Index>(first, std::min(T, queries_first_));
+    FamilyLayerStages s;
+    if (kept > first)
+      s = compute_stages(w, l, residual_[at].middleRows(first, kept - first), Keep::Scores, first);
+    if (kept < T) {
+      RowMatrix q(T - first, c.q_width());
+      q.topRows(kept - first) = s.queries_rotated;
+      q.bottomRows(T - kept) = queries_[at].bottomRows(T - kept);
+      s.queries_rotated = std::move(q);
+      s.sliding = c.sliding[at];
+      s.window = s.sliding ? c.sliding_window : 0;
+    }
     s.keys_rotated = keys_[at];
 #pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && T - first > 16)
     for (int h = 0; h < heads; ++h) {

@@ -239,8 +239,9 @@ RowMatrix family_position_logits(const FamilyRun& run, int position) {
 
 std::vector<NextToken> family_next_tokens(const FamilyRun& run, int position, int k,
                                           const std::function<std::string(int)>& token_name) {
-  // The last position's logits are the run's own (no second pass over the LM head).
-  if (position == run.num_tokens() - 1) return top_tokens(run.last_logits(), k, token_name);
+  // The last positions' logits are the run's own (no second pass over the LM head).
+  if (position >= run.logits_first() && position < run.num_tokens())
+    return top_tokens(run.logits().row(position - run.logits_first()), k, token_name);
   return top_tokens(family_position_logits(run, position), k, token_name);
 }
 
@@ -251,14 +252,25 @@ TextLoss family_text_loss(const FamilyRun& run, std::span<const double> known) {
   const auto reused = std::min<std::size_t>(known.size(), static_cast<std::size_t>(T - 1));
   loss.per_token.assign(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(reused));
   const detail::ThreadShare share;
-  for (auto r = static_cast<Eigen::Index>(reused); r < T - 1; r += kLogitRows) {
-    const Eigen::Index m = std::min<Eigen::Index>(kLogitRows, T - 1 - r);
-    const RowMatrix logits = head_logits(run, r, m);
-    for (Eigen::Index i = 0; i < m; ++i) {
-      const int target = run.ids()[static_cast<std::size_t>(r + i + 1)];
-      loss.per_token.push_back(log_sum_exp(logits.row(i).data(), logits.cols()) -
-                               static_cast<double>(logits(i, target)));
+  // The rows whose logits the run kept read them; the others get theirs
+  // from the LM head, kLogitRows at a time.
+  const Eigen::Index kept = run.logits_first();
+  auto add = [&](const auto& logits, Eigen::Index i, Eigen::Index position) {
+    const int target = run.ids()[static_cast<std::size_t>(position + 1)];
+    loss.per_token.push_back(log_sum_exp(logits.row(i).data(), logits.cols()) -
+                             static_cast<double>(logits(i, target)));
+  };
+  for (auto r = static_cast<Eigen::Index>(reused); r < T - 1;) {
+    if (r >= kept) {
+      add(run.logits(), r - kept, r);
+      ++r;
+      continue;
     }
+    const Eigen::Index m =
+        std::min<Eigen::Index>(kLogitRows, std::min<Eigen::Index>(T - 1, kept) - r);
+    const RowMatrix logits = head_logits(run, r, m);
+    for (Eigen::Index i = 0; i < m; ++i) add(logits, i, r + i);
+    r += m;
   }
   double sum = 0.0;
   for (double v : loss.per_token) sum += v;

@@ -115,8 +115,12 @@ class FamilyRun {
   int kv_group(int head) const;
   // 1 x vocab: the last position's logits.
   RowMatrix last_logits() const { return logits_.bottomRows(1); }
-  // T x vocab with Options::all_logits, else 1 x vocab (the last position's).
+  // The logits of the last positions, from logits_first() on: T x vocab
+  // with Options::all_logits; else the last position's, or after a
+  // retext() of fewer than 8 new rows those rows' and the one before.
   const RowMatrix& logits() const { return logits_; }
+  // The position of logits()'s first row.
+  int logits_first() const { return num_tokens() - static_cast<int>(logits_.rows()); }
   // Block l's input residual (l = num_layers(): the last block's output).
   const RowMatrix& residual(int layer) const;
   // A layer's stages, recomputed from its input residual. Throws
@@ -137,13 +141,19 @@ class FamilyRun {
   std::vector<int> ids_;
   // Checks ids as the constructor does (throws std::invalid_argument).
   void check(const std::vector<int>& ids) const;
-  // Embeds rows [first, T) and runs every layer over them, then the logits.
-  void run_rows(Eigen::Index first);
+  // Embeds rows [first, T) and runs every layer over them, then the logits
+  // (`edit`: for retext, which keeps a few rows' more).
+  void run_rows(Eigen::Index first, bool edit);
 
   Options options_;
   std::vector<RowMatrix> residual_;  // L + 1 matrices, T x d
   std::vector<RowMatrix> keys_;      // per layer: the rotated keys (T x kv*hd)
   std::vector<RowMatrix> values_;    // per layer: the values (T x kv*hd)
+  // Per layer: the rotated queries of rows [queries_first_, T), the rows an
+  // edit of at most kKeptQueryRows ran (none after a whole forward).
+  static constexpr Eigen::Index kKeptQueryRows = 64;
+  std::vector<RowMatrix> queries_;
+  Eigen::Index queries_first_ = 0;
   RowMatrix logits_;
 };
 
