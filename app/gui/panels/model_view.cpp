@@ -280,6 +280,10 @@ void draw_model_grid(AppState& state) {
   const bool clicked = ImGui::IsItemClicked();
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   m.hovered = -1;
+  // Every head's thumbnail in one texture, a row of cells per layer.
+  const TextureCache::Atlas& atlas = state.textures.atlas(
+      "thumbs", m.overview_version, o.thumbs, o.heads,
+      o.thumbs.empty() ? ScaleKind::Sequential : scale_kind_for(o.thumbs[0].id), map, scope);
   for (int l = 0; l < o.layers; ++l) {
     const float y = origin.y + top + cell * static_cast<float>(l);
     dl->AddText(ImVec2(origin.x, y + tile * 0.5f - font * 0.5f),
@@ -295,12 +299,9 @@ void draw_model_grid(AppState& state) {
       const int index = l * o.heads + h;
       const ImVec2 p0(origin.x + column_x(k, cell), y);
       const ImVec2 p1(p0.x + tile, p0.y + tile);
-      const core::Stage& st = o.thumbs[static_cast<std::size_t>(index)];
-      const HeatmapTexture tex =
-          state.textures.get("thumb/" + std::to_string(index), m.overview_version, st,
-                             scale_kind_for(st.id), map, 0, scope, false);
-      if (tex.ready && tex.id)
-        dl->AddImage(tex.id, p0, p1, ImVec2(0, 0), tex.uv_max);
+      const ImVec4 uv = atlas.uv[static_cast<std::size_t>(index)];
+      if (atlas.id && uv.z > uv.x)
+        dl->AddImage(atlas.id, p0, p1, ImVec2(uv.x, uv.y), ImVec2(uv.z, uv.w));
       else
         dl->AddRectFilled(p0, p1, IM_COL32(60, 60, 60, 255));
       if (m.pattern.kind) {

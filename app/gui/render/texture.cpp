@@ -176,6 +176,58 @@ void TextureCache::collect(int frame) {
     else
       ++it;
   }
+  std::erase_if(atlases_, [&](const auto& a) { return frame - a.second.last_used > kKeepFrames; });
+}
+
+const TextureCache::Atlas& TextureCache::atlas(const std::string& slot, std::uint64_t version,
+                                               const std::vector<core::Stage>& stages, int columns,
+                                               ScaleKind kind, Colormap map, ScaleScope scope) {
+  AtlasEntry& a = atlases_[slot];
+  a.last_used = frame_;
+  if (a.texture && a.version == version && a.count == stages.size() && a.columns == columns &&
+      a.kind == kind && a.map == map && a.scope == scope)
+    return a.cells;
+  columns = std::max(columns, 1);
+  Eigen::Index side = 1;  // the largest stage's side: every cell's
+  for (const core::Stage& st : stages) side = std::max({side, st.data().rows(), st.data().cols()});
+  const auto cell = static_cast<int>(side) + 1;  // a texel of gap after each cell
+  const int rows = static_cast<int>((stages.size() + static_cast<std::size_t>(columns) - 1) /
+                                    static_cast<std::size_t>(columns));
+  RgbaImage image;
+  image.width = columns * cell;
+  image.height = std::max(rows, 1) * cell;
+  image.pixels.assign(
+      static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 4, 0);
+  a.cells.uv.assign(stages.size(), ImVec4(0, 0, 0, 0));
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const core::RowMatrix& m = stages[i].data();
+    if (m.size() == 0) continue;
+    const RgbaImage picture = colorize(m, value_range(m, kind), kind, scope, map);
+    const int x0 = static_cast<int>(i % static_cast<std::size_t>(columns)) * cell;
+    const int y0 = static_cast<int>(i / static_cast<std::size_t>(columns)) * cell;
+    for (int y = 0; y < picture.height; ++y)
+      std::memcpy(image.pixels.data() +
+                      (static_cast<std::size_t>(y0 + y) * static_cast<std::size_t>(image.width) +
+                       static_cast<std::size_t>(x0)) *
+                          4,
+                  picture.pixels.data() + static_cast<std::size_t>(y) * picture.width * 4,
+                  static_cast<std::size_t>(picture.width) * 4);
+    const auto w = static_cast<float>(image.width), h = static_cast<float>(image.height);
+    a.cells.uv[i] = ImVec4(static_cast<float>(x0) / w, static_cast<float>(y0) / h,
+                           static_cast<float>(x0 + picture.width) / w,
+                           static_cast<float>(y0 + picture.height) / h);
+  }
+  if (!a.texture) a.texture = make_texture();
+  a.texture->upload(image);
+  ++uploads_;
+  a.cells.id = a.texture->id();
+  a.version = version;
+  a.count = stages.size();
+  a.columns = columns;
+  a.kind = kind;
+  a.map = map;
+  a.scope = scope;
+  return a.cells;
 }
 
 }  // namespace attnscope::gui

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "attnscope/base/trace.hpp"
 #include "imgui.h"
@@ -95,6 +96,22 @@ class TextureCache {
   HeatmapTexture get(const std::string& slot, std::uint64_t trace_version, const core::Stage& stage,
                      ScaleKind kind, Colormap map, int max_side = 0,
                      ScaleScope scope = ScaleScope::Matrix, bool follows_trace = true);
+  // Many small stages (the model view's thumbnails, one per head) in one
+  // texture: a grid of `columns` cells, each stage coloured as get()
+  // colours it (on its own range, or each row on its own with scope Row),
+  // a texel of gap between cells. One upload and one texture for all of
+  // them: in software GL, a keystroke's new overview of 448 heads spent
+  // ~9 ms of its frame colouring and uploading them one texture at a time.
+  // Coloured and uploaded again only when version, kind, map or scope
+  // changes (version: what the owner gives its data, e.g. the overview's).
+  struct Atlas {
+    ImTextureID id = nullptr;
+    std::vector<ImVec4> uv;  // per stage: its cell's (u0, v0, u1, v1)
+  };
+  const Atlas& atlas(const std::string& slot, std::uint64_t version,
+                     const std::vector<core::Stage>& stages, int columns, ScaleKind kind,
+                     Colormap map, ScaleScope scope);
+
   // Milliseconds per frame get() may spend colouring and uploading large
   // stages (the first large one of a frame always makes some progress).
   void set_frame_budget(double ms) { frame_budget_ms_ = ms; }
@@ -116,7 +133,10 @@ class TextureCache {
   // Forgets any preparation (the new trace was superseded).
   void drop_prepared();
   // Frees every texture (before the GL context goes away).
-  void clear() { entries_.clear(); }
+  void clear() {
+    entries_.clear();
+    atlases_.clear();
+  }
 
   long uploads() const { return uploads_; }  // total uploads so far, for tests
   std::size_t size() const { return entries_.size(); }
@@ -171,6 +191,18 @@ class TextureCache {
     int last_used = 0;
   };
   std::unordered_map<std::string, Entry> entries_;
+  struct AtlasEntry {
+    Atlas cells;
+    std::unique_ptr<Texture> texture;
+    std::uint64_t version = 0;
+    std::size_t count = 0;
+    int columns = 0;
+    ScaleKind kind = ScaleKind::Diverging;
+    Colormap map = Colormap::Viridis;
+    ScaleScope scope = ScaleScope::Matrix;
+    int last_used = 0;
+  };
+  std::unordered_map<std::string, AtlasEntry> atlases_;
   TextureFactory factory_;
   long uploads_ = 0;
   int frame_ = 0;

@@ -226,6 +226,63 @@ TEST(Format, PrintsFourDecimalsLikeTorchAndMinusInfinityAsASymbol) {
   EXPECT_EQ(format_value(std::numeric_limits<float>::quiet_NaN(), 4), "nan");
 }
 
+// A texture that keeps what was uploaded into it, for the atlas's pixels.
+class KeptTexture final : public Texture {
+ public:
+  explicit KeptTexture(std::shared_ptr<RgbaImage> image) : image_(std::move(image)) {}
+  void upload(const RgbaImage& image) override { *image_ = image; }
+  ImTextureID id() const override { return const_cast<KeptTexture*>(this); }
+
+ private:
+  std::shared_ptr<RgbaImage> image_;
+};
+
+TEST(TextureCache, AnAtlasHoldsEachStageInItsCellColouredAsGetColoursIt) {
+  auto image = std::make_shared<RgbaImage>();
+  TextureCache cache;
+  cache.set_factory([image] { return std::make_unique<KeptTexture>(image); });
+  std::vector<core::Stage> stages;
+  for (int i = 0; i < 5; ++i) {  // 3 x 3 ones, and a 2 x 2 one last
+    const int n = i == 4 ? 2 : 3;
+    core::RowMatrix m(n, n);
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < n; ++c) m(r, c) = static_cast<float>((r * 7 + c * 3 + i * 5) % 11) - 2.0f;
+    stages.emplace_back("weights", i, m, 0);
+  }
+  for (const ScaleScope scope : {ScaleScope::Matrix, ScaleScope::Row}) {
+    const TextureCache::Atlas& a =
+        cache.atlas("grid", 7, stages, 2, ScaleKind::Diverging, Colormap::RdBu, scope);
+    ASSERT_NE(a.id, nullptr);
+    ASSERT_EQ(a.uv.size(), stages.size());
+    EXPECT_EQ(image->width, 2 * 4) << "two cells of 3 texels and a gap";
+    EXPECT_EQ(image->height, 3 * 4);
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      const core::RowMatrix& m = stages[i].data();
+      const RgbaImage want = colorize(m, value_range(m, ScaleKind::Diverging), ScaleKind::Diverging,
+                                      scope, Colormap::RdBu);
+      const int x0 = static_cast<int>(i % 2) * 4, y0 = static_cast<int>(i / 2) * 4;
+      EXPECT_FLOAT_EQ(a.uv[i].x, static_cast<float>(x0) / 8.0f);
+      EXPECT_FLOAT_EQ(a.uv[i].y, static_cast<float>(y0) / 12.0f);
+      EXPECT_FLOAT_EQ(a.uv[i].z, static_cast<float>(x0 + m.cols()) / 8.0f);
+      EXPECT_FLOAT_EQ(a.uv[i].w, static_cast<float>(y0 + m.rows()) / 12.0f);
+      for (int y = 0; y < want.height; ++y)
+        for (int x = 0; x < want.width; ++x)
+          for (int k = 0; k < 4; ++k)
+            ASSERT_EQ(image->pixels[static_cast<std::size_t>(((y0 + y) * 8 + x0 + x) * 4 + k)],
+                      want.pixels[static_cast<std::size_t>((y * want.width + x) * 4 + k)])
+                << "stage " << i << " at " << x << ", " << y;
+    }
+  }
+  EXPECT_EQ(cache.uploads(), 2);  // one per scope
+  for (int k = 0; k < 5; ++k)
+    cache.atlas("grid", 7, stages, 2, ScaleKind::Diverging, Colormap::RdBu, ScaleScope::Row);
+  EXPECT_EQ(cache.uploads(), 2) << "idle frames upload nothing";
+  cache.atlas("grid", 8, stages, 2, ScaleKind::Diverging, Colormap::RdBu, ScaleScope::Row);
+  EXPECT_EQ(cache.uploads(), 3) << "new data";
+  cache.atlas("grid", 8, stages, 2, ScaleKind::Diverging, Colormap::Viridis, ScaleScope::Row);
+  EXPECT_EQ(cache.uploads(), 4) << "another palette";
+}
+
 TEST(TextureCache, UploadsOnlyWhenTraceStagePaletteOrKindChange) {
   TextureCache cache;  // NullTexture: no GL needed
   core::Stage s{"scores", -1, matrix_from_rows({{1, 2}, {3, 4}})};
