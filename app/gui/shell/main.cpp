@@ -425,6 +425,12 @@ FrameDrawn draw_frame(App& app) {
   if (state.files.screenshot_countdown > 0) app.busy_frames = std::max(app.busy_frames, 1);
   ++app.frame;
   after_frame_keys(wake);
+  // Typing while the worker computes the text's run: the frame that shows
+  // the typed character is enough until the result wakes the loop. The
+  // settling frames would only redraw the same screen, and in software GL
+  // each takes the CPU the run needs (on 2 cores, 3 frames made a
+  // keystroke's new attention ~70 ms later).
+  if (state.computing() && !state.preparing() && ImGui::GetIO().WantTextInput) app.busy_frames = 0;
   if (state.dirty || state.preparing()) app.busy_frames = std::max(app.busy_frames, 1);
   out.adopted = state.trace_version != app.shown_version;           // a new trace this frame
   if (out.adopted) app.busy_frames = std::max(app.busy_frames, 3);  // the layout settles over a few
