@@ -19,6 +19,7 @@
 #include "state/session.hpp"
 #include "state/step.hpp"
 #include "temp_dir.hpp"
+#include "widgets/widgets.hpp"
 #include "words/stage_info.hpp"
 
 namespace attnscope::gui {
@@ -52,6 +53,17 @@ class FamilyApp : public ::testing::Test {
   std::filesystem::path folder;
   AppState state;
 };
+
+TEST(PercentTexts, TinyProbabilitiesInPowersOfTenTheRestAsFewDecimalsAsTellThemApart) {
+  // An untrained model's guesses: one near 100 %, the rest far below 0.01 %.
+  EXPECT_EQ(percent_texts({1.0 - 1e-9, 3.2e-9, 4.0e-12, 0.0}),
+            (std::vector<std::string>{"100.00 %", "3.2e-07 %", "4e-10 %", "0.00 %"}));
+  EXPECT_EQ(percent_texts({0.5, 0.25, 0.125}),
+            (std::vector<std::string>{"50.00 %", "25.00 %", "12.50 %"}));
+  EXPECT_EQ(percent_texts({0.123451, 0.123449}), (std::vector<std::string>{"12.35 %", "12.34 %"}));
+  EXPECT_EQ(percent_texts({0.1234, 0.12341}), (std::vector<std::string>{"12.340 %", "12.341 %"}));
+  EXPECT_EQ(percent_texts({2e-4, 1e-4}), (std::vector<std::string>{"0.02 %", "0.01 %"}));
+}
 
 TEST_F(FamilyApp, AQwen3FolderOpensWithItsTokenizerAndEveryHeadGroupedByKvHead) {
   open(attnscope::testing::tiny_qwen3_config(), "Qwen3-tiny");

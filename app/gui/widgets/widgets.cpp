@@ -89,29 +89,29 @@ std::string token_label(std::string_view token) {
 }
 
 std::vector<std::string> percent_texts(const std::vector<double>& probabilities) {
-  constexpr int kFewest = 2, kMost = 12;
+  constexpr int kFewest = 2, kMost = 6;
+  constexpr double kTiny = 1e-4;  // below 0.01 %: in powers of ten
+  auto tiny = [&](double p) { return p > 0 && p < kTiny; };
   auto print = [&](int decimals) {
     std::vector<std::string> out;
     for (double p : probabilities) {
       char s[64];
-      std::snprintf(s, sizeof s, "%.*f %%", decimals, 100.0 * p);
+      if (tiny(p))
+        std::snprintf(s, sizeof s, "%.2g %%", 100.0 * p);  // "3.2e-07 %"
+      else
+        std::snprintf(s, sizeof s, "%.*f %%", decimals, 100.0 * p);
       out.emplace_back(s);
     }
     return out;
   };
-  auto zero = [](int decimals) {
-    char s[64];
-    std::snprintf(s, sizeof s, "%.*f %%", decimals, 0.0);
-    return std::string(s);
-  };
   for (int d = kFewest;; ++d) {
     std::vector<std::string> out = print(d);
     bool apart = true;
-    for (std::size_t i = 0; i < out.size() && apart; ++i) {
-      if (probabilities[i] > 0 && out[i] == zero(d)) apart = false;
+    for (std::size_t i = 0; i < out.size() && apart; ++i)
       for (std::size_t j = i + 1; j < out.size() && apart; ++j)
-        if (probabilities[i] != probabilities[j] && out[i] == out[j]) apart = false;
-    }
+        if (!tiny(probabilities[i]) && !tiny(probabilities[j]) &&
+            probabilities[i] != probabilities[j] && out[i] == out[j])
+          apart = false;
     if (apart || d == kMost) return out;
   }
 }

@@ -36,8 +36,10 @@ bool draw_token_chip(const core::Token& t, std::size_t index, float max_x, bool 
 std::string token_label(std::string_view token);
 
 // The probabilities as percentages ("12.34 %"), all with the same decimals:
-// two at least, more until no two different probabilities print alike and
-// none above 0 prints as 0 (at most 12: beyond that float rounding differs).
+// two at least, more until no two different probabilities print alike (at
+// most six); those below 0.01 % in powers of ten ("3.2e-07 %"), so that an
+// untrained model's near-zero guesses neither print as 0 nor stretch every
+// percentage to a dozen decimals.
 std::vector<std::string> percent_texts(const std::vector<double>& probabilities);
 
 // One editable number that must stay finite (an embedding or weight cell): a
