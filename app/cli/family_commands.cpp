@@ -546,8 +546,7 @@ int run_family_generate(const ModelCommands& c, const fs::path& path) {
 
 int run_family_bench(const ModelCommands& c, const fs::path& path) {
   using clock = std::chrono::steady_clock;
-  if (c.append)
-    throw core::ParseError("--append times GPT-2's key/value cache; family models have none yet");
+  if (c.append && c.tokens < 2) throw core::ParseError("--append needs --tokens 2 or more");
   const auto t0 = clock::now();
   const auto model = core::FamilyModel::load(path);
   const double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -560,8 +559,19 @@ int run_family_bench(const ModelCommands& c, const fs::path& path) {
   std::vector<int> ids(static_cast<std::size_t>(c.tokens));
   for (int i = 0; i < c.tokens; ++i)
     ids[static_cast<std::size_t>(i)] = static_cast<int>((1000LL + 7919LL * i) % cfg.vocab_size);
+  const std::vector<int> prefix(ids.begin(), ids.end() - 1);
   std::vector<double> ms;
   for (int r = 0; r <= c.repeat; ++r) {  // run 0 warms up
+    if (c.append) {
+      // What a key typed at the end costs the engine: the new row through
+      // every layer (FamilyRun::retext) and every head's new row of weights.
+      core::FamilyRun run(model, prefix);
+      const auto start = clock::now();
+      run.retext(ids);
+      (void)run.weight_rows(c.tokens - 1);
+      if (r) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      continue;
+    }
     const auto start = clock::now();
     const core::FamilyRun run(model, ids);
     for (int l = 0; l < run.num_layers(); ++l) (void)run.layer_weights(l);  // every head's weights
@@ -569,19 +579,27 @@ int run_family_bench(const ModelCommands& c, const fs::path& path) {
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
-  std::printf(
-      "model=%s family=%s layers=%d heads=%d kv_heads=%d d=%d tokens=%d full forward "
-      "load_ms=%.1f\n",
-      core::model_folder(path).filename().string().c_str(),
-      std::string(core::model_family_name(cfg.family)).c_str(), cfg.num_hidden_layers,
-      cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size, c.tokens, load_ms);
+  std::printf("model=%s family=%s layers=%d heads=%d kv_heads=%d d=%d tokens=%d %s load_ms=%.1f\n",
+              core::model_folder(path).filename().string().c_str(),
+              std::string(core::model_family_name(cfg.family)).c_str(), cfg.num_hidden_layers,
+              cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size, c.tokens,
+              c.append ? "append of the last token to the others" : "full forward", load_ms);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
   std::printf("runs=%d min_ms=%.3f median_ms=%.3f max_ms=%.3f peak_rss_mb=%.1f\n", c.repeat,
               ms.front(), median, ms.back(), rss_mb);
-  // This machine's FMA rate, measured now (after the runs): the floor's denominator.
-  std::printf("fma_gflops=%.1f\n", core::machine_fma_gflops(0.3));
+  if (c.append) {
+    // Bound by memory: every weight is read once for the new row. The
+    // floor is reading them, timed now.
+    const core::WeightStream stream = core::stream_weights(*model);
+    std::printf("weights_mb=%.1f read_weights_ms=%.3f read_gbs=%.1f median_over_read=%.2f\n",
+                stream.bytes / (1 << 20), stream.ms, stream.bytes / stream.ms / 1e6,
+                median / stream.ms);
+  } else {
+    // This machine's FMA rate, measured now (after the runs): the floor's denominator.
+    std::printf("fma_gflops=%.1f\n", core::machine_fma_gflops(0.3));
+  }
   std::printf("median_ms=%.3f\n", median);
   return 0;
 }

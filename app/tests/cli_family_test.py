@@ -632,6 +632,15 @@ def test_real_tokenizers_through_trace(tmp):
 def test_bench(tmp):
     p = run("model", "bench", FOLDERS["gemma3"][0], "--tokens", "16", "--repeat", "2")
     assert p.returncode == 0 and p.stdout.splitlines()[-1].startswith("median_ms="), p
+    # --append: the 16th token's row against reading every weight once.
+    p = run("model", "bench", FOLDERS["gemma3"][0], "--tokens", "16", "--repeat", "2", "--append")
+    assert p.returncode == 0 and "append of the last token" in p.stdout, p
+    fields = dict(kv.split("=", 1) for line in p.stdout.splitlines() for kv in line.split()
+                  if "=" in kv)
+    assert float(fields["weights_mb"]) > 0 and float(fields["read_weights_ms"]) > 0, fields
+    assert float(fields["median_over_read"]) > 0, fields
+    p = run("model", "bench", FOLDERS["gemma3"][0], "--tokens", "1", "--append")
+    assert p.returncode == 2 and "--tokens 2 or more" in p.stderr, p
 
 
 def test_refusals(tmp):

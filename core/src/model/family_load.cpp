@@ -177,6 +177,29 @@ const FamilyConfig& FamilyModel::config() const { return weights_->config; }
 
 std::size_t FamilyModel::weight_bytes() const { return weights_->bytes(); }
 
+WeightStream stream_weights(const FamilyModel& model, int repeat) {
+  const FamilyModel::Weights& w = model.weights();
+  std::vector<std::pair<const std::byte*, std::size_t>> spans;  // (data, bytes)
+  auto add = [&](const auto& v) {
+    if (!v.empty())
+      spans.emplace_back(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  for (const detail::FamilyBlock& b : w.blocks)
+    for (const detail::Linear* l : {&b.qkv, &b.o, &b.gate_up, &b.down}) {
+      add(l->packed.data);
+      add(l->packed.bf16);
+      if (l->weight.size())
+        spans.emplace_back(reinterpret_cast<const std::byte*>(l->weight.data()),
+                           static_cast<std::size_t>(l->weight.size()) * sizeof(float));
+    }
+  if (!w.head_bf16().empty())
+    add(w.head_bf16());
+  else
+    spans.emplace_back(reinterpret_cast<const std::byte*>(w.head().data()),
+                       static_cast<std::size_t>(w.head().size()) * sizeof(float));
+  return stream_spans(spans, repeat);
+}
+
 std::size_t FamilyModel::Weights::bytes() const {
   auto floats = [](const RowMatrix& m) {
     return static_cast<std::size_t>(m.size()) * sizeof(float);

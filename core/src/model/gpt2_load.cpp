@@ -332,48 +332,53 @@ std::shared_ptr<const Gpt2Model> Gpt2Model::load(const fs::path& path,
 
 double machine_fma_gflops(double seconds) { return gemm::measure_fma_gflops(seconds); }
 
-WeightStream stream_weights(const Gpt2Model& model, int repeat) {
-  const Gpt2Model::Weights& w = model.weights();
-  std::vector<std::pair<const float*, Eigen::Index>> spans;  // (data, floats)
-  auto add = [&](const detail::Linear& l) {
-    if (gemm::available())
-      spans.emplace_back(l.packed.data.data(), static_cast<Eigen::Index>(l.packed.data.size()));
-    else
-      spans.emplace_back(l.weight.data(), l.weight.size());
-  };
-  for (const detail::Block& b : w.blocks) {
-    add(b.attn);
-    add(b.proj);
-    add(b.fc);
-    add(b.fc_proj);
-  }
-  spans.emplace_back(w.head().data(), w.head().rows * w.head().cols);
-  // 256 KiB pieces, shared out between the threads.
-  constexpr Eigen::Index kPiece = 1 << 16;
-  std::vector<std::pair<const float*, Eigen::Index>> pieces;
+WeightStream stream_spans(const std::vector<std::pair<const std::byte*, std::size_t>>& spans,
+                          int repeat) {
+  // 256 KiB pieces of 64-bit words, shared out between the threads.
+  constexpr std::size_t kPiece = 1 << 18;
+  std::vector<std::pair<const std::uint64_t*, std::size_t>> pieces;  // (words, count)
   WeightStream out;
-  for (const auto& [data, n] : spans) {
-    out.bytes += 4.0 * static_cast<double>(n);
-    for (Eigen::Index i = 0; i < n; i += kPiece)
-      pieces.emplace_back(data + i, std::min(kPiece, n - i));
+  for (const auto& [data, bytes] : spans) {
+    out.bytes += static_cast<double>(bytes);
+    for (std::size_t i = 0; i + 8 <= bytes; i += kPiece)
+      pieces.emplace_back(reinterpret_cast<const std::uint64_t*>(data + i),
+                          std::min(kPiece, bytes - i) / 8);
   }
   const auto count = static_cast<int>(pieces.size());
   out.ms = std::numeric_limits<double>::infinity();
   for (int r = 0; r < std::max(repeat, 1); ++r) {
-    float sum = 0.0f;
+    std::uint64_t sum = 0;
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(static) reduction(+ : sum)
-    for (int i = 0; i < count; ++i)
-      sum += Eigen::Map<const Eigen::ArrayXf>(pieces[static_cast<std::size_t>(i)].first,
-                                              pieces[static_cast<std::size_t>(i)].second)
-                 .sum();
+    for (int i = 0; i < count; ++i) {
+      const auto& [words, n] = pieces[static_cast<std::size_t>(i)];
+      for (std::size_t k = 0; k < n; ++k) sum += words[k];
+    }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    volatile float keep = sum;  // the reads are used
+    volatile std::uint64_t keep = sum;  // the reads are used
     (void)keep;
     out.ms = std::min(out.ms, ms);
   }
   return out;
+}
+
+WeightStream stream_weights(const Gpt2Model& model, int repeat) {
+  const Gpt2Model::Weights& w = model.weights();
+  std::vector<std::pair<const std::byte*, std::size_t>> spans;  // (data, bytes)
+  auto add = [&](const float* data, Eigen::Index n) {
+    spans.emplace_back(reinterpret_cast<const std::byte*>(data),
+                       static_cast<std::size_t>(n) * sizeof(float));
+  };
+  for (const detail::Block& b : w.blocks)
+    for (const detail::Linear* l : {&b.attn, &b.proj, &b.fc, &b.fc_proj}) {
+      if (gemm::available())
+        add(l->packed.data.data(), static_cast<Eigen::Index>(l->packed.data.size()));
+      else
+        add(l->weight.data(), l->weight.size());
+    }
+  add(w.head().data(), w.head().rows * w.head().cols);
+  return stream_spans(spans, repeat);
 }
 
 std::shared_ptr<const Gpt2Model> random_gpt2(const Gpt2Config& c, std::uint64_t seed) {

@@ -65,6 +65,11 @@ class FamilyModel {
   std::shared_ptr<const Weights> weights_;
 };
 
+// The memory floor of an edit's row: reading every weight a new token
+// multiplies (each block's projections and the LM head, as the model holds
+// them: BF16 where the file was) once, on all threads (gpt2_model.hpp).
+WeightStream stream_weights(const FamilyModel& model, int repeat = 3);
+
 // One layer's attention stages, all heads side by side (head h in columns
 // [h * head_dim, (h + 1) * head_dim), K/V group g likewise).
 struct FamilyLayerStages {

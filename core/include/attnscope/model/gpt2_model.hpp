@@ -28,6 +28,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope/base/matrix.hpp"
@@ -285,6 +286,9 @@ struct WeightStream {
   double ms = 0.0;
 };
 WeightStream stream_weights(const Gpt2Model& model, int repeat = 3);
+// The same over any weights: `spans` of (data, bytes), read as 64-bit words.
+WeightStream stream_spans(const std::vector<std::pair<const std::byte*, std::size_t>>& spans,
+                          int repeat = 3);
 
 // Greedy continuation, the book's generate_text_simple: n_tokens times, run
 // the last n_positions ids and append the most likely next one. Returns the
