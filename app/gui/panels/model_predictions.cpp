@@ -63,7 +63,11 @@ void draw_text_loss(AppState& state) {
     ImGui::TextDisabled("Loss: type a second token (one token has nothing to predict)");
     return;
   }
-  ImGui::Text("Loss %.3f · perplexity %.1f", *loss.mean, *loss.perplexity);
+  // An untrained model's perplexity runs to 19 digits: from a million on, in powers of ten.
+  if (*loss.perplexity < 1e6)
+    ImGui::Text("Loss %.3f · perplexity %.1f", *loss.mean, *loss.perplexity);
+  else
+    ImGui::Text("Loss %.3f · perplexity %.3g", *loss.mean, *loss.perplexity);
   help(
       "The book's calc_loss_batch on this text: at each position the model predicts the next "
       "token; the loss is -log of the probability it gave the token that came, averaged over "
