@@ -284,6 +284,22 @@ TEST(FamilyRetext, AtARealWidthInBf16TheNewRowsEqualAFreshRun) {
                               {96, 104},
                               {97, 105},
                               {64, 100}}));
+  // The maps from the forward's kept queries equal those projected again
+  // (a run that keeps none), after a fresh run and after edits.
+  FamilyRun::Options none;
+  none.kept_query_bytes = 0;
+  FamilyRun kept(model, some_ids(100, 300)), projected(model, some_ids(100, 300), none);
+  for (const std::vector<int>& ids : {some_ids(100, 300), some_ids(103, 300), some_ids(60, 300)}) {
+    kept.retext(ids);
+    projected.retext(ids);
+    for (int l = 0; l < kept.num_layers(); ++l) {
+      const std::vector<RowMatrix> a = kept.layer_weights(l), b = projected.layer_weights(l);
+      for (std::size_t h = 0; h < a.size(); ++h)
+        EXPECT_LT(relative(a[h], b[h]), 1e-6) << "T " << ids.size() << " layer " << l;
+    }
+    const std::vector<RowMatrix> ra = kept.weight_rows(40), rb = projected.weight_rows(40);
+    for (std::size_t k = 0; k < ra.size(); ++k) EXPECT_LT(relative(ra[k], rb[k]), 1e-6);
+  }
 }
 
 }  // namespace

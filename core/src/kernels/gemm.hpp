@@ -198,5 +198,9 @@ void multiply_panel_bf16(const PackedRows& x, const std::uint16_t* panel, Eigen:
 // x, where reading h is the cost.
 void bf16_row_dots(const float* x, Eigen::Index m, Eigen::Index ldx, const std::uint16_t* h,
                    Eigen::Index n, Eigen::Index d, float* out, Eigen::Index ldo);
+// The same over a float32 h: a BF16 head and the F32 head of its widened
+// values give the same bits.
+void row_dots(const float* x, Eigen::Index m, Eigen::Index ldx, const float* h, Eigen::Index n,
+              Eigen::Index d, float* out, Eigen::Index ldo);
 
 }  // namespace attnscope::core::gemm

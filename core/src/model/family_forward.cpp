@@ -131,26 +131,34 @@ void FamilyModel::Weights::embed_row(int id, float* out) const {
 
 RowMatrix FamilyModel::Weights::logits(const RowMatrix& x) const {
   const gemm::Buffer<std::uint16_t>& bits = head_bf16();
-  if (bits.empty()) return x * head().transpose();
-  // The head's rows widened a block at a time (a block's floats stay in
-  // L2), each block's logits one product: the vocabulary on every thread.
   const Eigen::Index d = config.hidden_size, vocab = config.vocab_size;
   constexpr Eigen::Index kBlock = 128;
   const Eigen::Index chunks = (vocab + kBlock - 1) / kBlock;
-  RowMatrix out(x.rows(), vocab);
-  if (x.rows() <=
-      gemm::kTileRows) {  // an edit's rows: each head row read once, widened in registers
+  if (x.rows() <= gemm::kTileRows) {  // an edit's rows: each head row read once
+    RowMatrix out(x.rows(), vocab);
 #pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
     for (Eigen::Index blk = 0; blk < chunks; ++blk) {
       const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
-      gemm::bf16_row_dots(x.data(), x.rows(), x.outerStride(), bits.data() + r0 * d, n, d,
-                          out.data() + r0, out.outerStride());
+      if (bits.empty())
+        gemm::row_dots(x.data(), x.rows(), x.outerStride(), head().data() + r0 * d, n, d,
+                       out.data() + r0, out.outerStride());
+      else
+        gemm::bf16_row_dots(x.data(), x.rows(), x.outerStride(), bits.data() + r0 * d, n, d,
+                            out.data() + r0, out.outerStride());
     }
     return out;
   }
+  // A block of the head's rows at a time (a BF16 head's widened into a
+  // buffer that stays in L2), each block's logits one product of the same
+  // shape either way: the vocabulary on every thread.
+  RowMatrix out(x.rows(), vocab);
 #pragma omp parallel for schedule(dynamic, 8) if (chunks > 1)
   for (Eigen::Index blk = 0; blk < chunks; ++blk) {
     const Eigen::Index r0 = blk * kBlock, n = std::min(kBlock, vocab - r0);
+    if (bits.empty()) {
+      out.middleCols(r0, n).noalias() = x * head().middleRows(r0, n).transpose();
+      continue;
+    }
     thread_local RowMatrix rows;
     rows.resize(n, d);
     gemm::widen_bf16(bits.data() + r0 * d, n * d, rows.data());
@@ -361,16 +369,30 @@ void FamilyRun::run_rows(Eigen::Index first, bool edit) {
     w.embed_row(ids_[static_cast<std::size_t>(t)], x.row(t).data());
     if (c.gemma) x.row(t) *= embed_scale;
   }
-  // An edit's few rows keep their rotated queries: weight_rows reads them.
-  const bool keep_queries = edit && T - first <= kKeptQueryRows;
-  queries_first_ = keep_queries ? first : T;
+  // The rotated queries stay, below their budget (layer_weights and
+  // weight_rows read them): those kept from before, rows [queries_first_,
+  // first), and the new rows'; or only the new rows'; or none.
+  const auto row_bytes = static_cast<std::size_t>(c.q_width()) * sizeof(float) * residual_.size();
+  auto fits = [&](Eigen::Index from) {
+    return static_cast<std::size_t>(T - from) * row_bytes <= options_.kept_query_bytes;
+  };
+  if (queries_first_ > first || !fits(queries_first_)) {
+    for (auto& q : queries_) q.resize(0, c.q_width());
+    queries_first_ = fits(first) ? first : T;
+  }
+  const bool keep_queries = queries_first_ < T;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const detail::ThreadShare share;  // as many threads as there are free CPUs now
     const auto at = static_cast<std::size_t>(l);
     const RowMatrix rows = residual_[at].middleRows(first, T - first);
-    queries_[at].resize(0, c.q_width());
-    RowMatrix out = forward_block(w, l, rows, first, keys_[at], values_[at],
-                                  keep_queries ? &queries_[at] : nullptr);
+    RowMatrix queries;
+    RowMatrix out =
+        forward_block(w, l, rows, first, keys_[at], values_[at], keep_queries ? &queries : nullptr);
+    if (keep_queries) {
+      RowMatrix& q = queries_[at];
+      q.conservativeResize(T - queries_first_, c.q_width());
+      q.bottomRows(T - first) = queries;
+    }
     residual_[at + 1].conservativeResize(T, c.hidden_size);
     residual_[at + 1].bottomRows(T - first) = std::move(out);
   }
@@ -407,6 +429,10 @@ int FamilyRun::retext(std::vector<int> ids) {
   for (auto& r : residual_) r.conservativeResize(std::min(first, r.rows()), r.cols());
   for (auto& k : keys_) k.conservativeResize(std::min(first, k.rows()), k.cols());
   for (auto& v : values_) v.conservativeResize(std::min(first, v.rows()), v.cols());
+  // Kept queries of rows before `first` stay (run_rows restarts them when
+  // they begin after it).
+  for (auto& q : queries_)
+    q.conservativeResize(std::clamp<Eigen::Index>(first - queries_first_, 0, q.rows()), q.cols());
   if (options_.all_logits)
     logits_.conservativeResize(std::min(first, logits_.rows()), logits_.cols());
   try {
@@ -499,9 +525,18 @@ std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
     throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
                                 std::to_string(num_layers() - 1));
   FamilyLayerStages s;
-  {
+  const auto at = static_cast<std::size_t>(layer);
+  if (queries_first_ == 0 && queries_[at].rows() == num_tokens()) {
+    // The forward's own rotated queries and keys: nothing to project.
+    const FamilyConfig& c = model_->config();
+    s.layer = layer;
+    s.sliding = c.sliding[at];
+    s.window = s.sliding ? c.sliding_window : 0;
+    s.queries_rotated = queries_[at];
+    s.keys_rotated = keys_[at];
+  } else {
     const detail::ThreadShare share;
-    s = compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
+    s = compute_stages(model_->weights(), layer, residual_[at],
                        Keep::Scores);  // the rotated queries and keys: all the weights read
   }
   std::vector<RowMatrix> out(static_cast<std::size_t>(num_heads()));

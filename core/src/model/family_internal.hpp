@@ -63,9 +63,10 @@ struct FamilyModel::Weights {
   }
   // Row `id` of the embedding table as floats into out (d floats).
   void embed_row(int id, float* out) const;
-  // x (rows, d) . headᵀ: the logits. A bfloat16 head: up to 8 rows of x by
-  // gemm::bf16_row_dots (the same bits for a row whatever the others), more
-  // with the head widened a block of rows at a time.
+  // x (rows, d) . headᵀ: the logits. Up to 8 rows of x by gemm's row dots
+  // (the same bits for a row whatever the others, and for a BF16 head and
+  // its widened F32 one); more by Eigen, a BF16 head widened a block of
+  // rows at a time.
   RowMatrix logits(const RowMatrix& x) const;
   // The bytes every weight takes in memory.
   std::size_t bytes() const;

@@ -90,6 +90,10 @@ class FamilyRun {
  public:
   struct Options {
     bool all_logits = false;  // keep every position's logits, not only the last
+    // Every layer's rotated queries are kept while they take at most this
+    // (Qwen3 0.6B's whole run up to T = 1170; past it, an edit's new rows
+    // only): layer_weights and weight_rows then project nothing.
+    std::size_t kept_query_bytes = std::size_t{256} << 20;
   };
   // Runs the forward over `ids`. Throws std::invalid_argument when ids is
   // empty, longer than 4096 or holds an id outside the vocabulary.
@@ -154,9 +158,8 @@ class FamilyRun {
   std::vector<RowMatrix> residual_;  // L + 1 matrices, T x d
   std::vector<RowMatrix> keys_;      // per layer: the rotated keys (T x kv*hd)
   std::vector<RowMatrix> values_;    // per layer: the values (T x kv*hd)
-  // Per layer: the rotated queries of rows [queries_first_, T), the rows an
-  // edit of at most kKeptQueryRows ran (none after a whole forward).
-  static constexpr Eigen::Index kKeptQueryRows = 64;
+  // Per layer: the rotated queries of rows [queries_first_, T), within
+  // Options::kept_query_bytes.
   std::vector<RowMatrix> queries_;
   Eigen::Index queries_first_ = 0;
   RowMatrix logits_;
