@@ -511,11 +511,13 @@ RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {
   if (head < 0 || head >= c.num_attention_heads)
     throw std::invalid_argument("head " + std::to_string(head) + " is outside the layer");
   const Eigen::Index T = num_tokens();
-  RowMatrix weights = RowMatrix::Zero(T, T);
+  RowMatrix weights(T, T);  // each block's rows written once: the keys it sees, zeros around them
   for (Eigen::Index r0 = 0; r0 < T; r0 += kRowBlock) {
-    const Eigen::Index r1 = std::min(T, r0 + kRowBlock);
+    const Eigen::Index r1 = std::min(T, r0 + kRowBlock), n = r1 - r0;
     const Eigen::Index k0 = first_key(s, r0);
-    weights.block(r0, k0, r1 - r0, r1 - k0) = head_block(s, c, head, r0, r1);
+    weights.block(r0, 0, n, k0).setZero();
+    weights.block(r0, k0, n, r1 - k0) = head_block(s, c, head, r0, r1);
+    weights.block(r0, r1, n, T - r1).setZero();
   }
   return weights;
 }
