@@ -122,6 +122,11 @@ bool ComputeWorker::busy() const {
   return pending_.has_value() || running_;
 }
 
+bool ComputeWorker::has_result() const {
+  std::lock_guard lock(mutex_);
+  return result_.has_value();
+}
+
 long ComputeWorker::jobs_run() const {
   std::lock_guard lock(mutex_);
   return jobs_run_;

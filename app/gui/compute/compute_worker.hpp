@@ -101,6 +101,8 @@ class ComputeWorker {
   void wait_idle();
   // True while a job is pending or running.
   bool busy() const;
+  // True when a finished result waits for take() (set before the notify).
+  bool has_result() const;
   // How many jobs the engine actually ran (coalesced ones are not counted).
   long jobs_run() const;
   // Asks the worker to return freed memory to the OS

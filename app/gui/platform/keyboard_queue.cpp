@@ -25,6 +25,7 @@ void KeyboardQueue::character(unsigned codepoint) {
 
 bool KeyboardQueue::deliver() {
   bool any = false;
+  only_releases_ = true;
   while (!queue_.empty()) {
     const Event& e = queue_.front();
     if (!e.is_char && e.action != kRepeat) {
@@ -33,10 +34,12 @@ bool KeyboardQueue::deliver() {
       if (std::find(changed_.begin(), changed_.end(), e.key) != changed_.end()) break;
       changed_.push_back(e.key);
     }
+    only_releases_ = only_releases_ && !e.is_char && e.action == kRelease;
     sink_(e);
     queue_.pop_front();
     any = true;
   }
+  only_releases_ = only_releases_ && any;
   return any;
 }
 

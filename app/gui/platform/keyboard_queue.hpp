@@ -43,6 +43,9 @@ class KeyboardQueue {
   // key that already changed in this batch. True when something was delivered
   // (draw a frame to show it).
   bool frame_done();
+  // The last frame_done() delivered key releases only: nothing on screen
+  // changes until the next frame, whenever that is.
+  bool delivered_only_releases() const { return only_releases_; }
   // Everything now (a minimised window draws no frames to wait for).
   void flush();
   bool empty() const { return queue_.empty(); }
@@ -53,6 +56,7 @@ class KeyboardQueue {
   Sink sink_;
   std::deque<Event> queue_;
   std::vector<int> changed_;  // keys ImGui saw go down or up since the last frame
+  bool only_releases_ = false;
 };
 
 }  // namespace attnscope::gui

@@ -64,6 +64,9 @@ static_assert(gui::KeyboardQueue::kRelease == GLFW_RELEASE &&
 // Counted by every input callback; the loop draws frames while it grows.
 struct Wake {
   int events = 0;
+  // Key releases, counted apart: while typing waits for the worker's run
+  // they draw no frame of their own (the next frame hands them to ImGui).
+  int releases = 0;
   bool scale_changed = false;
   // Keys and typed characters go to ImGui one frame's worth at a time, in
   // order (keyboard_queue.hpp): a press and release in one poll are both seen.
@@ -101,7 +104,7 @@ void install_keyboard_callbacks(GLFWwindow* w) {
   });
   glfwSetKeyCallback(w, [](GLFWwindow* win, int key, int scancode, int action, int mods) {
     Wake& wake = wake_of(win);
-    ++wake.events;
+    ++(action == GLFW_RELEASE ? wake.releases : wake.events);
     // Ctrl+Q quits even when ImGui has the keyboard (a text field is active);
     // GLFW's modifiers are the X server's, never a frame behind.
     if (key == GLFW_KEY_Q && action == GLFW_PRESS && (mods & GLFW_MOD_CONTROL))
@@ -122,7 +125,8 @@ void install_keyboard_callbacks(GLFWwindow* w) {
 
 // After a frame: the keyboard input that waited goes to ImGui now.
 void after_frame_keys(Wake& wake) {
-  if (wake.keyboard->frame_done()) ++wake.events;  // draw the frame that sees it
+  if (wake.keyboard->frame_done())  // draw the frame that sees it
+    ++(wake.keyboard->delivered_only_releases() ? wake.releases : wake.events);
 }
 
 // ---------------------------------------------------------------------------
@@ -375,10 +379,11 @@ struct FrameDrawn {
 FrameDrawn draw_frame(App& app) {
   gui::AppState& state = app.state;
   Wake& wake = app.wake;
-  if (wake.events > 0) {
+  if (wake.events > 0 || wake.releases > 0) {
     app.busy_frames = 3;
-    app.inputs += static_cast<std::uint64_t>(wake.events);
+    app.inputs += static_cast<std::uint64_t>(wake.events + wake.releases);
     wake.events = 0;
+    wake.releases = 0;
   } else if (app.busy_frames > 0) {
     --app.busy_frames;
   }
@@ -528,7 +533,12 @@ void run_interactive(App& app) {
   bool minimised = false;
   while (!glfwWindowShouldClose(window) && !g_stop_signal) {
     bool draw = true;
-    if (!minimised && (app.busy_frames > 0 || state.dirty)) {
+    // Typing while the worker runs the text: only a press or a character,
+    // the result, or the caret's blink draws a frame (in software GL a frame
+    // takes the CPU the run needs).
+    const bool typing_wait = state.computing() && !state.preparing() && io.WantTextInput;
+    const bool waiting_input = wake.events > 0 || (wake.releases > 0 && !typing_wait);
+    if (!minimised && (app.busy_frames > 0 || state.dirty || waiting_input)) {
       glfwPollEvents();
     } else {
       // Idle (or minimised): sleep until input arrives. The timeout serves the
@@ -542,10 +552,18 @@ void run_interactive(App& app) {
       // A download under way: its progress is drawn five times a second.
       const bool pulling = state.model.get.download->running();
       if (pulling) timeout = std::min(timeout, 0.2);
+      const auto slept_from = Clock::now();
       glfwWaitEventsTimeout(timeout);
+      const bool timed_out =
+          Clock::now() - slept_from >= std::chrono::duration<double>(timeout * 0.95);
       // While the desktop's file dialog is open, its closing posts the wake-up.
-      draw = wake.events > 0 || io.WantTextInput || state.dirty || state.computing() ||
-             state.files.native || state.model.browse || pulling;
+      const bool elsewhere = state.files.native || state.model.browse || pulling;
+      if (typing_wait)
+        draw = wake.events > 0 || timed_out || elsewhere ||
+               (state.worker && state.worker->has_result());
+      else
+        draw = wake.events > 0 || wake.releases > 0 || io.WantTextInput || state.dirty ||
+               state.computing() || elsewhere;
     }
     if (autosave) {
       if (wake.events > 0) autosave->note_activity(Clock::now());
@@ -560,6 +578,7 @@ void run_interactive(App& app) {
     if (minimised) {
       wake.keyboard->flush();  // keys sent meanwhile: none waits for a frame
       wake.events = 0;
+      wake.releases = 0;
       continue;
     }
     if (was_minimised)

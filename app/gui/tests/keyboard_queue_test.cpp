@@ -96,5 +96,34 @@ TEST(KeyboardQueue, FlushDeliversEverythingAtOnce) {
   EXPECT_EQ(r.frames[0], "+262 -262 +262 -262 +262 -262");
 }
 
+// A typed letter's release that waited for a frame is all the next batch
+// holds: the app then draws no frame for it while a run is computed.
+TEST(KeyboardQueue, SaysWhenABatchHeldOnlyReleases) {
+  Recorder r;
+  KeyboardQueue q([&r](const KeyboardQueue::Event& e) { r(e); });
+  constexpr int kA = 65;
+  q.key(kA, 38, kDown, 0);
+  q.character('a');
+  q.key(kA, 38, kUp, 0);  // waits: A went down in this batch
+  r.frames.emplace_back();
+  EXPECT_TRUE(q.frame_done());
+  EXPECT_TRUE(q.delivered_only_releases());
+  EXPECT_EQ(r.frames[1], "-65");
+  // Typed again at once: the press waits (A went up in this batch), then
+  // its release with the press of Y behind it: neither batch is releases only.
+  q.key(kA, 38, kDown, 0);
+  q.key(kA, 38, kUp, 0);
+  q.key(kY, 29, kDown, 0);
+  for (const char* want : {"+65", "-65 +89"}) {
+    r.frames.emplace_back();
+    EXPECT_TRUE(q.frame_done());
+    EXPECT_FALSE(q.delivered_only_releases()) << want;
+    EXPECT_EQ(r.frames.back(), want);
+  }
+  r.frames.emplace_back();
+  EXPECT_FALSE(q.frame_done()) << "nothing waited";
+  EXPECT_FALSE(q.delivered_only_releases());
+}
+
 }  // namespace
 }  // namespace attnscope::gui
