@@ -517,6 +517,13 @@ TEST(GemmSweep, Bf16InRegisterPathsAcrossRowPanelAndLaneEdges) {
           }
         if (m == 1)
           for (Eigen::Index j = 0; j < n; ++j) first_rows.push_back(out.at(0, j));
+        // A row of h alone (n = 1) sums as it does in a block of four.
+        for (Eigen::Index j = 0; j < n; ++j) {
+          float alone = 0.0f;
+          gemm::bf16_row_dots(x.data(), 1, ldx, bits.data() + j * d, 1, d, &alone, 1);
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(alone), std::bit_cast<std::uint32_t>(out.at(0, j)))
+              << what << ": h row " << j << " alone";
+        }
         for (Eigen::Index j = 0; j < n; ++j)
           ASSERT_EQ(std::bit_cast<std::uint32_t>(out.at(0, j)),
                     std::bit_cast<std::uint32_t>(first_rows[static_cast<std::size_t>(j)]))
