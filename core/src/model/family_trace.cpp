@@ -28,13 +28,6 @@ void check_position(const FamilyRun& run, int position) {
                                 std::to_string(run.num_tokens() - 1) + ")");
 }
 
-double log_sum_exp(const float* row, Eigen::Index n) {
-  const float top = *std::max_element(row, row + n);
-  double sum = 0.0;
-  for (Eigen::Index j = 0; j < n; ++j) sum += std::exp(static_cast<double>(row[j] - top));
-  return static_cast<double>(top) + std::log(sum);
-}
-
 // The logits of rows [r0, r0 + m) of the last block's output.
 RowMatrix head_logits(const FamilyRun& run, Eigen::Index r0, Eigen::Index m) {
   const FamilyModel::Weights& w = run.model().weights();
@@ -257,7 +250,7 @@ TextLoss family_text_loss(const FamilyRun& run, std::span<const double> known) {
   const Eigen::Index kept = run.logits_first();
   auto add = [&](const auto& logits, Eigen::Index i, Eigen::Index position) {
     const int target = run.ids()[static_cast<std::size_t>(position + 1)];
-    loss.per_token.push_back(log_sum_exp(logits.row(i).data(), logits.cols()) -
+    loss.per_token.push_back(detail::log_sum_exp(logits.row(i).data(), logits.cols()) -
                              static_cast<double>(logits(i, target)));
   };
   for (auto r = static_cast<Eigen::Index>(reused); r < T - 1;) {
@@ -272,10 +265,7 @@ TextLoss family_text_loss(const FamilyRun& run, std::span<const double> known) {
     for (Eigen::Index i = 0; i < m; ++i) add(logits, i, r + i);
     r += m;
   }
-  double sum = 0.0;
-  for (double v : loss.per_token) sum += v;
-  loss.mean = sum / static_cast<double>(loss.per_token.size());
-  loss.perplexity = std::exp(*loss.mean);
+  detail::finish_loss(loss);
   return loss;
 }
 

@@ -12,6 +12,10 @@
 #include "attnscope/model/gpt2_model.hpp"
 #include "kernels/gemm.hpp"
 
+namespace attnscope::core {
+struct TextLoss;  // attnscope/model/predictions.hpp
+}  // namespace attnscope::core
+
 namespace attnscope::core::detail {
 
 // Throws ParseError "<where>: <what>" (the loader's and the locator's errors).
@@ -86,6 +90,13 @@ std::string token_text(const Gpt2Tokenizer& tok, int id);
 
 // The MLP's activation, in place.
 void activate(RowMatrix& x, Gpt2Activation a);
+
+// The loss of the text (predictions.cpp), shared by GPT-2's and the family
+// models': log Σ exp(row) in double (a position's loss is that minus the
+// target's logit), and loss.mean and loss.perplexity from loss.per_token
+// (none when it is empty).
+double log_sum_exp(const float* row, Eigen::Index n);
+void finish_loss(TextLoss& loss);
 
 }  // namespace attnscope::core::detail
 

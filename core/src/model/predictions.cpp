@@ -22,6 +22,22 @@ std::string token_text(const Gpt2Tokenizer& tok, int id) {
                                                          : "<" + std::to_string(id) + ">";
 }
 
+double log_sum_exp(const float* row, Eigen::Index n) {
+  float largest = -std::numeric_limits<float>::infinity();
+  for (Eigen::Index j = 0; j < n; ++j) largest = std::max(largest, row[j]);
+  double sum = 0.0;
+  for (Eigen::Index j = 0; j < n; ++j) sum += std::exp(static_cast<double>(row[j] - largest));
+  return static_cast<double>(largest) + std::log(sum);
+}
+
+void finish_loss(TextLoss& loss) {
+  if (loss.per_token.empty()) return;
+  double sum = 0.0;
+  for (double v : loss.per_token) sum += v;
+  loss.mean = sum / static_cast<double>(loss.per_token.size());
+  loss.perplexity = std::exp(*loss.mean);
+}
+
 }  // namespace detail
 
 namespace {
@@ -42,15 +58,6 @@ void head_logits(const Gpt2Model& model, const RowMatrix& normed, RowMatrix& out
     const Eigen::Index begin = k * kVocabChunk, size = std::min(kVocabChunk, V - begin);
     out.middleCols(begin, size).noalias() = normed * head.middleRows(begin, size).transpose();
   }
-}
-
-// log Σ exp(row), in double.
-double log_sum_exp(const float* row, Eigen::Index n) {
-  float largest = kMinusInf;
-  for (Eigen::Index j = 0; j < n; ++j) largest = std::max(largest, row[j]);
-  double sum = 0.0;
-  for (Eigen::Index j = 0; j < n; ++j) sum += std::exp(static_cast<double>(row[j] - largest));
-  return static_cast<double>(largest) + std::log(sum);
 }
 
 // softmax of x in float as torch.softmax computes it on the CPU: exp(x - max),
@@ -111,7 +118,7 @@ std::vector<NextToken> top_tokens(const Gpt2Model& model, const RowMatrix& logit
 std::vector<NextToken> top_tokens(const RowMatrix& logits, int k,
                                   const std::function<std::string(int)>& token_name) {
   const Eigen::Index V = logits.cols();
-  const double lse = log_sum_exp(logits.data(), V);
+  const double lse = detail::log_sum_exp(logits.data(), V);
   std::vector<int> order(static_cast<std::size_t>(V));
   for (Eigen::Index j = 0; j < V; ++j) order[static_cast<std::size_t>(j)] = static_cast<int>(j);
   const auto top = std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), order.size());
@@ -210,19 +217,6 @@ RowMatrix position_logits(ModelRun& run, int position) {
   return logits;
 }
 
-namespace {
-
-// The mean and perplexity of loss.per_token (none when it is empty).
-void finish_loss(TextLoss& loss) {
-  if (loss.per_token.empty()) return;
-  double sum = 0.0;
-  for (double v : loss.per_token) sum += v;
-  loss.mean = sum / static_cast<double>(loss.per_token.size());
-  loss.perplexity = std::exp(*loss.mean);
-}
-
-}  // namespace
-
 TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   TextLoss loss;
   const int T = run.num_tokens();
@@ -231,14 +225,14 @@ TextLoss text_loss(ModelRun& run, std::span<const double> known) {
   loss.per_token.assign(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(reused));
   auto add = [&](Eigen::Index r, const float* logits, Eigen::Index n) {
     const int target = run.ids()[static_cast<std::size_t>(r + 1)];
-    loss.per_token.push_back(log_sum_exp(logits, n) - static_cast<double>(logits[target]));
+    loss.per_token.push_back(detail::log_sum_exp(logits, n) - static_cast<double>(logits[target]));
   };
   if (const Eigen::Index from = run.loss_logits_from(); from <= static_cast<Eigen::Index>(reused)) {
     // The forward read the head for these rows already (ModelRun::finish).
     const RowMatrix& logits = run.loss_logits();
     for (auto r = static_cast<Eigen::Index>(reused); r < T - 1; ++r)
       add(r, logits.row(r - from).data(), logits.cols());
-    finish_loss(loss);
+    detail::finish_loss(loss);
     return loss;
   }
   const auto normed = run.stage({-1, -1, stage_id::ln_f});
@@ -249,7 +243,7 @@ TextLoss text_loss(ModelRun& run, std::span<const double> known) {
     head_logits(run.model(), rows, logits);
     for (Eigen::Index i = 0; i < m; ++i) add(r + i, logits.row(i).data(), logits.cols());
   }
-  finish_loss(loss);
+  detail::finish_loss(loss);
   return loss;
 }
 
@@ -297,7 +291,7 @@ LensGrid logit_lens_grid(ModelRun& run, const std::atomic<bool>* cancel, const L
       head_logits(run.model(), rows, logits);
       for (Eigen::Index i = 0; i < m; ++i) {
         const int id = first_argmax(logits.row(i).data(), static_cast<std::size_t>(logits.cols()));
-        const double lse = log_sum_exp(logits.row(i).data(), logits.cols());
+        const double lse = detail::log_sum_exp(logits.row(i).data(), logits.cols());
         grid.top[static_cast<std::size_t>(l) * static_cast<std::size_t>(T) +
                  static_cast<std::size_t>(r + i)] =
             NextToken{id, detail::token_text(run.model().tokenizer(), id),
