@@ -228,16 +228,23 @@ RowMatrix group_block(const FamilyLayerStages& s, const FamilyConfig& c, int g, 
 // keys only (layer_weights: V's columns are not projected).
 enum class Keep { All, Attention, Scores };
 
+// A layer's stages with only what names them set: the layer, whether it
+// slides and its window.
+FamilyLayerStages stages_of(const FamilyConfig& c, int layer) {
+  FamilyLayerStages s;
+  s.layer = layer;
+  s.sliding = c.sliding[static_cast<std::size_t>(layer)];
+  s.window = s.sliding ? c.sliding_window : 0;
+  return s;
+}
+
 // A layer's stages from its input rows (at positions first.. onwards).
 FamilyLayerStages compute_stages(const FamilyModel::Weights& w, int layer, const RowMatrix& x,
                                  Keep keep, Eigen::Index first = 0) {
   const bool keep_all = keep == Keep::All;
   const FamilyConfig& c = w.config;
   const FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer)];
-  FamilyLayerStages s;
-  s.layer = layer;
-  s.sliding = c.sliding[static_cast<std::size_t>(layer)];
-  s.window = s.sliding ? c.sliding_window : 0;
+  FamilyLayerStages s = stages_of(c, layer);
   s.normed = detail::rms_norm(x, b.input_norm, c.rms_norm_eps);
   const Eigen::Index qw = c.q_width(), kw = c.kv_width();
   RowMatrix qkv(x.rows(), keep == Keep::Scores ? qw + kw : qw + 2 * kw);
@@ -372,7 +379,8 @@ void FamilyRun::run_rows(Eigen::Index first, bool edit) {
   // The rotated queries stay, below their budget (layer_weights and
   // weight_rows read them): those kept from before, rows [queries_first_,
   // first), and the new rows'; or only the new rows'; or none.
-  const auto row_bytes = static_cast<std::size_t>(c.q_width()) * sizeof(float) * residual_.size();
+  const auto row_bytes = static_cast<std::size_t>(c.q_width()) * sizeof(float) *
+                         static_cast<std::size_t>(c.num_hidden_layers);
   auto fits = [&](Eigen::Index from) {
     return static_cast<std::size_t>(T - from) * row_bytes <= options_.kept_query_bytes;
   };
@@ -461,16 +469,15 @@ std::vector<RowMatrix> FamilyRun::weight_rows(int first) const {
     // The rows the last edit ran kept their rotated queries; rows before
     // them are projected here.
     const Eigen::Index kept = std::max<Eigen::Index>(first, std::min(T, queries_first_));
-    FamilyLayerStages s;
-    if (kept > first)
-      s = compute_stages(w, l, residual_[at].middleRows(first, kept - first), Keep::Scores, first);
+    FamilyLayerStages s = kept > first
+                              ? compute_stages(w, l, residual_[at].middleRows(first, kept - first),
+                                               Keep::Scores, first)
+                              : stages_of(c, l);
     if (kept < T) {
       RowMatrix q(T - first, c.q_width());
       q.topRows(kept - first) = s.queries_rotated;
       q.bottomRows(T - kept) = queries_[at].bottomRows(T - kept);
       s.queries_rotated = std::move(q);
-      s.sliding = c.sliding[at];
-      s.window = s.sliding ? c.sliding_window : 0;
     }
     s.keys_rotated = keys_[at];
 #pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && T - first > 16)
@@ -530,10 +537,7 @@ std::vector<RowMatrix> FamilyRun::layer_weights(int layer) const {
   const auto at = static_cast<std::size_t>(layer);
   if (queries_first_ == 0 && queries_[at].rows() == num_tokens()) {
     // The forward's own rotated queries and keys: nothing to project.
-    const FamilyConfig& c = model_->config();
-    s.layer = layer;
-    s.sliding = c.sliding[at];
-    s.window = s.sliding ? c.sliding_window : 0;
+    s = stages_of(model_->config(), layer);
     s.queries_rotated = queries_[at];
     s.keys_rotated = keys_[at];
   } else {
