@@ -595,7 +595,7 @@ int run_family_bench(const ModelCommands& c, const fs::path& path) {
     // Bound by memory: every weight is read once for the new row. The
     // floor is reading them, timed now.
     const core::WeightStream stream = core::stream_weights(*model);
-    std::printf("weights_mb=%.1f read_weights_ms=%.3f read_gbs=%.1f median_over_read=%.2f\n",
+    std::printf("weights_mb=%.1f read_weights_ms=%.3f read_gbs=%.1f median_over_read=%.3g\n",
                 stream.bytes / (1 << 20), stream.ms, stream.bytes / stream.ms / 1e6,
                 median / stream.ms);
   } else {

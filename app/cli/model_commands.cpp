@@ -421,7 +421,7 @@ int run_model_bench(const ModelCommands& c) {
     const core::WeightStream stream = core::stream_weights(*model);
     std::printf(
         "full_forward_ms=%.3f append_over_full=%.3f weights_mb=%.1f read_weights_ms=%.3f "
-        "read_gbs=%.1f median_over_read=%.2f read_over_full=%.3f\n",
+        "read_gbs=%.1f median_over_read=%.3g read_over_full=%.3f\n",
         full, median / full, stream.bytes / (1 << 20), stream.ms, stream.bytes / stream.ms / 1e6,
         median / stream.ms, stream.ms / full);
   } else {
