@@ -202,7 +202,9 @@ const TextureCache::Atlas& TextureCache::atlas(const std::string& slot, std::uin
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const core::RowMatrix& m = stages[i].data();
     if (m.size() == 0) continue;
-    const RgbaImage picture = colorize(m, value_range(m, kind), kind, scope, map);
+    // Row by row, a matrix's own range is not needed.
+    const RgbaImage picture = scope == ScaleScope::Row ? colorize_rows(m, kind, map)
+                                                       : colorize(m, value_range(m, kind), map);
     const int x0 = static_cast<int>(i % static_cast<std::size_t>(columns)) * cell;
     const int y0 = static_cast<int>(i / static_cast<std::size_t>(columns)) * cell;
     for (int y = 0; y < picture.height; ++y)
