@@ -415,7 +415,9 @@ FrameDrawn draw_frame(App& app) {
   app.ui_cpu_ms = thread_cpu_ms() - ui_start;
   FrameDrawn out;
   glfwGetFramebufferSize(app.window, &out.fbw, &out.fbh);
-  gui::clear_framebuffer(out.fbw, out.fbh, 0.11f, 0.12f, 0.14f);
+  // Cleared in the columns' colour: they draw no background (ui.cpp).
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_ChildBg];
+  gui::clear_framebuffer(out.fbw, out.fbh, bg.x, bg.y, bg.z);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   // A GL error is a bug (a zero-size viewport, a texture too large): say
   // so once per kind, with the framebuffer size, instead of failing silently.

@@ -118,6 +118,51 @@ void draw_welcome_card(AppState& state) {
   ImGui::PopStyleColor();
 }
 
+// The window's colour in the gaps around the three columns. The frame is
+// cleared in the columns' colour (main.cpp clears to ChildBg) and the columns
+// draw no background of their own: in software GL (llvmpipe) a blended fill
+// the size of the window was half of every frame's CPU time. `outer` is the
+// host's area below the menu bar; the columns share a top and a bottom.
+void fill_around_columns(ImVec2 outer_min, ImVec2 outer_max, const ImVec2 (&columns)[3][2]) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImU32 col = ImGui::GetColorU32(ImGuiCol_WindowBg);
+  dl->PushClipRect(outer_min, outer_max);  // the window's margin included
+  auto rect = [&](float x0, float y0, float x1, float y1) {
+    if (x1 > x0 && y1 > y0) dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), col);
+  };
+  const float top = columns[0][0].y, bottom = columns[0][1].y;
+  rect(outer_min.x, outer_min.y, outer_max.x, top);
+  rect(outer_min.x, bottom, outer_max.x, outer_max.y);
+  float x = outer_min.x;
+  for (const auto& c : columns) {
+    rect(x, top, c[0].x, bottom);
+    x = c[1].x;
+  }
+  rect(x, top, outer_max.x, bottom);
+  // Each column's rounded corners: the square corner minus its quarter circle,
+  // as a fan from the corner (wound as ImGui winds its shapes, so the
+  // anti-aliased edge lies on the arc).
+  const float r = ImGui::GetStyle().ChildRounding;
+  constexpr float kPi = 3.14159265358979f;
+  for (const auto& c : columns) {
+    const ImVec2 a = c[0], b = c[1];
+    if (r <= 0.0f || b.x - a.x < 2 * r || b.y - a.y < 2 * r) continue;
+    const struct {
+      ImVec2 corner, centre;
+      float from, to;
+    } corners[4] = {{a, ImVec2(a.x + r, a.y + r), 1.5f * kPi, kPi},
+                    {ImVec2(b.x, a.y), ImVec2(b.x - r, a.y + r), 2.0f * kPi, 1.5f * kPi},
+                    {b, ImVec2(b.x - r, b.y - r), 0.5f * kPi, 0.0f},
+                    {ImVec2(a.x, b.y), ImVec2(a.x + r, b.y - r), kPi, 0.5f * kPi}};
+    for (const auto& k : corners) {
+      dl->PathLineTo(k.corner);
+      dl->PathArcTo(k.centre, r, k.from, k.to, 6);
+      dl->PathFillConvex(col);
+    }
+  }
+  dl->PopClipRect();
+}
+
 }  // namespace
 
 void draw_ui(AppState& state) {
@@ -139,6 +184,16 @@ void draw_ui(AppState& state) {
   ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0.0f);
   ImGui::Begin("attnscope", nullptr, kHost);
   ImGui::PopStyleVar();
+  const ImVec2 outer_min(ImGui::GetWindowPos().x,
+                         ImGui::GetCursorScreenPos().y - ImGui::GetStyle().WindowPadding.y);
+  const ImVec2 outer_max(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
+                         ImGui::GetWindowPos().y + ImGui::GetWindowSize().y);
+  // The gaps' fill is drawn last (the columns' places are known then) but
+  // into a channel below everything else: child windows draw their
+  // backgrounds (the banners') into this draw list too.
+  ImDrawList* host = ImGui::GetWindowDrawList();
+  host->ChannelsSplit(2);
+  host->ChannelsSetCurrent(1);
   draw_menu_bar(state);
 
   draw_warning_banner("warning", state.ui.session_warning);
@@ -154,8 +209,19 @@ void draw_ui(AppState& state) {
   const float right_w =
       std::min(std::clamp(avail.x * 0.23f, font * 15.0f, font * 28.0f), avail.x * 0.24f);
   const float centre_w = std::max(avail.x - left_w - right_w - 2 * gap, 100.0f);
+  // Each column's rectangle as ImGui placed it (rounded to pixels).
+  ImVec2 columns[3][2];
+  auto place = [&](int i) {
+    columns[i][0] = ImGui::GetWindowPos();
+    columns[i][1] = ImVec2(columns[i][0].x + ImGui::GetWindowSize().x,
+                           columns[i][0].y + ImGui::GetWindowSize().y);
+  };
+  // The columns' background, and that of the panes inside them, is the
+  // cleared frame: no child window within them fills its own.
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, ImVec4(0, 0, 0, 0));
 
   ImGui::BeginChild("left", ImVec2(left_w, avail.y), true);
+  place(0);
   draw_source_switch(state);
   if (state.model_source()) {
     draw_model_panel(state);
@@ -169,6 +235,7 @@ void draw_ui(AppState& state) {
   constexpr ImGuiWindowFlags kFixed =
       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::BeginChild("centre", ImVec2(centre_w, avail.y), false, kFixed);
+  place(1);
   if (state.teach.walk_active) state.ui.welcome_dismissed = true;
   if (!state.ui.welcome_dismissed && !state.model_source()) draw_welcome_card(state);
   if (state.model_source())
@@ -179,6 +246,7 @@ void draw_ui(AppState& state) {
 
   ImGui::SameLine();
   ImGui::BeginChild("right", ImVec2(right_w, avail.y), true);
+  place(2);
   if (state.teach.walk_active) {
     // The walkthrough takes the column's foot, the inspector the rest: the
     // panel never covers the inspector it points at, nor the matrices.
@@ -196,6 +264,10 @@ void draw_ui(AppState& state) {
     draw_inspector_panel(state);
   }
   ImGui::EndChild();
+  ImGui::PopStyleColor();
+  host->ChannelsSetCurrent(0);
+  fill_around_columns(outer_min, outer_max, columns);
+  host->ChannelsMerge();
 
   ImGui::End();
   draw_menu_popups(state);

@@ -1007,5 +1007,51 @@ TEST_F(Headless, AnEditReachesTheEngineInTheFrameThatMadeIt) {
   EXPECT_EQ(state.trace->config.seed, state.config.seed);
 }
 
+// The pixels a frame's triangles cover, each clipped to its command's clip
+// rectangle (by its bounding box where it crosses the edge).
+double covered_pixels(const ImDrawData& data) {
+  double area = 0;
+  for (int l = 0; l < data.CmdListsCount; ++l) {
+    const ImDrawList& dl = *data.CmdLists[l];
+    for (const ImDrawCmd& c : dl.CmdBuffer) {
+      if (c.UserCallback) continue;
+      for (unsigned i = 0; i + 2 < c.ElemCount; i += 3) {
+        ImVec2 p[3];
+        for (unsigned k = 0; k < 3; ++k)
+          p[k] = dl.VtxBuffer[static_cast<int>(dl.IdxBuffer[static_cast<int>(c.IdxOffset + i + k)] +
+                                               c.VtxOffset)]
+                     .pos;
+        const float x0 = std::min({p[0].x, p[1].x, p[2].x}),
+                    x1 = std::max({p[0].x, p[1].x, p[2].x});
+        const float y0 = std::min({p[0].y, p[1].y, p[2].y}),
+                    y1 = std::max({p[0].y, p[1].y, p[2].y});
+        const double whole = 0.5 * std::fabs((p[1].x - p[0].x) * (p[2].y - p[0].y) -
+                                             (p[2].x - p[0].x) * (p[1].y - p[0].y));
+        const float cx0 = std::max(x0, c.ClipRect.x), cy0 = std::max(y0, c.ClipRect.y);
+        const float cx1 = std::min(x1, c.ClipRect.z), cy1 = std::min(y1, c.ClipRect.w);
+        if (cx1 <= cx0 || cy1 <= cy0) continue;
+        const double box = static_cast<double>(x1 - x0) * (y1 - y0);
+        area += box > 0 ? whole * (static_cast<double>(cx1 - cx0) * (cy1 - cy0)) / box : 0.0;
+      }
+    }
+  }
+  return area;
+}
+
+// In software GL (llvmpipe, a desktop without a GPU driver) a frame's time
+// is the pixels it fills: the columns and the panes inside them draw no
+// background of their own (the frame is cleared in their colour), so a
+// frame of the book's example covers half the window, not twice over.
+TEST_F(Headless, AFrameFillsLessThanTheWindow) {
+  for (const core::Variant v : {core::Variant::Causal, core::Variant::MultiheadWrapper}) {
+    set_variant(v);
+    frames(3);
+    const ImVec2 size = ImGui::GetIO().DisplaySize;
+    const double covered = covered_pixels(*ImGui::GetDrawData());
+    EXPECT_LT(covered, 0.75 * size.x * size.y) << "variant " << static_cast<int>(v) << ": "
+                                               << covered / (size.x * size.y) << " of the window";
+  }
+}
+
 }  // namespace
 }  // namespace attnscope::gui
