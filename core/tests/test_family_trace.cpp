@@ -302,5 +302,58 @@ TEST(FamilyRetext, AtARealWidthInBf16TheNewRowsEqualAFreshRun) {
   }
 }
 
+// A trace made with the last trace's rows (FamilyLayerRows) equals, stage
+// for stage, the trace of a fresh run without them: after appends, edits on
+// both sides of the 32-row blocks and the window, a shorter text, the same
+// text, another layer and another model. The rows kept are this trace's.
+void check_kept_rows(const std::shared_ptr<const FamilyModel>& model,
+                     const std::shared_ptr<const FamilyModel>& other) {
+  const FamilyConfig& c = model->config();
+  FamilyRun run(model, some_ids(40, 300));
+  FamilyLayerRows rows;
+  int layer = 1;
+  family_layer_trace(run, layer, 0, true, {}, "", "tiny", -1, &rows);
+  ASSERT_EQ(rows.ids, run.ids());
+  ASSERT_EQ(rows.stages.normed.rows(), 40);
+  const Edits edits =
+      edits_of(40, {{40, 41}, {41, 45}, {31, 45}, {33, 70}, {0, 70}, {19, 20}, {20, 20}});
+  for (std::size_t e = 0; e <= edits.size(); ++e) {
+    const std::vector<int>& ids = e < edits.size() ? edits[e].first : run.ids();
+    if (e == edits.size()) layer = 0;  // another layer: nothing is kept from layer 1
+    run.retext(ids);
+    const Trace kept = family_layer_trace(run, layer, 1, true, {}, "", "tiny", -1, &rows);
+    const FamilyRun fresh(model, ids);
+    const Trace whole = family_layer_trace(fresh, layer, 1, true, {}, "", "tiny");
+    ASSERT_EQ(kept.stages.size(), whole.stages.size()) << "edit " << e;
+    for (std::size_t k = 0; k < whole.stages.size(); ++k) {
+      const Stage& a = kept.stages[k];
+      const Stage& b = whole.stages[k];
+      ASSERT_TRUE(a.layer == b.layer && a.head == b.head && a.id == b.id) << "edit " << e;
+      EXPECT_LT(relative(a.data(), b.data()), 1e-5)
+          << "edit " << e << " stage " << b.id << " head " << b.head;
+    }
+    EXPECT_EQ(rows.ids, ids) << "edit " << e;
+    EXPECT_EQ(rows.layer, layer);
+    EXPECT_EQ(rows.mlp_output.rows(), static_cast<Eigen::Index>(ids.size()));
+    EXPECT_EQ(rows.stages.keys_rotated.rows(), static_cast<Eigen::Index>(ids.size()));
+    EXPECT_EQ(rows.stages.queries_normed.size() > 0, c.qk_norm);
+  }
+  // Rows of another model's run are not read.
+  FamilyRun theirs(other, run.ids());
+  const Trace a = family_layer_trace(theirs, layer, 0, true, {}, "", "tiny", -1, &rows);
+  const Trace b = family_layer_trace(theirs, layer, 0, true, {}, "", "tiny");
+  EXPECT_EQ(stage(a, id::mlp_output, -1, layer), stage(b, id::mlp_output, -1, layer));
+  EXPECT_EQ(rows.model, &theirs.model());
+}
+
+TEST(FamilyTrace, AnEditsTraceReadsTheKeptRowsAndEqualsAFreshTrace) {
+  const core::testing::TempDir qwen_dir, gemma_dir, other_dir;
+  const auto qwen = folder_model(attnscope::testing::tiny_qwen3_config(), 13, qwen_dir);
+  const auto gemma = folder_model(attnscope::testing::tiny_gemma3_config(), 14, gemma_dir);
+  const auto other = folder_model(attnscope::testing::tiny_qwen3_config(), 15, other_dir);
+  check_kept_rows(qwen, other);
+  check_kept_rows(gemma, other);
+}
+
 }  // namespace
 }  // namespace attnscope::core

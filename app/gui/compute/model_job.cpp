@@ -332,10 +332,12 @@ ModelResult run_family_job(const ModelJob& job, KeptRun& kept) {
       r.kept_tokens = kept.family_run->retext(job.ids);
     } catch (...) {
       kept.family_run.reset();  // the next job starts afresh
+      kept.family_rows.clear();
       throw;
     }
   } else {
     kept.family_run.reset();  // two runs of a long text never coexist
+    kept.family_rows.clear();
     kept.family_run = std::make_shared<core::FamilyRun>(f.model, job.ids);
   }
   const core::FamilyRun& run = *kept.family_run;
@@ -350,7 +352,7 @@ ModelResult run_family_job(const ModelJob& job, KeptRun& kept) {
   const int head = std::clamp(job.head, 0, run.num_heads() - 1);
   r.trace = std::make_shared<core::Trace>(core::family_layer_trace(
       run, layer, head, run.num_tokens() <= kEveryHeadUpTo, std::move(tokens),
-      core::decode_utf8_replace(bytes), f.name, job.next_at));
+      core::decode_utf8_replace(bytes), f.name, job.next_at, &kept.family_rows));
   const ModelOverview* was = same_model ? kept.overview.get() : nullptr;
   if (reused && was) {
     const int at =
@@ -372,6 +374,7 @@ ModelResult run_model_job(const ModelJob& job, KeptRun& kept) {
   if (job.family) return run_family_job(job, kept);
   if (!job.model) throw std::invalid_argument("no model is loaded");
   kept.family_run.reset();
+  kept.family_rows.clear();
   ModelResult r;
   bool reused = false;
   // The last overview's numbers carry over only for the same model (the kept

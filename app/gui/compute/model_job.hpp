@@ -21,6 +21,7 @@
 #include "attnscope/analysis/thumbnail.hpp"
 #include "attnscope/base/trace.hpp"
 #include "attnscope/model/family_model.hpp"
+#include "attnscope/model/family_trace.hpp"
 #include "attnscope/model/gpt2_model.hpp"
 #include "attnscope/model/head_patterns.hpp"
 #include "attnscope/model/predictions.hpp"
@@ -131,12 +132,14 @@ struct ModelResult {
 struct KeptRun {
   std::shared_ptr<core::ModelRun> run;
   std::shared_ptr<core::FamilyRun> family_run;  // a family model's (run is then null)
+  core::FamilyLayerRows family_rows;            // the last family trace's row-wise stages
   std::shared_ptr<const ModelOverview> overview;
   std::shared_ptr<core::ModelRun> compare_run;
   std::shared_ptr<const ModelComparison> comparison;
   void reset() {
     run.reset();
     family_run.reset();
+    family_rows.clear();
     overview.reset();
     compare_run.reset();
     comparison.reset();

@@ -504,13 +504,17 @@ const RowMatrix& FamilyRun::residual(int layer) const {
   return residual_[static_cast<std::size_t>(layer)];
 }
 
-FamilyLayerStages FamilyRun::layer_stages(int layer) const {
+FamilyLayerStages FamilyRun::layer_stages(int layer, int first) const {
   const detail::ThreadShare share;
   if (layer < 0 || layer >= num_layers())
     throw std::invalid_argument("layer " + std::to_string(layer) + " is outside 0.." +
                                 std::to_string(num_layers() - 1));
-  return compute_stages(model_->weights(), layer, residual_[static_cast<std::size_t>(layer)],
-                        Keep::All);
+  if (first < 0 || first >= num_tokens())
+    throw std::invalid_argument("row " + std::to_string(first) + " is outside 0.." +
+                                std::to_string(num_tokens() - 1));
+  const RowMatrix& x = residual_[static_cast<std::size_t>(layer)];
+  if (first == 0) return compute_stages(model_->weights(), layer, x, Keep::All);
+  return compute_stages(model_->weights(), layer, x.bottomRows(x.rows() - first), Keep::All, first);
 }
 
 RowMatrix FamilyRun::head_weights(const FamilyLayerStages& s, int head) const {

@@ -56,6 +56,41 @@ struct HeadMaps {
   RowMatrix weights, context;
 };
 
+// Rows [0, first) of `kept` above `fresh` (the rows from first on). A stage
+// a model does not have (q/k norm) is empty in both and stays empty.
+RowMatrix stacked(const RowMatrix& kept, Eigen::Index first, RowMatrix fresh) {
+  if (first == 0) return fresh;
+  if (kept.size() == 0) return RowMatrix();
+  if (fresh.rows() == 0) return kept.topRows(first);
+  RowMatrix m(first + fresh.rows(), kept.cols());
+  m.topRows(first) = kept.topRows(first);
+  m.bottomRows(fresh.rows()) = fresh;
+  return m;
+}
+
+// Every row-wise stage of `kept`'s first rows above the same stage of `fresh`.
+FamilyLayerStages stacked(const FamilyLayerStages& kept, Eigen::Index first,
+                          FamilyLayerStages fresh) {
+  FamilyLayerStages s;
+  s.layer = kept.layer;
+  s.sliding = kept.sliding;
+  s.window = kept.window;
+  for (auto m : {&FamilyLayerStages::normed, &FamilyLayerStages::queries, &FamilyLayerStages::keys,
+                 &FamilyLayerStages::values, &FamilyLayerStages::queries_normed,
+                 &FamilyLayerStages::keys_normed, &FamilyLayerStages::queries_rotated,
+                 &FamilyLayerStages::keys_rotated})
+    s.*m = stacked(kept.*m, first, std::move(fresh.*m));
+  return s;
+}
+
+// The bytes of one row of every stage FamilyLayerRows keeps.
+std::size_t layer_row_bytes(const FamilyConfig& c) {
+  const auto d = static_cast<std::size_t>(c.hidden_size), q = static_cast<std::size_t>(c.q_width()),
+             kv = static_cast<std::size_t>(c.kv_width()),
+             ff = static_cast<std::size_t>(c.intermediate_size);
+  return (d * 4 + q * 3 + kv * 6 + ff * 3) * sizeof(float);
+}
+
 class BlockTrace {
  public:
   BlockTrace(const FamilyRun& run, int layer, Trace& t)
@@ -96,29 +131,58 @@ class BlockTrace {
     add(id::context, h, maps.context, layer_);
   }
 
-  // The heads put together, the output projection, the residual and the MLP half.
-  void after_heads(const RowMatrix& concat) {
+  // The heads put together, the output projection, the residual and the
+  // MLP half. Rows before `first` are `kept`'s (null: first is 0); every
+  // stage's rows are left in `keep` when it is given.
+  void after_heads(const RowMatrix& concat, const FamilyLayerRows* kept, Eigen::Index first,
+                   FamilyLayerRows* keep) {
     const FamilyModel::Weights& w = run_.model().weights();
     const detail::FamilyBlock& b = w.blocks[static_cast<std::size_t>(layer_)];
     const double eps = c_.rms_norm_eps;
-    RowMatrix out;
-    b.o.apply(concat, out);
+    const Eigen::Index n = concat.rows() - first;
+    const FamilyLayerRows none;
+    const FamilyLayerRows& k = kept ? *kept : none;
+    // The new rows of each stage, then all of them (kept ones above).
+    RowMatrix out, h, pre, gate_up, act, down;
+    if (n > 0) {
+      b.o.apply(first == 0 ? concat : RowMatrix(concat.bottomRows(n)), out);
+      h = run_.residual(layer_).bottomRows(n) +
+          (c_.gemma ? detail::rms_norm(out, b.post_attn_norm, eps) : out);
+      pre = detail::rms_norm(h, c_.gemma ? b.pre_ff_norm : b.post_attn_norm, eps);
+      b.gate_up.apply(pre, gate_up);
+      act = detail::activate_gated(gate_up, c_.activation);
+      b.down.apply(act, down);
+      if (c_.gemma) down = detail::rms_norm(down, b.post_ff_norm, eps);
+    }
+    FamilyLayerRows all;
+    all.output = stacked(k.output, first, std::move(out));
+    all.attn_output = stacked(k.attn_output, first, std::move(h));
+    all.ln_2 = stacked(k.ln_2, first, std::move(pre));
+    all.mlp_hidden = stacked(k.mlp_hidden, first, std::move(gate_up));
+    all.mlp_activation = stacked(k.mlp_activation, first, std::move(act));
+    all.mlp_output = stacked(k.mlp_output, first, std::move(down));
     add(id::concat, -1, concat, layer_);
-    RowMatrix h =
-        run_.residual(layer_) + (c_.gemma ? detail::rms_norm(out, b.post_attn_norm, eps) : out);
-    add(id::output, -1, std::move(out), layer_);
-    RowMatrix pre = detail::rms_norm(h, c_.gemma ? b.pre_ff_norm : b.post_attn_norm, eps);
-    add(id::attn_output, -1, std::move(h), layer_);
-    RowMatrix gate_up, down;
-    b.gate_up.apply(pre, gate_up);
-    add(id::ln_2, -1, std::move(pre), layer_);
-    RowMatrix act = detail::activate_gated(gate_up, c_.activation);
-    add(id::mlp_hidden, -1, std::move(gate_up), layer_);
-    b.down.apply(act, down);
-    add(id::mlp_activation, -1, std::move(act), layer_);
-    if (c_.gemma) down = detail::rms_norm(down, b.post_ff_norm, eps);
-    add(id::mlp_output, -1, std::move(down), layer_);
+    auto give = [&](std::string_view stage, RowMatrix& m) {
+      if (keep)
+        add(stage, -1, m, layer_);  // a copy: the rows stay for the next trace
+      else
+        add(stage, -1, std::move(m), layer_);
+    };
+    give(id::output, all.output);
+    give(id::attn_output, all.attn_output);
+    give(id::ln_2, all.ln_2);
+    give(id::mlp_hidden, all.mlp_hidden);
+    give(id::mlp_activation, all.mlp_activation);
+    give(id::mlp_output, all.mlp_output);
     add(id::block_output, -1, run_.residual(layer_ + 1), layer_);
+    if (keep) {
+      keep->output = std::move(all.output);
+      keep->attn_output = std::move(all.attn_output);
+      keep->ln_2 = std::move(all.ln_2);
+      keep->mlp_hidden = std::move(all.mlp_hidden);
+      keep->mlp_activation = std::move(all.mlp_activation);
+      keep->mlp_output = std::move(all.mlp_output);
+    }
   }
 
  private:
@@ -166,7 +230,7 @@ BlockDescription family_block(const FamilyConfig& c, int layer) {
 
 Trace family_layer_trace(const FamilyRun& run, int layer, int head, bool every_head,
                          std::vector<std::string> tokens, std::string text, std::string model,
-                         int position) {
+                         int position, FamilyLayerRows* rows) {
   const FamilyConfig& c = run.model().config();
   if (layer < 0 || layer >= c.num_hidden_layers)
     throw std::invalid_argument("layer " + std::to_string(layer) +
@@ -184,7 +248,26 @@ Trace family_layer_trace(const FamilyRun& run, int layer, int head, bool every_h
   t.layer = layer;
   t.d_in = c.hidden_size;
   const detail::ThreadShare share;
-  const FamilyLayerStages s = run.layer_stages(layer);
+  // The rows `rows` holds for the tokens this text shares with its text.
+  const Eigen::Index T = run.num_tokens();
+  Eigen::Index first = 0;
+  if (rows && rows->model == &run.model() && rows->layer == layer) {
+    const std::vector<int>& ids = run.ids();
+    const std::size_t most = std::min(rows->ids.size(), ids.size());
+    while (first < static_cast<Eigen::Index>(most) &&
+           rows->ids[static_cast<std::size_t>(first)] == ids[static_cast<std::size_t>(first)])
+      ++first;
+  }
+  FamilyLayerRows kept;
+  if (rows) std::swap(kept, *rows);  // `rows` stays empty until this trace is made
+  const bool keep =
+      rows && static_cast<std::size_t>(T) * layer_row_bytes(c) <= FamilyLayerRows::kMaxBytes;
+  // Every row-wise stage of the layer: the kept rows, then the new ones.
+  FamilyLayerStages s =
+      first == 0 ? run.layer_stages(layer)
+                 : stacked(kept.stages, first,
+                           first == T ? FamilyLayerStages{}
+                                      : run.layer_stages(layer, static_cast<int>(first)));
   BlockTrace b(run, layer, t);
   if (layer == 0) {
     b.add(id::embeddings, -1, run.residual(0), -1);
@@ -213,7 +296,15 @@ Trace family_layer_trace(const FamilyRun& run, int layer, int head, bool every_h
     b.add(id::group_keys, g, FamilyRun::head_columns(s.keys_rotated, g, hd), layer);
     b.add(id::group_values, g, FamilyRun::head_columns(s.values, g, hd), layer);
   }
-  b.after_heads(concat);
+  FamilyLayerRows made;
+  b.after_heads(concat, first > 0 ? &kept : nullptr, first, keep ? &made : nullptr);
+  if (keep) {
+    made.model = &run.model();
+    made.layer = layer;
+    made.ids = run.ids();
+    made.stages = std::move(s);
+    *rows = std::move(made);
+  }
   if (layer == c.num_hidden_layers - 1) {
     const FamilyModel::Weights& w = run.model().weights();
     b.add(id::ln_f, -1,

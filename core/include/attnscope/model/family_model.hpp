@@ -132,9 +132,11 @@ class FamilyRun {
   int logits_first() const { return num_tokens() - static_cast<int>(logits_.rows()); }
   // Block l's input residual (l = num_layers(): the last block's output).
   const RowMatrix& residual(int layer) const;
-  // A layer's stages, recomputed from its input residual. Throws
-  // std::invalid_argument for a layer the model does not have.
-  FamilyLayerStages layer_stages(int layer) const;
+  // A layer's stages of the rows [first, T), recomputed from its input
+  // residual (at their positions: RoPE turns row r by r). Throws
+  // std::invalid_argument for a layer the model does not have or a first
+  // outside 0..T-1.
+  FamilyLayerStages layer_stages(int layer, int first = 0) const;
   // One head's attention weights (T x T, zero where masked) from its layer's stages.
   RowMatrix head_weights(const FamilyLayerStages& stages, int head) const;
   // Every head's weights of `layer`.

@@ -24,6 +24,23 @@ namespace attnscope::core {
 // layer slides, a gated MLP (SwiGLU or GeGLU).
 BlockDescription family_block(const FamilyConfig& c, int layer);
 
+// One layer's stages that are computed row by row (every stage of the block
+// but the T x T maps and the contexts), as a family_layer_trace made them
+// for the text `ids`. Row i of each depends on the tokens 0..i only (the
+// model is causal), so the next trace of the layer copies the rows of the
+// tokens its text shares with `ids`: an edit at the end of a text projects
+// and runs the MLP for its new rows only. Kept while the rows take at most
+// kMaxBytes; past that the trace computes every row and keeps none.
+struct FamilyLayerRows {
+  static constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
+  const FamilyModel* model = nullptr;  // whose weights made the rows
+  int layer = -1;
+  std::vector<int> ids;
+  FamilyLayerStages stages;  // normed, Q, K, V, after q/k norm, after RoPE
+  RowMatrix output, attn_output, ln_2, mlp_hidden, mlp_activation, mlp_output;
+  void clear() { *this = FamilyLayerRows{}; }
+};
+
 // Block `layer` of `run` as a ModelBlock trace: its input (the embeddings,
 // or the previous block's output), the input norm (ln_1), per head Q, K, V
 // (a head's K and V are its K/V group's), after q/k norm, after RoPE, the
@@ -36,9 +53,13 @@ BlockDescription family_block(const FamilyConfig& c, int layer);
 // last block adds the final norm (ln_f) and the logits after `position`
 // (-1: the last token). `tokens` name the rows; `text` is the decoded text.
 // Throws std::invalid_argument for a layer or head the model does not have.
+//
+// `rows`, when given, holds the layer's row-wise stages from the last trace
+// (FamilyLayerRows): the rows of the tokens that text shares with this one
+// are copied from it, not computed, and it is left holding this trace's.
 Trace family_layer_trace(const FamilyRun& run, int layer, int head, bool every_head,
                          std::vector<std::string> tokens, std::string text, std::string model,
-                         int position = -1);
+                         int position = -1, FamilyLayerRows* rows = nullptr);
 
 // The logits (1 x vocab) after token `position`: the final norm of its
 // last residual through the LM head (softcapped where the config says).
