@@ -83,12 +83,14 @@ FamilyLayerStages stacked(const FamilyLayerStages& kept, Eigen::Index first,
   return s;
 }
 
-// The bytes of one row of every stage FamilyLayerRows keeps.
+// The bytes of one row of every stage FamilyLayerRows keeps: hidden-wide
+// ln_1, o_proj's output, the residual, ln_2 and the MLP's output; Q, Q after
+// q/k norm and after RoPE; K the same and V; [gate | up] and the activation.
 std::size_t layer_row_bytes(const FamilyConfig& c) {
   const auto d = static_cast<std::size_t>(c.hidden_size), q = static_cast<std::size_t>(c.q_width()),
              kv = static_cast<std::size_t>(c.kv_width()),
              ff = static_cast<std::size_t>(c.intermediate_size);
-  return (d * 4 + q * 3 + kv * 6 + ff * 3) * sizeof(float);
+  return (d * 5 + q * 3 + kv * 5 + ff * 3) * sizeof(float);
 }
 
 class BlockTrace {
