@@ -64,10 +64,20 @@ void draw_text_loss(AppState& state) {
     return;
   }
   // An untrained model's perplexity runs to 19 digits: from a million on, in powers of ten.
-  if (*loss.perplexity < 1e6)
-    ImGui::Text("Loss %.3f · perplexity %.1f", *loss.mean, *loss.perplexity);
-  else
-    ImGui::Text("Loss %.3f · perplexity %.3g", *loss.mean, *loss.perplexity);
+  char mean[32], perplexity[48];
+  std::snprintf(mean, sizeof mean, "Loss %.3f", *loss.mean);
+  std::snprintf(perplexity, sizeof perplexity,
+                *loss.perplexity < 1e6 ? "perplexity %.1f" : "perplexity %.3g", *loss.perplexity);
+  // One line where the column is wide enough, else two (a large UI scale).
+  const std::string line = std::string(mean) + " · " + perplexity;
+  ImGui::BeginGroup();  // the tooltip below is over both lines
+  if (ImGui::CalcTextSize(line.c_str()).x <= ImGui::GetContentRegionAvail().x) {
+    ImGui::TextUnformatted(line.c_str());
+  } else {
+    ImGui::TextUnformatted(mean);
+    ImGui::TextUnformatted(perplexity);
+  }
+  ImGui::EndGroup();
   help(
       "The book's calc_loss_batch on this text: at each position the model predicts the next "
       "token; the loss is -log of the probability it gave the token that came, averaged over "

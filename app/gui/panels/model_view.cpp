@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -218,6 +219,38 @@ void draw_grid_caption(AppState& state, const GridLayout& layout, ScaleScope sco
   ImGui::PopStyleColor();
 }
 
+// Over the grid: each K/V group's name across its heads (when grouped),
+// and each head's name over its column, centred; where the names are wider
+// than the tiles (many heads, a large UI scale) every n-th, so none overlap.
+// column_x(k, cell) is column k's left edge from `origin`.
+void draw_grid_header(const ModelOverview& o, const GridLayout& layout, bool grouped, ImVec2 origin,
+                      float top, float cell, const std::function<float(int, float)>& column_x) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize(), line = ImGui::GetTextLineHeightWithSpacing();
+  const float tile = cell - std::max(2.0f, font * 0.15f);
+  const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  for (int g = 0; grouped && g < layout.kv_heads; ++g) {
+    const float x0 = origin.x + column_x(g * layout.group, cell);
+    const float x1 = x0 + cell * static_cast<float>(layout.group) - (cell - tile);
+    const std::string name = "K/V " + std::to_string(g);
+    const float w = ImGui::CalcTextSize(name.c_str()).x;
+    dl->AddLine(ImVec2(x0, origin.y + line * 0.5f), ImVec2(x1, origin.y + line * 0.5f),
+                label_colour);
+    dl->AddRectFilled(ImVec2((x0 + x1 - w) * 0.5f - 3, origin.y),
+                      ImVec2((x0 + x1 + w) * 0.5f + 3, origin.y + line),
+                      ImGui::GetColorU32(ImGuiCol_WindowBg));
+    dl->AddText(ImVec2((x0 + x1 - w) * 0.5f, origin.y), label_colour, name.c_str());
+  }
+  const float name_w = ImGui::CalcTextSize(("H" + std::to_string(o.heads - 1)).c_str()).x;
+  const int every = std::max(1, static_cast<int>(std::ceil((name_w + font * 0.4f) / cell)));
+  for (int k = 0; k < o.heads; k += every) {
+    const std::string name = "H" + std::to_string(k);
+    const float w = ImGui::CalcTextSize(name.c_str()).x;
+    dl->AddText(ImVec2(origin.x + column_x(k, cell) + (tile - w) * 0.5f, origin.y + top - line),
+                label_colour, name.c_str());
+  }
+}
+
 void draw_model_grid(AppState& state) {
   draw_pattern_choice(state);
   ModelState& m = state.model;
@@ -256,21 +289,7 @@ void draw_model_grid(AppState& state) {
   const auto [lo, hi] =
       m.pattern.kind ? score_range(o, *m.pattern.kind) : std::pair<double, double>(0.0, 1.0);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  for (int g = 0; grouped && g < layout.kv_heads; ++g) {  // over each group: its K/V head
-    const float x0 = origin.x + column_x(g * layout.group, cell);
-    const float x1 = x0 + cell * static_cast<float>(layout.group) - gap;
-    const std::string name = "K/V " + std::to_string(g);
-    const float w = ImGui::CalcTextSize(name.c_str()).x;
-    dl->AddLine(ImVec2(x0, origin.y + line * 0.5f), ImVec2(x1, origin.y + line * 0.5f),
-                label_colour);
-    dl->AddRectFilled(ImVec2((x0 + x1 - w) * 0.5f - 3, origin.y),
-                      ImVec2((x0 + x1 + w) * 0.5f + 3, origin.y + line),
-                      ImGui::GetColorU32(ImGuiCol_WindowBg));
-    dl->AddText(ImVec2((x0 + x1 - w) * 0.5f, origin.y), label_colour, name.c_str());
-  }
-  for (int k = 0; k < o.heads && !sorted; ++k)
-    dl->AddText(ImVec2(origin.x + column_x(k, cell) + tile * 0.3f, origin.y + top - line),
-                label_colour, ("H" + std::to_string(k)).c_str());
+  if (!sorted) draw_grid_header(o, layout, grouped, origin, top, cell, column_x);
   if (sorted)
     dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
                 "heads sorted by score, highest on the left (plate: the head and its score)");
@@ -467,7 +486,9 @@ void draw_head_scores(AppState& state) {
   if (state.ui.font_heading) ImGui::PushFont(state.ui.font_heading);
   ImGui::Text("Layer %d, head %d", layer, head);
   if (state.ui.font_heading) ImGui::PopFont();
+  ImGui::PushTextWrapPos(0.0f);
   ImGui::TextDisabled(m.hovered >= 0 ? "under the pointer" : "selected; hover another head");
+  ImGui::PopTextWrapPos();
   ImGui::Spacing();
   for (core::PatternKind k : core::kPatternKinds) {
     const double v = pattern_value(o, k, index);

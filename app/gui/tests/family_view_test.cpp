@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "attnscope/base/stages.hpp"
 #include "compute/model_job.hpp"
@@ -93,6 +96,41 @@ TEST_F(FamilyApp, AQwen3FolderOpensWithItsTokenizerAndEveryHeadGroupedByKvHead) 
     state.model.view = v;
     EXPECT_GT(headless_frame(state), 1000) << model_view_id(v);
   }
+}
+
+// The heads' names over the grid ("H0", "H1", ...) as the last frame drew
+// them: each name's left and right edge, on the line that holds the most.
+std::vector<std::pair<float, float>> head_names() {
+  std::map<int, std::vector<std::pair<float, float>>> lines;  // by the line's top
+  const std::vector<DrawnGlyph> g = headless_glyphs();
+  for (std::size_t i = 0; i + 1 < g.size(); ++i) {
+    if (g[i].text != "H" || !std::isdigit(static_cast<unsigned char>(g[i + 1].text[0]))) continue;
+    std::size_t k = i + 1;
+    while (k + 1 < g.size() && std::isdigit(static_cast<unsigned char>(g[k + 1].text[0])) &&
+           std::abs(g[k + 1].pen - (g[k].pen + g[k].advance)) < 1.0f)
+      ++k;
+    lines[static_cast<int>(std::lround(g[i].top))].emplace_back(g[i].pen, g[k].pen + g[k].advance);
+  }
+  std::vector<std::pair<float, float>> most;
+  for (auto& [top, names] : lines)
+    if (names.size() > most.size()) most = names;
+  std::sort(most.begin(), most.end());
+  return most;
+}
+
+TEST_F(FamilyApp, TheHeadsNamesOverTheGridNeverOverlap) {
+  open(attnscope::testing::tiny_qwen3_config(), "Qwen3-tiny");
+  state.model.view = ModelView::Model;
+  headless_frames(state, 2);
+  EXPECT_EQ(head_names().size(), 8u) << "room for every name: " << shown();
+  // A window so narrow that the tiles are thinner than "H7": every other name.
+  ImGui::GetIO().DisplaySize = ImVec2(560, 700);
+  headless_frames(state, 3);
+  const auto names = head_names();
+  ASSERT_GE(names.size(), 2u) << shown();
+  EXPECT_LT(names.size(), 8u);
+  for (std::size_t k = 1; k < names.size(); ++k)
+    EXPECT_LT(names[k - 1].second, names[k].first) << "name " << k;
 }
 
 TEST_F(FamilyApp, TheStepperWalksTheBlockInTheFamilysOwnNames) {
