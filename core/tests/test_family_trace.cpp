@@ -334,7 +334,10 @@ void check_kept_rows(const std::shared_ptr<const FamilyModel>& model,
     }
     EXPECT_EQ(rows.ids, ids) << "edit " << e;
     EXPECT_EQ(rows.layer, layer);
-    EXPECT_EQ(rows.mlp_output.rows(), static_cast<Eigen::Index>(ids.size()));
+    ASSERT_TRUE(rows.mlp_output);
+    EXPECT_EQ(rows.mlp_output->rows(), static_cast<Eigen::Index>(ids.size()));
+    EXPECT_EQ(kept.find(StageKey{layer, -1, id::mlp_output})->shared_data(), rows.mlp_output)
+        << "the trace and the rows share the matrix";
     EXPECT_EQ(rows.stages.keys_rotated.rows(), static_cast<Eigen::Index>(ids.size()));
     EXPECT_EQ(rows.stages.queries_normed.size() > 0, c.qk_norm);
   }

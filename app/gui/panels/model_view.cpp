@@ -222,16 +222,16 @@ void draw_grid_caption(AppState& state, const GridLayout& layout, ScaleScope sco
 // Over the grid: each K/V group's name across its heads (when grouped),
 // and each head's name over its column, centred; where the names are wider
 // than the tiles (many heads, a large UI scale) every n-th, so none overlap.
-// column_x(k, cell) is column k's left edge from `origin`.
+// column_x(k, cell) is column k's left edge from `origin`; a tile is `tile` wide.
 void draw_grid_header(const ModelOverview& o, const GridLayout& layout, bool grouped, ImVec2 origin,
-                      float top, float cell, const std::function<float(int, float)>& column_x) {
+                      float top, float cell, float tile,
+                      const std::function<float(int, float)>& column_x) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize(), line = ImGui::GetTextLineHeightWithSpacing();
-  const float tile = cell - std::max(2.0f, font * 0.15f);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   for (int g = 0; grouped && g < layout.kv_heads; ++g) {
     const float x0 = origin.x + column_x(g * layout.group, cell);
-    const float x1 = x0 + cell * static_cast<float>(layout.group) - (cell - tile);
+    const float x1 = x0 + cell * static_cast<float>(layout.group - 1) + tile;
     const std::string name = "K/V " + std::to_string(g);
     const float w = ImGui::CalcTextSize(name.c_str()).x;
     dl->AddLine(ImVec2(x0, origin.y + line * 0.5f), ImVec2(x1, origin.y + line * 0.5f),
@@ -289,8 +289,9 @@ void draw_model_grid(AppState& state) {
   const auto [lo, hi] =
       m.pattern.kind ? score_range(o, *m.pattern.kind) : std::pair<double, double>(0.0, 1.0);
   const ImU32 label_colour = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-  if (!sorted) draw_grid_header(o, layout, grouped, origin, top, cell, column_x);
-  if (sorted)
+  if (!sorted)
+    draw_grid_header(o, layout, grouped, origin, top, cell, tile, column_x);
+  else
     dl->AddText(ImVec2(origin.x + label_w, origin.y), label_colour,
                 "heads sorted by score, highest on the left (plate: the head and its score)");
   ImGui::InvisibleButton("grid", ImVec2(label_w + groups_gap + cell * static_cast<float>(o.heads),

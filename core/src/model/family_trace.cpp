@@ -101,6 +101,10 @@ class BlockTrace {
   void add(std::string_view stage, int head, RowMatrix m, int layer) {
     t_.stages.emplace_back(stage, head, std::move(m), layer);
   }
+  // A stage that shares its matrix (with the rows kept for the next trace).
+  void add(std::string_view stage, int head, std::shared_ptr<RowMatrix> m, int layer) {
+    t_.stages.emplace_back(stage, head, std::move(m), layer);
+  }
 
   // Head h's stages from Q to the context (its weights and context given).
   void head_stages(const FamilyLayerStages& s, int h, const HeadMaps& maps) {
@@ -134,8 +138,8 @@ class BlockTrace {
   }
 
   // The heads put together, the output projection, the residual and the
-  // MLP half. Rows before `first` are `kept`'s (null: first is 0); every
-  // stage's rows are left in `keep` when it is given.
+  // MLP half. Rows before `first` are `kept`'s (null: first is 0); when
+  // `keep` is given, it shares every stage's matrix with the trace.
   void after_heads(const RowMatrix& concat, const FamilyLayerRows* kept, Eigen::Index first,
                    FamilyLayerRows* keep) {
     const FamilyModel::Weights& w = run_.model().weights();
@@ -143,7 +147,7 @@ class BlockTrace {
     const double eps = c_.rms_norm_eps;
     const Eigen::Index n = concat.rows() - first;
     const FamilyLayerRows none;
-    const FamilyLayerRows& k = kept ? *kept : none;
+    const FamilyLayerRows& k = kept ? *kept : none;  // its matrices are shared, never changed
     // The new rows of each stage, then all of them (kept ones above).
     RowMatrix out, h, pre, gate_up, act, down;
     if (n > 0) {
@@ -156,26 +160,25 @@ class BlockTrace {
       b.down.apply(act, down);
       if (c_.gemma) down = detail::rms_norm(down, b.post_ff_norm, eps);
     }
-    FamilyLayerRows all;
-    all.output = stacked(k.output, first, std::move(out));
-    all.attn_output = stacked(k.attn_output, first, std::move(h));
-    all.ln_2 = stacked(k.ln_2, first, std::move(pre));
-    all.mlp_hidden = stacked(k.mlp_hidden, first, std::move(gate_up));
-    all.mlp_activation = stacked(k.mlp_activation, first, std::move(act));
-    all.mlp_output = stacked(k.mlp_output, first, std::move(down));
-    add(id::concat, -1, concat, layer_);
-    auto give = [&](std::string_view stage, RowMatrix& m) {
-      if (keep)
-        add(stage, -1, m, layer_);  // a copy: the rows stay for the next trace
-      else
-        add(stage, -1, std::move(m), layer_);
+    const RowMatrix none_kept;
+    auto whole = [&](const std::shared_ptr<RowMatrix>& kept_rows, RowMatrix fresh) {
+      return std::make_shared<RowMatrix>(
+          stacked(kept_rows ? *kept_rows : none_kept, first, std::move(fresh)));
     };
-    give(id::output, all.output);
-    give(id::attn_output, all.attn_output);
-    give(id::ln_2, all.ln_2);
-    give(id::mlp_hidden, all.mlp_hidden);
-    give(id::mlp_activation, all.mlp_activation);
-    give(id::mlp_output, all.mlp_output);
+    FamilyLayerRows all;
+    all.output = whole(k.output, std::move(out));
+    all.attn_output = whole(k.attn_output, std::move(h));
+    all.ln_2 = whole(k.ln_2, std::move(pre));
+    all.mlp_hidden = whole(k.mlp_hidden, std::move(gate_up));
+    all.mlp_activation = whole(k.mlp_activation, std::move(act));
+    all.mlp_output = whole(k.mlp_output, std::move(down));
+    add(id::concat, -1, concat, layer_);
+    add(id::output, -1, all.output, layer_);
+    add(id::attn_output, -1, all.attn_output, layer_);
+    add(id::ln_2, -1, all.ln_2, layer_);
+    add(id::mlp_hidden, -1, all.mlp_hidden, layer_);
+    add(id::mlp_activation, -1, all.mlp_activation, layer_);
+    add(id::mlp_output, -1, all.mlp_output, layer_);
     add(id::block_output, -1, run_.residual(layer_ + 1), layer_);
     if (keep) {
       keep->output = std::move(all.output);

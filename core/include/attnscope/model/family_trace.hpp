@@ -37,7 +37,8 @@ struct FamilyLayerRows {
   int layer = -1;
   std::vector<int> ids;
   FamilyLayerStages stages;  // normed, Q, K, V, after q/k norm, after RoPE
-  RowMatrix output, attn_output, ln_2, mlp_hidden, mlp_activation, mlp_output;
+  // After the heads: the same matrices the trace's stages hold (shared).
+  std::shared_ptr<RowMatrix> output, attn_output, ln_2, mlp_hidden, mlp_activation, mlp_output;
   void clear() { *this = FamilyLayerRows{}; }
 };
 
